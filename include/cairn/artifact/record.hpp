@@ -1,0 +1,398 @@
+// cairn — ArtifactRecord: an immutable description of something an agent produced.
+//
+// A record is built and validated by ArtifactRecord::Builder and shared as std::shared_ptr<const ArtifactRecord>:
+// handing it around never copies it, and nobody can change what another holder sees. Its value and metadata are
+// held behind shared pointers too, so deriving a new version (or the store stamping an id) never copies them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/artifact/type.hpp"
+#include "cairn/detail/json.hpp"
+#include "cairn/detail/text.hpp"
+#include "cairn/detail/time.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+class ArtifactRecord;
+using ArtifactPtr = std::shared_ptr<const ArtifactRecord>;
+
+/// An immutable artifact record. Thread-safe: nothing about it can change after it is built.
+///
+///     auto report = cairn::ArtifactRecord::builder()
+///                       .tenant_id("acme")
+///                       .type(cairn::ArtifactType::document)
+///                       .title("Quarterly report")
+///                       .value("# Q3\n...")
+///                       .build();  // std::shared_ptr<const ArtifactRecord>, validated
+class ArtifactRecord {
+ public:
+  class Builder;
+
+  static constexpr std::size_t max_title_length = 500;  ///< in Unicode code points
+  static constexpr std::size_t max_id_length = 256;     ///< bytes, for id, tenant_id and created_by
+
+  /// A builder with nothing set.
+  static Builder builder();
+  /// A builder holding every field of this record: the way to rebuild a record exactly (backends use it).
+  Builder to_builder() const;
+  /// A builder for the next version of this record: every field but `version` and `created_at`, which the store
+  /// assigns when the new version is stored.
+  Builder revise() const;
+
+  const std::string& id() const noexcept { return id_; }
+  const std::string& tenant_id() const noexcept { return tenant_id_; }
+  /// 1 for the first stored version of an id; 0 for a record that has not been stored.
+  std::uint64_t version() const noexcept { return version_; }
+  const ArtifactType& type() const noexcept { return type_; }
+  const std::string& title() const noexcept { return title_; }
+  const std::string& description() const noexcept { return description_; }
+  /// Why the artifact exists; the description when none was given.
+  const std::string& purpose() const noexcept { return purpose_; }
+  /// The thing itself (a path for `file`, the data for `data`); null when the content lives at storage_url only.
+  const nlohmann::json& value() const noexcept { return *value_; }
+  bool has_value() const noexcept { return !value_->is_null(); }
+  const std::optional<std::string>& storage_url() const noexcept { return storage_url_; }
+  const std::optional<std::string>& mime_type() const noexcept { return mime_type_; }
+  const std::optional<std::uint64_t>& size_bytes() const noexcept { return size_bytes_; }
+  const std::optional<std::string>& schema_url() const noexcept { return schema_url_; }
+  const std::optional<std::string>& created_by() const noexcept { return created_by_; }
+  /// Milliseconds since the Unix epoch (UTC); 0 until stored, unless the builder set it.
+  std::int64_t created_at() const noexcept { return created_at_; }
+  /// A JSON object: tool_name, success, input_artifacts, and anything the host adds.
+  const nlohmann::json& metadata() const noexcept { return *metadata_; }
+
+  /// The value shared with every record derived from this one (never null; holds JSON null when absent).
+  const std::shared_ptr<const nlohmann::json>& shared_value() const noexcept { return value_; }
+
+  /// Parses and validates a record from its JSON form (see to_json). Throws cairn::invalid_artifact naming the
+  /// field, cairn::parse_error / cairn::limit_exceeded for text that is not JSON or too large.
+  static ArtifactPtr from_json(const nlohmann::json& j);
+  static ArtifactPtr parse(std::string_view text, const JsonLimits& limits = {});
+
+  friend bool operator==(const ArtifactRecord& a, const ArtifactRecord& b) {
+    return a.id_ == b.id_ && a.tenant_id_ == b.tenant_id_ && a.version_ == b.version_ && a.type_ == b.type_ &&
+           a.title_ == b.title_ && a.description_ == b.description_ && a.purpose_ == b.purpose_ &&
+           *a.value_ == *b.value_ && a.storage_url_ == b.storage_url_ && a.mime_type_ == b.mime_type_ &&
+           a.size_bytes_ == b.size_bytes_ && a.schema_url_ == b.schema_url_ && a.created_by_ == b.created_by_ &&
+           a.created_at_ == b.created_at_ && *a.metadata_ == *b.metadata_;
+  }
+  friend bool operator!=(const ArtifactRecord& a, const ArtifactRecord& b) { return !(a == b); }
+
+ private:
+  friend class Builder;
+  ArtifactRecord(const Builder& b);  // validates
+
+  std::string id_;
+  std::string tenant_id_;
+  std::uint64_t version_ = 0;
+  ArtifactType type_;
+  std::string title_;
+  std::string description_;
+  std::string purpose_;
+  std::shared_ptr<const nlohmann::json> value_;
+  std::optional<std::string> storage_url_;
+  std::optional<std::string> mime_type_;
+  std::optional<std::uint64_t> size_bytes_;
+  std::optional<std::string> schema_url_;
+  std::optional<std::string> created_by_;
+  std::int64_t created_at_ = 0;
+  std::shared_ptr<const nlohmann::json> metadata_;
+};
+
+/// Collects the fields of a record; build() validates them. Not thread-safe: one owner.
+class ArtifactRecord::Builder {
+ public:
+  Builder() = default;
+
+  Builder& id(std::string v) { id_ = std::move(v); return *this; }
+  Builder& tenant_id(std::string v) { tenant_id_ = std::move(v); return *this; }
+  Builder& version(std::uint64_t v) { version_ = v; return *this; }
+  Builder& type(ArtifactType v) { type_ = std::move(v); return *this; }
+  /// Throws cairn::invalid_artifact for a malformed token.
+  Builder& type(std::string v) { type_ = ArtifactType{std::move(v)}; return *this; }
+  Builder& type(const char* v) { return type(std::string(v)); }
+  Builder& title(std::string v) { title_ = std::move(v); return *this; }
+  Builder& description(std::string v) { description_ = std::move(v); return *this; }
+  Builder& purpose(std::string v) { purpose_ = std::move(v); return *this; }
+  Builder& value(nlohmann::json v) { value_ = std::make_shared<const nlohmann::json>(std::move(v)); return *this; }
+  /// Shares an existing value without copying it.
+  Builder& shared_value(std::shared_ptr<const nlohmann::json> v) { value_ = std::move(v); return *this; }
+  Builder& storage_url(std::string v) { storage_url_ = std::move(v); return *this; }
+  Builder& mime_type(std::string v) { mime_type_ = std::move(v); return *this; }
+  Builder& size_bytes(std::uint64_t v) { size_bytes_ = v; return *this; }
+  Builder& schema_url(std::string v) { schema_url_ = std::move(v); return *this; }
+  Builder& created_by(std::string v) { created_by_ = std::move(v); return *this; }
+  Builder& created_at(std::int64_t ms) { created_at_ = ms; return *this; }
+  /// Replaces the metadata; it must be a JSON object.
+  Builder& metadata(nlohmann::json v) { metadata_ = std::make_shared<const nlohmann::json>(std::move(v)); return *this; }
+  /// Sets one metadata key, keeping the others.
+  Builder& metadata(const std::string& key, nlohmann::json v) {
+    nlohmann::json m = metadata_ ? *metadata_ : nlohmann::json::object();
+    if (!m.is_object()) m = nlohmann::json::object();
+    m[key] = std::move(v);
+    metadata_ = std::make_shared<const nlohmann::json>(std::move(m));
+    return *this;
+  }
+
+  /// Validates and returns the record. Throws cairn::invalid_artifact with a message naming the field.
+  ArtifactPtr build() const { return std::shared_ptr<const ArtifactRecord>(new ArtifactRecord(*this)); }
+  /// The same, as a plain value (for containers that hold records by value).
+  ArtifactRecord build_value() const { return ArtifactRecord(*this); }
+
+ private:
+  friend class ArtifactRecord;
+  std::string id_;
+  std::string tenant_id_;
+  std::uint64_t version_ = 0;
+  std::optional<ArtifactType> type_;
+  std::string title_;
+  std::string description_;
+  std::optional<std::string> purpose_;
+  std::shared_ptr<const nlohmann::json> value_;
+  std::optional<std::string> storage_url_;
+  std::optional<std::string> mime_type_;
+  std::optional<std::uint64_t> size_bytes_;
+  std::optional<std::string> schema_url_;
+  std::optional<std::string> created_by_;
+  std::int64_t created_at_ = 0;
+  std::shared_ptr<const nlohmann::json> metadata_;
+};
+
+namespace detail {
+
+inline bool is_mime_name_char(char c) noexcept {
+  return is_ascii_alpha(c) || is_ascii_digit(c) || c == '!' || c == '#' || c == '$' || c == '&' || c == '-' ||
+         c == '^' || c == '_' || c == '.' || c == '+';
+}
+
+// RFC 6838 restricted-name: 1 to 127 characters, starting with a letter or digit.
+inline bool is_mime_name(std::string_view s) noexcept {
+  if (s.empty() || s.size() > 127 || !(is_ascii_alpha(s[0]) || is_ascii_digit(s[0]))) return false;
+  for (char c : s) {
+    if (!is_mime_name_char(c)) return false;
+  }
+  return true;
+}
+
+inline std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// `type/subtype` with optional `; name=value` parameters, as in RFC 6838 and RFC 2045.
+inline bool is_mime_type(std::string_view s) noexcept {
+  if (has_control_char(s)) return false;
+  const auto semi = s.find(';');
+  const std::string_view essence = trim(s.substr(0, semi));
+  const auto slash = essence.find('/');
+  if (slash == std::string_view::npos) return false;
+  if (!is_mime_name(essence.substr(0, slash)) || !is_mime_name(essence.substr(slash + 1))) return false;
+  std::string_view rest = semi == std::string_view::npos ? std::string_view{} : s.substr(semi + 1);
+  while (semi != std::string_view::npos) {
+    const auto next = rest.find(';');
+    const std::string_view param = trim(rest.substr(0, next));
+    const auto eq = param.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == param.size()) return false;
+    for (char c : param.substr(0, eq)) {
+      if (!is_mime_name_char(c)) return false;
+    }
+    if (next == std::string_view::npos) break;
+    rest = rest.substr(next + 1);
+  }
+  return true;
+}
+
+inline void check_identifier(std::string_view field, const std::string& v, bool required) {
+  if (v.empty()) {
+    if (required) throw invalid_artifact(fmt::format("{}: must not be empty", field));
+    return;
+  }
+  if (v.size() > ArtifactRecord::max_id_length) {
+    throw invalid_artifact(fmt::format("{}: must be at most {} bytes (got {})", field, ArtifactRecord::max_id_length,
+                                       v.size()));
+  }
+  if (has_control_char(v)) {
+    throw invalid_artifact(fmt::format("{}: must not contain control characters ('{}')", field, excerpt(v)));
+  }
+  if (v.front() == ' ' || v.back() == ' ') {
+    throw invalid_artifact(fmt::format("{}: must not start or end with a space ('{}')", field, excerpt(v)));
+  }
+}
+
+inline void check_url(std::string_view field, const std::optional<std::string>& v) {
+  if (!v) return;
+  if (v->empty()) throw invalid_artifact(fmt::format("{}: must not be empty when set", field));
+  if (has_control_char(*v)) {
+    throw invalid_artifact(fmt::format("{}: must not contain control characters ('{}')", field, excerpt(*v)));
+  }
+}
+
+}  // namespace detail
+
+inline ArtifactRecord::ArtifactRecord(const Builder& b)
+    : id_(b.id_),
+      tenant_id_(b.tenant_id_),
+      version_(b.version_),
+      type_(b.type_ ? *b.type_ : ArtifactType::data),
+      title_(b.title_),
+      description_(b.description_),
+      purpose_(b.purpose_ && !b.purpose_->empty() ? *b.purpose_ : b.description_),
+      value_(b.value_ ? b.value_ : std::make_shared<const nlohmann::json>()),
+      storage_url_(b.storage_url_),
+      mime_type_(b.mime_type_),
+      size_bytes_(b.size_bytes_),
+      schema_url_(b.schema_url_),
+      created_by_(b.created_by_),
+      created_at_(b.created_at_),
+      metadata_(b.metadata_ ? b.metadata_ : std::make_shared<const nlohmann::json>(nlohmann::json::object())) {
+  detail::check_identifier("id", id_, false);
+  detail::check_identifier("tenant_id", tenant_id_, true);
+  if (!b.type_) throw invalid_artifact("type: must be set");
+  if (title_.empty() && description_.empty()) {
+    throw invalid_artifact("title, description: at least one of them must be non-empty");
+  }
+  if (const auto n = detail::utf8_length(title_); n > max_title_length) {
+    throw invalid_artifact(
+        fmt::format("title: must be at most {} characters (got {})", max_title_length, n));
+  }
+  detail::check_url("storage_url", storage_url_);
+  detail::check_url("schema_url", schema_url_);
+  if (!has_value() && !storage_url_) {
+    throw invalid_artifact("value, storage_url: a record needs a value or a storage_url (or both)");
+  }
+  if (mime_type_ && !detail::is_mime_type(*mime_type_)) {
+    throw invalid_artifact(fmt::format("mime_type: '{}' is not a MIME type of the form type/subtype",
+                                       detail::excerpt(*mime_type_)));
+  }
+  if (created_by_) detail::check_identifier("created_by", *created_by_, true);
+  if (created_at_ < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at_));
+  if (!metadata_->is_object()) {
+    throw invalid_artifact(fmt::format("metadata: must be a JSON object, got {}", metadata_->type_name()));
+  }
+}
+
+inline ArtifactRecord::Builder ArtifactRecord::builder() { return Builder{}; }
+
+inline ArtifactRecord::Builder ArtifactRecord::to_builder() const {
+  Builder b = revise();
+  b.version_ = version_;
+  b.created_at_ = created_at_;
+  return b;
+}
+
+inline ArtifactRecord::Builder ArtifactRecord::revise() const {
+  Builder b;
+  b.id_ = id_;
+  b.tenant_id_ = tenant_id_;
+  b.type_ = type_;
+  b.title_ = title_;
+  b.description_ = description_;
+  b.purpose_ = purpose_;
+  b.value_ = value_;
+  b.storage_url_ = storage_url_;
+  b.mime_type_ = mime_type_;
+  b.size_bytes_ = size_bytes_;
+  b.schema_url_ = schema_url_;
+  b.created_by_ = created_by_;
+  b.metadata_ = metadata_;
+  return b;
+}
+
+/// The JSON form: snake_case keys as in DESIGN.md; optional fields are left out when unset, `value` when absent.
+inline void to_json(nlohmann::json& j, const ArtifactRecord& r) {
+  j = nlohmann::json::object();
+  j["id"] = r.id();
+  j["tenant_id"] = r.tenant_id();
+  j["version"] = r.version();
+  j["type"] = r.type().str();
+  j["title"] = r.title();
+  j["description"] = r.description();
+  j["purpose"] = r.purpose();
+  if (r.has_value()) j["value"] = r.value();
+  if (r.storage_url()) j["storage_url"] = *r.storage_url();
+  if (r.mime_type()) j["mime_type"] = *r.mime_type();
+  if (r.size_bytes()) j["size_bytes"] = *r.size_bytes();
+  if (r.schema_url()) j["schema_url"] = *r.schema_url();
+  if (r.created_by()) j["created_by"] = *r.created_by();
+  j["created_at"] = r.created_at();
+  j["metadata"] = r.metadata();
+}
+
+namespace detail {
+
+inline const nlohmann::json* member(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+inline std::string string_field(const nlohmann::json& j, const char* key) {
+  const auto* v = member(j, key);
+  if (!v) return {};
+  if (!v->is_string()) throw invalid_artifact(fmt::format("{}: expected a string, got {}", key, v->type_name()));
+  return v->get<std::string>();
+}
+
+template <typename Int>
+inline std::optional<Int> integer_field(const nlohmann::json& j, const char* key) {
+  const auto* v = member(j, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<std::uint64_t>();
+    if (u <= static_cast<std::uint64_t>(std::numeric_limits<Int>::max())) return static_cast<Int>(u);
+  } else if (v->is_number_integer()) {
+    const auto i = v->get<std::int64_t>();
+    if (i >= 0) return static_cast<Int>(i);
+  }
+  throw invalid_artifact(fmt::format("{}: expected a non-negative integer, got {}", key, v->dump()));
+}
+
+}  // namespace detail
+
+inline ArtifactPtr ArtifactRecord::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw invalid_artifact(fmt::format("record: expected a JSON object, got {}", j.type_name()));
+  Builder b;
+  b.id(detail::string_field(j, "id"))
+      .tenant_id(detail::string_field(j, "tenant_id"))
+      .title(detail::string_field(j, "title"))
+      .description(detail::string_field(j, "description"))
+      .purpose(detail::string_field(j, "purpose"));
+  if (const auto* t = detail::member(j, "type")) b.type(t->get<ArtifactType>());
+  if (auto v = detail::integer_field<std::uint64_t>(j, "version")) b.version(*v);
+  if (const auto* v = detail::member(j, "value")) b.value(*v);
+  if (detail::member(j, "storage_url")) b.storage_url(detail::string_field(j, "storage_url"));
+  if (detail::member(j, "mime_type")) b.mime_type(detail::string_field(j, "mime_type"));
+  if (auto v = detail::integer_field<std::uint64_t>(j, "size_bytes")) b.size_bytes(*v);
+  if (detail::member(j, "schema_url")) b.schema_url(detail::string_field(j, "schema_url"));
+  if (detail::member(j, "created_by")) b.created_by(detail::string_field(j, "created_by"));
+  if (auto v = detail::integer_field<std::int64_t>(j, "created_at")) b.created_at(*v);
+  if (const auto* m = detail::member(j, "metadata")) b.metadata(*m);
+  return b.build();
+}
+
+inline ArtifactPtr ArtifactRecord::parse(std::string_view text, const JsonLimits& limits) {
+  return from_json(detail::parse_json(text, limits, "artifact record"));
+}
+
+}  // namespace cairn
+
+namespace nlohmann {
+/// Lets `j.get<cairn::ArtifactRecord>()` work although the record has no default constructor.
+template <>
+struct adl_serializer<cairn::ArtifactRecord> {
+  static cairn::ArtifactRecord from_json(const json& j) { return *cairn::ArtifactRecord::from_json(j); }
+  static void to_json(json& j, const cairn::ArtifactRecord& r) { cairn::to_json(j, r); }
+};
+}  // namespace nlohmann

@@ -1,0 +1,115 @@
+// cairn — ArtifactStore: the tenant-scoped, versioned store every backend implements.
+//
+// Every call names a tenant, and a tenant sees only its own artifacts: another tenant's id behaves exactly like an
+// id that does not exist (same result, same error text). Storing an id that exists adds a version; fetch returns
+// the latest unless asked for another. Implementations are thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cairn/artifact/record.hpp"
+#include "cairn/artifact/type.hpp"
+#include "cairn/detail/random.hpp"
+#include "cairn/detail/time.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// What `ArtifactStore::list` returns; every filter that is set must match.
+struct ListQuery {
+  static constexpr std::size_t max_limit = 1000;
+
+  std::string prefix;                     ///< id prefix ("" matches every id)
+  std::optional<ArtifactType> type;       ///< type of the latest version
+  std::optional<std::string> created_by;  ///< creator of the latest version
+  std::size_t limit = 100;                ///< page size, 1 to max_limit
+  std::string cursor;                     ///< `next_cursor` of the previous page; "" starts at the beginning
+};
+
+/// One page of a listing: the latest version of each matching id, in ascending id order (byte-wise).
+struct ListPage {
+  std::vector<ArtifactPtr> items;
+  std::optional<std::string> next_cursor;  ///< set when more matching artifacts follow this page
+};
+
+/// The store interface. Implementations are thread-safe; records come back as shared, immutable pointers.
+class ArtifactStore {
+ public:
+  /// Asks fetch for the newest version.
+  static constexpr std::uint64_t latest = 0;
+
+  virtual ~ArtifactStore() = default;
+
+  /// Stores `record` in its tenant and returns the stored record: an empty id is replaced by a random UUID v4, the
+  /// version is 1 for a new id and one more than the latest for an existing one (the record's own version is
+  /// ignored), and a created_at of 0 becomes the current time.
+  virtual ArtifactPtr store(const ArtifactRecord& record) = 0;
+
+  /// The given version (latest by default) of `id` in `tenant_id`, or null when there is none.
+  virtual ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
+                            std::uint64_t version = latest) const = 0;
+
+  /// Removes every version of `id`. Throws cairn::not_found when the tenant has no such id. A later store of the
+  /// same id starts again at version 1.
+  virtual void remove(const std::string& id, const std::string& tenant_id) = 0;
+
+  /// The version numbers of `id`, oldest first (1, 2, ... n); empty when the tenant has no such id.
+  virtual std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const = 0;
+
+  /// A page of the tenant's artifacts in stable id order. Throws cairn::invalid_argument for a limit of 0 or
+  /// above ListQuery::max_limit.
+  virtual ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const = 0;
+
+  /// Convenience for records already shared: `store(*record)`.
+  ArtifactPtr store(const ArtifactPtr& record) {
+    if (!record) throw invalid_argument("store: record must not be null");
+    return store(*record);
+  }
+
+ protected:
+  ArtifactStore() = default;
+  ArtifactStore(const ArtifactStore&) = default;
+  ArtifactStore& operator=(const ArtifactStore&) = default;
+};
+
+namespace detail {
+
+/// Every store call rejects an empty tenant the same way.
+inline void check_tenant(const std::string& tenant_id) {
+  if (tenant_id.empty()) throw invalid_argument("tenant_id: must not be empty");
+}
+
+inline void check_list_query(const ListQuery& q) {
+  if (q.limit == 0 || q.limit > ListQuery::max_limit) {
+    throw invalid_argument(fmt::format("list: limit must be between 1 and {} (got {})", ListQuery::max_limit, q.limit));
+  }
+}
+
+/// The one text of "no such artifact", used for missing and foreign ids alike.
+inline std::string artifact_missing_message(const std::string& id, const std::string& tenant_id) {
+  return fmt::format("artifact '{}' not found in tenant '{}'", excerpt(id, 300), excerpt(tenant_id, 300));
+}
+
+/// True when `r` matches the query's filters (prefix and cursor are the backend's job).
+inline bool matches_filters(const ArtifactRecord& r, const ListQuery& q) {
+  if (q.type && r.type() != *q.type) return false;
+  if (q.created_by && r.created_by() != q.created_by) return false;
+  return true;
+}
+
+/// The record as stored: `id` and `version` set, created_at stamped when unset. Shares the value and metadata.
+inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t version) {
+  auto b = r.to_builder();
+  b.id(std::move(id)).version(version);
+  if (r.created_at() == 0) b.created_at(now_ms());
+  return b.build();
+}
+
+}  // namespace detail
+}  // namespace cairn

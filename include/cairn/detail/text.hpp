@@ -1,0 +1,47 @@
+// cairn::detail — small text checks shared by the validators.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace cairn::detail {
+
+/// Number of Unicode code points in UTF-8 text (bytes that do not start a sequence are not counted).
+inline std::size_t utf8_length(std::string_view s) noexcept {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+/// True when `s` holds an ASCII control character (U+0000–U+001F or U+007F).
+inline bool has_control_char(std::string_view s) noexcept {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7F) return true;
+  }
+  return false;
+}
+
+/// `s` shortened to at most `max` bytes for an error message, with "..." when cut; control characters escaped.
+inline std::string excerpt(std::string_view s, std::size_t max = 60) {
+  std::string out;
+  const bool cut = s.size() > max;
+  for (unsigned char c : s.substr(0, max)) {
+    if (c < 0x20 || c == 0x7F) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 0x0F]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (cut) out += "...";
+  return out;
+}
+
+inline bool is_ascii_lower(char c) noexcept { return c >= 'a' && c <= 'z'; }
+inline bool is_ascii_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+inline bool is_ascii_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+}  // namespace cairn::detail

@@ -1,0 +1,353 @@
+// cairn::testing — the behaviour every ArtifactStore must show, as checks any test framework can run.
+//
+// A backend author proves their store behaves like the built-in ones with a few lines:
+//
+//     for (const auto& check : cairn::testing::store_conformance_checks()) {
+//       auto store = make_my_store();          // a fresh (or shared) store for each check
+//       check.run(*store);                     // throws cairn::testing::conformance_failure on a violation
+//     }
+//
+// Checks use tenants with random names, so they also run against a durable store that already holds data.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/artifact/record.hpp"
+#include "cairn/artifact/store.hpp"
+#include "cairn/detail/random.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn::testing {
+
+/// Thrown by a check that found the store misbehaving; the message says what was expected and where.
+class conformance_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One named behaviour check.
+struct ConformanceCheck {
+  std::string name;
+  std::function<void(ArtifactStore&)> run;
+};
+
+namespace detail {
+
+inline void expect(bool ok, const std::string& what, int line) {
+  if (!ok) throw conformance_failure(fmt::format("store_conformance.hpp:{}: expected {}", line, what));
+}
+#define CAIRN_CONFORM(cond) ::cairn::testing::detail::expect(static_cast<bool>(cond), #cond, __LINE__)
+
+/// Runs `f` and returns the message of the exception of type E it throws; fails when it throws nothing or
+/// something else.
+template <typename E, typename F>
+std::string expect_throw(F&& f, const char* what, int line) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    throw conformance_failure(fmt::format("store_conformance.hpp:{}: {} threw the wrong exception: {}", line, what,
+                                          e.what()));
+  }
+  throw conformance_failure(fmt::format("store_conformance.hpp:{}: {} did not throw", line, what));
+}
+#define CAIRN_CONFORM_THROWS(E, expr) \
+  ::cairn::testing::detail::expect_throw<E>([&] { (void)(expr); }, #expr, __LINE__)
+
+inline std::string fresh_tenant(const char* tag) {
+  return fmt::format("conformance-{}-{}", tag, cairn::detail::random_string(10, "abcdefghijklmnopqrstuvwxyz0123456789"));
+}
+
+inline ArtifactRecord::Builder note(const std::string& tenant, const std::string& id, nlohmann::json value) {
+  auto b = ArtifactRecord::builder();
+  b.tenant_id(tenant).id(id).type(ArtifactType::document).title("note " + id).value(std::move(value));
+  return b;
+}
+
+inline std::vector<std::string> ids_of(const ListPage& page) {
+  std::vector<std::string> ids;
+  for (const auto& r : page.items) ids.push_back(r->id());
+  return ids;
+}
+
+inline bool is_uuid_v4(const std::string& s) {
+  if (s.size() != 36) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash != (s[i] == '-')) return false;
+    if (!dash && !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  }
+  return s[14] == '4' && (s[19] == '8' || s[19] == '9' || s[19] == 'a' || s[19] == 'b');
+}
+
+}  // namespace detail
+
+/// Every check of the suite, in a fixed order.
+inline std::vector<ConformanceCheck> store_conformance_checks() {
+  using detail::fresh_tenant;
+  using detail::note;
+  using nlohmann::json;
+  std::vector<ConformanceCheck> checks;
+
+  checks.push_back({"store assigns a UUID v4 id, version 1 and created_at", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("assign");
+    const auto before = cairn::detail::now_ms();
+    auto stored = s.store(*note(t, "", "hello").build());
+    CAIRN_CONFORM(stored != nullptr);
+    CAIRN_CONFORM(detail::is_uuid_v4(stored->id()));
+    CAIRN_CONFORM(stored->version() == 1);
+    CAIRN_CONFORM(stored->created_at() >= before - 1000 && stored->created_at() <= cairn::detail::now_ms() + 1000);
+    CAIRN_CONFORM(stored->value() == "hello");
+    CAIRN_CONFORM(stored->tenant_id() == t);
+    auto other = s.store(*note(t, "", "hello").build());
+    CAIRN_CONFORM(other->id() != stored->id());
+  }});
+
+  checks.push_back({"a stored record comes back field for field", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("fields");
+    const json value = {{"text", "Grüße, 世界"}, {"n", 42}, {"big", 9007199254740993ULL}, {"neg", -7},
+                        {"pi", 3.25}, {"list", {1, "two", nullptr, true}}, {"nested", {{"a", {{"b", {}}}}}}};
+    auto rec = ArtifactRecord::builder()
+                   .tenant_id(t)
+                   .id("full")
+                   .type("dataset")
+                   .title("Full record")
+                   .description("every field set")
+                   .purpose("conformance")
+                   .value(value)
+                   .storage_url("s3://bucket/full.json")
+                   .mime_type("application/json")
+                   .size_bytes(1234)
+                   .schema_url("https://example.com/schema.json")
+                   .created_by("agent-7")
+                   .created_at(1700000000123)
+                   .metadata({{"tool_name", "collect"}, {"success", true}})
+                   .build();
+    auto stored = s.store(*rec);
+    auto fetched = s.fetch("full", t);
+    CAIRN_CONFORM(fetched != nullptr);
+    CAIRN_CONFORM(*fetched == *stored);
+    CAIRN_CONFORM(fetched->value() == value);
+    CAIRN_CONFORM(fetched->created_at() == 1700000000123);
+    CAIRN_CONFORM(fetched->metadata() == json({{"tool_name", "collect"}, {"success", true}}));
+    CAIRN_CONFORM(fetched->storage_url() == std::optional<std::string>("s3://bucket/full.json"));
+    CAIRN_CONFORM(fetched->size_bytes() == std::optional<std::uint64_t>(1234));
+    CAIRN_CONFORM(fetched->created_by() == std::optional<std::string>("agent-7"));
+    CAIRN_CONFORM(fetched->type() == "dataset");
+  }});
+
+  checks.push_back({"a record with only a storage_url round-trips", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("url");
+    s.store(*ArtifactRecord::builder().tenant_id(t).id("u").type("image").title("chart")
+                 .storage_url("file:///tmp/chart.png").mime_type("image/png").build());
+    auto f = s.fetch("u", t);
+    CAIRN_CONFORM(f != nullptr);
+    CAIRN_CONFORM(!f->has_value());
+    CAIRN_CONFORM(f->storage_url() == std::optional<std::string>("file:///tmp/chart.png"));
+  }});
+
+  checks.push_back({"storing an existing id adds consecutive versions; fetch returns the latest", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("versions");
+    auto v1 = s.store(*note(t, "doc", "draft 1").build());
+    auto v2 = s.store(*v1->revise().value("draft 2").build());
+    auto v3 = s.store(*note(t, "doc", "draft 3").version(99).build());  // a caller's version is ignored
+    CAIRN_CONFORM(v1->version() == 1);
+    CAIRN_CONFORM(v2->version() == 2);
+    CAIRN_CONFORM(v3->version() == 3);
+    CAIRN_CONFORM(s.fetch("doc", t)->value() == "draft 3");
+    CAIRN_CONFORM(s.fetch("doc", t, 1)->value() == "draft 1");
+    CAIRN_CONFORM(s.fetch("doc", t, 2)->value() == "draft 2");
+    CAIRN_CONFORM(s.fetch("doc", t, 3)->version() == 3);
+    CAIRN_CONFORM(s.fetch("doc", t, 4) == nullptr);
+    CAIRN_CONFORM((s.versions("doc", t) == std::vector<std::uint64_t>{1, 2, 3}));
+  }});
+
+  checks.push_back({"missing ids: fetch is null, versions empty, remove throws not_found", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("missing");
+    CAIRN_CONFORM(s.fetch("nope", t) == nullptr);
+    CAIRN_CONFORM(s.fetch("nope", t, 1) == nullptr);
+    CAIRN_CONFORM(s.fetch("", t) == nullptr);
+    CAIRN_CONFORM(s.versions("nope", t).empty());
+    const auto msg = CAIRN_CONFORM_THROWS(not_found, s.remove("nope", t));
+    CAIRN_CONFORM(msg.find("nope") != std::string::npos);
+  }});
+
+  checks.push_back({"another tenant's artifact is indistinguishable from a missing one", [](ArtifactStore& s) {
+    const auto a = fresh_tenant("a");
+    const auto b = fresh_tenant("b");
+    s.store(*note(b, "secret", "b's data").build());
+    CAIRN_CONFORM(s.fetch("secret", a) == nullptr);
+    CAIRN_CONFORM(s.fetch("secret", a, 1) == nullptr);
+    CAIRN_CONFORM(s.versions("secret", a).empty());
+    CAIRN_CONFORM(s.list(a).items.empty());
+    CAIRN_CONFORM(s.list(a, ListQuery{"sec", std::nullopt, std::nullopt, 10, ""}).items.empty());
+    const auto foreign = CAIRN_CONFORM_THROWS(not_found, s.remove("secret", a));
+    CAIRN_CONFORM(s.fetch("secret", b) != nullptr);  // a's failed remove touched nothing
+    s.remove("secret", b);
+    const auto missing = CAIRN_CONFORM_THROWS(not_found, s.remove("secret", a));
+    CAIRN_CONFORM(foreign == missing);
+  }});
+
+  checks.push_back({"the same id in two tenants is two artifacts", [](ArtifactStore& s) {
+    const auto a = fresh_tenant("a");
+    const auto b = fresh_tenant("b");
+    s.store(*note(a, "plan", "a1").build());
+    s.store(*note(a, "plan", "a2").build());
+    auto bv = s.store(*note(b, "plan", "b1").build());
+    CAIRN_CONFORM(bv->version() == 1);
+    CAIRN_CONFORM(s.fetch("plan", a)->value() == "a2");
+    CAIRN_CONFORM(s.fetch("plan", b)->value() == "b1");
+    s.remove("plan", a);
+    CAIRN_CONFORM(s.fetch("plan", a) == nullptr);
+    CAIRN_CONFORM(s.fetch("plan", b)->value() == "b1");
+  }});
+
+  checks.push_back({"remove drops every version; a new store starts at version 1", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("remove");
+    s.store(*note(t, "x", 1).build());
+    s.store(*note(t, "x", 2).build());
+    s.store(*note(t, "keep", 3).build());
+    s.remove("x", t);
+    CAIRN_CONFORM(s.fetch("x", t) == nullptr);
+    CAIRN_CONFORM(s.fetch("x", t, 1) == nullptr);
+    CAIRN_CONFORM(s.versions("x", t).empty());
+    CAIRN_CONFORM((detail::ids_of(s.list(t)) == std::vector<std::string>{"keep"}));
+    CAIRN_CONFORM_THROWS(not_found, s.remove("x", t));
+    CAIRN_CONFORM(s.store(*note(t, "x", 4).build())->version() == 1);
+  }});
+
+  checks.push_back({"list: id order, latest versions, filters, limit and cursor", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("list");
+    const auto other = fresh_tenant("other");
+    for (const char* id : {"b-2", "a-1", "c-3", "a-2", "b-1"}) s.store(*note(t, id, id).build());
+    s.store(*note(t, "a-1", "a-1 v2").type("code").created_by("coder").build());
+    s.store(*note(other, "a-0", "other tenant").build());
+
+    auto all = s.list(t);
+    CAIRN_CONFORM((detail::ids_of(all) == std::vector<std::string>{"a-1", "a-2", "b-1", "b-2", "c-3"}));
+    CAIRN_CONFORM(!all.next_cursor);
+    CAIRN_CONFORM(all.items[0]->version() == 2);
+    CAIRN_CONFORM(all.items[0]->value() == "a-1 v2");
+
+    CAIRN_CONFORM((detail::ids_of(s.list(t, ListQuery{"a-", {}, {}, 100, ""})) == std::vector<std::string>{"a-1", "a-2"}));
+    CAIRN_CONFORM((detail::ids_of(s.list(t, ListQuery{"", ArtifactType::code, {}, 100, ""})) ==
+                   std::vector<std::string>{"a-1"}));
+    CAIRN_CONFORM((detail::ids_of(s.list(t, ListQuery{"", {}, std::string("coder"), 100, ""})) ==
+                   std::vector<std::string>{"a-1"}));
+    CAIRN_CONFORM(s.list(t, ListQuery{"z", {}, {}, 100, ""}).items.empty());
+
+    // Pages of two cover every id exactly once, in order.
+    std::vector<std::string> seen;
+    ListQuery q;
+    q.limit = 2;
+    int pages = 0;
+    for (;;) {
+      auto page = s.list(t, q);
+      ++pages;
+      for (const auto& id : detail::ids_of(page)) seen.push_back(id);
+      CAIRN_CONFORM(page.items.size() <= 2);
+      if (!page.next_cursor) break;
+      q.cursor = *page.next_cursor;
+      CAIRN_CONFORM(pages < 10);
+    }
+    CAIRN_CONFORM(pages == 3);
+    CAIRN_CONFORM((seen == std::vector<std::string>{"a-1", "a-2", "b-1", "b-2", "c-3"}));
+
+    // A full last page says there is no more.
+    auto exact = s.list(t, ListQuery{"b-", {}, {}, 2, ""});
+    CAIRN_CONFORM(exact.items.size() == 2);
+    CAIRN_CONFORM(!exact.next_cursor);
+
+    // Prefix and cursor together.
+    auto tail = s.list(t, ListQuery{"a-", {}, {}, 1, ""});
+    CAIRN_CONFORM(tail.next_cursor.has_value());
+    auto rest = s.list(t, ListQuery{"a-", {}, {}, 5, *tail.next_cursor});
+    CAIRN_CONFORM((detail::ids_of(rest) == std::vector<std::string>{"a-2"}));
+
+    ListQuery zero;
+    zero.limit = 0;
+    CAIRN_CONFORM_THROWS(invalid_argument, s.list(t, zero));
+    ListQuery huge;
+    huge.limit = ListQuery::max_limit + 1;
+    CAIRN_CONFORM_THROWS(invalid_argument, s.list(t, huge));
+  }});
+
+  checks.push_back({"an empty tenant is rejected by every call", [](ArtifactStore& s) {
+    CAIRN_CONFORM_THROWS(invalid_argument, s.fetch("x", ""));
+    CAIRN_CONFORM_THROWS(invalid_argument, s.remove("x", ""));
+    CAIRN_CONFORM_THROWS(invalid_argument, s.versions("x", ""));
+    CAIRN_CONFORM_THROWS(invalid_argument, s.list(""));
+    CAIRN_CONFORM_THROWS(invalid_argument, s.store(ArtifactPtr{}));
+  }});
+
+  checks.push_back({"large values round-trip unchanged", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("large");
+    std::string big(1 << 20, 'x');
+    for (std::size_t i = 0; i < big.size(); i += 997) big[i] = static_cast<char>('a' + i % 26);
+    json arr = json::array();
+    for (int i = 0; i < 5000; ++i) arr.push_back({{"i", i}, {"s", std::to_string(i)}});
+    s.store(*note(t, "big", big).build());
+    s.store(*note(t, "arr", arr).build());
+    CAIRN_CONFORM(s.fetch("big", t)->value() == big);
+    CAIRN_CONFORM(s.fetch("arr", t)->value() == arr);
+  }});
+
+  checks.push_back({"ids with unusual characters are stored as given", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("ids");
+    for (const std::string id : {"reports/2024/q3.md", "ünïcødé-id", "with space", "quote'\"id", "%_like_*"}) {
+      s.store(*note(t, id, id).build());
+      CAIRN_CONFORM(s.fetch(id, t) != nullptr);
+      CAIRN_CONFORM(s.fetch(id, t)->value() == id);
+    }
+    CAIRN_CONFORM(s.fetch("%", t) == nullptr);
+    CAIRN_CONFORM(s.list(t, ListQuery{"%_", {}, {}, 10, ""}).items.size() == 1);
+  }});
+
+  checks.push_back({"concurrent stores of one id get distinct consecutive versions", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("race");
+    constexpr int threads = 8;
+    constexpr int per_thread = 25;
+    std::vector<std::vector<std::uint64_t>> got(threads);
+    std::vector<std::thread> pool;
+    std::atomic<bool> failed{false};
+    for (int i = 0; i < threads; ++i) {
+      pool.emplace_back([&, i] {
+        try {
+          for (int k = 0; k < per_thread; ++k) {
+            got[i].push_back(s.store(*note(t, "shared", json{{"thread", i}, {"k", k}}).build())->version());
+            s.fetch("shared", t);
+          }
+        } catch (...) {
+          failed = true;
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    CAIRN_CONFORM(!failed);
+    std::set<std::uint64_t> all;
+    for (const auto& v : got) all.insert(v.begin(), v.end());
+    CAIRN_CONFORM(all.size() == threads * per_thread);
+    CAIRN_CONFORM(*all.begin() == 1);
+    CAIRN_CONFORM(*all.rbegin() == threads * per_thread);
+    for (const auto& v : got) CAIRN_CONFORM(std::is_sorted(v.begin(), v.end()));
+    CAIRN_CONFORM(s.versions("shared", t).size() == threads * per_thread);
+  }});
+
+  return checks;
+}
+
+#undef CAIRN_CONFORM
+#undef CAIRN_CONFORM_THROWS
+
+}  // namespace cairn::testing

@@ -1,0 +1,33 @@
+# Shared by scripts/demo, scripts/test and scripts/bench: the packages cairn needs, and installing them.
+# Sourced, not run.
+
+# Debian 12 packages. The demo needs the first list; tests and benchmarks need both.
+CAIRN_DEMO_PACKAGES="g++ cmake ninja-build nlohmann-json3-dev libfmt-dev"
+CAIRN_TEST_PACKAGES="catch2 libbenchmark-dev python3-jsonschema"
+
+cairn_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
+
+# cairn_ensure_packages PKG... — installs what is missing with apt-get when root; otherwise prints the exact
+# command and stops.
+cairn_ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "cairn: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  else
+    echo "cairn: missing packages. Install them with:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+}
+
+cairn_jobs() { nproc 2>/dev/null || echo 2; }

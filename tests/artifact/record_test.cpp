@@ -1,0 +1,217 @@
+#include "cairn/artifact/record.hpp"
+
+#include <type_traits>
+
+#include "catch.hpp"
+
+using cairn::ArtifactRecord;
+using cairn::ArtifactType;
+using nlohmann::json;
+using cairn_test::ContainsSubstring;
+
+namespace {
+ArtifactRecord::Builder minimal() {
+  auto b = ArtifactRecord::builder();
+  b.tenant_id("acme").type(ArtifactType::data).title("t").value(1);
+  return b;
+}
+}  // namespace
+
+TEST_CASE("a record is immutable and shared as shared_ptr<const ArtifactRecord>") {
+  static_assert(std::is_same_v<decltype(minimal().build()), std::shared_ptr<const ArtifactRecord>>);
+  static_assert(!std::is_default_constructible_v<ArtifactRecord>);
+  static_assert(std::is_const_v<std::remove_reference_t<decltype(std::declval<ArtifactRecord&>().value())>>);
+  static_assert(std::is_const_v<std::remove_reference_t<decltype(std::declval<ArtifactRecord&>().metadata())>>);
+  auto r = minimal().build();
+  auto copy = r;  // sharing copies nothing
+  CHECK(copy.get() == r.get());
+}
+
+TEST_CASE("the builder fills every field and applies the defaults") {
+  auto r = ArtifactRecord::builder()
+               .id("report-1")
+               .tenant_id("acme")
+               .type("document")
+               .title("Quarterly report")
+               .description("Q3 numbers")
+               .value("# Q3")
+               .storage_url("s3://b/q3.md")
+               .mime_type("text/markdown; charset=utf-8")
+               .size_bytes(4)
+               .schema_url("https://example.com/s.json")
+               .created_by("writer")
+               .created_at(1700000000000)
+               .metadata("tool_name", "draft")
+               .metadata("success", true)
+               .build();
+  CHECK(r->id() == "report-1");
+  CHECK(r->tenant_id() == "acme");
+  CHECK(r->version() == 0);
+  CHECK(r->type() == ArtifactType::document);
+  CHECK(r->title() == "Quarterly report");
+  CHECK(r->description() == "Q3 numbers");
+  CHECK(r->purpose() == "Q3 numbers");  // purpose defaults to the description
+  CHECK(r->value() == "# Q3");
+  CHECK(r->has_value());
+  CHECK(r->storage_url() == "s3://b/q3.md");
+  CHECK(r->mime_type() == "text/markdown; charset=utf-8");
+  CHECK(r->size_bytes() == 4u);
+  CHECK(r->schema_url() == "https://example.com/s.json");
+  CHECK(r->created_by() == "writer");
+  CHECK(r->created_at() == 1700000000000);
+  CHECK(r->metadata() == json({{"tool_name", "draft"}, {"success", true}}));
+
+  auto m = minimal().build();
+  CHECK(m->id().empty());
+  CHECK(m->metadata() == json::object());
+  CHECK(m->created_at() == 0);
+  CHECK_FALSE(m->storage_url().has_value());
+  CHECK(minimal().purpose("why").build()->purpose() == "why");
+}
+
+TEST_CASE("revise shares the value and clears what the store assigns; to_builder keeps everything") {
+  auto v1 = minimal().id("x").version(3).created_at(5).value(json{{"big", "content"}}).build();
+  auto v2 = v1->revise().build();
+  CHECK(v2->shared_value().get() == v1->shared_value().get());  // not copied
+  CHECK(v2->version() == 0);
+  CHECK(v2->created_at() == 0);
+  CHECK(v2->id() == "x");
+  auto same = v1->to_builder().build();
+  CHECK(*same == *v1);
+  CHECK(*v2 != *v1);
+}
+
+TEST_CASE("validation names the field that is wrong") {
+  SECTION("tenant_id") {
+    CHECK_THROWS_WITH(minimal().tenant_id("").build(), "tenant_id: must not be empty");
+    CHECK_THROWS_WITH(minimal().tenant_id(std::string(257, 't')).build(),
+                      "tenant_id: must be at most 256 bytes (got 257)");
+    CHECK_THROWS_WITH(minimal().tenant_id("a\tb").build(), ContainsSubstring("tenant_id: must not contain control"));
+  }
+  SECTION("id") {
+    CHECK_NOTHROW(minimal().id("").build());  // the store assigns one
+    CHECK_THROWS_WITH(minimal().id(std::string(300, 'i')).build(), ContainsSubstring("id: must be at most 256"));
+    CHECK_THROWS_WITH(minimal().id("line\nbreak").build(), ContainsSubstring("id: must not contain control"));
+    CHECK_THROWS_WITH(minimal().id(" padded").build(), ContainsSubstring("id: must not start or end with a space"));
+  }
+  SECTION("type") {
+    auto b = ArtifactRecord::builder();
+    b.tenant_id("acme").title("t").value(1);
+    CHECK_THROWS_WITH(b.build(), "type: must be set");
+    CHECK_THROWS_AS(minimal().type("Not-A-Token"), cairn::invalid_artifact);
+  }
+  SECTION("title and description") {
+    CHECK_THROWS_WITH(minimal().title("").build(), "title, description: at least one of them must be non-empty");
+    CHECK_NOTHROW(minimal().title("").description("only a description").build());
+    CHECK_NOTHROW(minimal().title(std::string(500, 'x')).build());
+    CHECK_THROWS_WITH(minimal().title(std::string(501, 'x')).build(),
+                      "title: must be at most 500 characters (got 501)");
+    // Characters, not bytes: 500 two-byte characters are fine.
+    std::string umlauts;
+    for (int i = 0; i < 500; ++i) umlauts += "ü";
+    CHECK_NOTHROW(minimal().title(umlauts).build());
+  }
+  SECTION("value and storage_url") {
+    auto b = ArtifactRecord::builder();
+    b.tenant_id("acme").type("data").title("t");
+    CHECK_THROWS_WITH(b.build(), "value, storage_url: a record needs a value or a storage_url (or both)");
+    CHECK_THROWS_AS(b.value(json(nullptr)).build(), cairn::invalid_artifact);  // null is no value
+    CHECK_NOTHROW(b.storage_url("file:///x").build());
+    CHECK_THROWS_WITH(minimal().storage_url("").build(), "storage_url: must not be empty when set");
+    CHECK_THROWS_WITH(minimal().schema_url("\x01").build(), ContainsSubstring("schema_url: must not contain control"));
+    // Falsy values are values.
+    CHECK(minimal().value(0).build()->has_value());
+    CHECK(minimal().value(false).build()->has_value());
+    CHECK(minimal().value("").build()->has_value());
+    CHECK(minimal().value(json::array()).build()->has_value());
+  }
+  SECTION("mime_type") {
+    for (const char* ok : {"text/plain", "application/vnd.api+json", "image/svg+xml", "text/plain;charset=utf-8",
+                           "multipart/form-data; boundary=abc"}) {
+      INFO(ok);
+      CHECK_NOTHROW(minimal().mime_type(ok).build());
+    }
+    for (const char* bad : {"", "text", "text/", "/plain", "text/plain/x", "te xt/plain", "text/plain; =x",
+                            "text/plain; charset", "text/pla\nin", "-text/plain"}) {
+      INFO(bad);
+      CHECK_THROWS_WITH(minimal().mime_type(bad).build(), ContainsSubstring("mime_type: '"));
+    }
+  }
+  SECTION("metadata, created_by, created_at") {
+    CHECK_THROWS_WITH(minimal().metadata(json::array()).build(), "metadata: must be a JSON object, got array");
+    CHECK_THROWS_WITH(minimal().created_by("").build(), "created_by: must not be empty");
+    CHECK_THROWS_WITH(minimal().created_at(-1).build(), "created_at: must not be negative (got -1)");
+  }
+}
+
+TEST_CASE("JSON round trip through ADL to_json and get<ArtifactRecord>") {
+  auto r = ArtifactRecord::builder()
+               .id("x")
+               .tenant_id("t")
+               .version(2)
+               .type("config")
+               .title("cfg")
+               .description("d")
+               .purpose("p")
+               .value({{"host", "localhost"}, {"port", 8080}})
+               .mime_type("application/json")
+               .size_bytes(10)
+               .created_by("agent")
+               .created_at(123)
+               .metadata({{"k", 1}})
+               .build();
+  json j = *r;
+  CHECK(j == json::parse(R"({"id":"x","tenant_id":"t","version":2,"type":"config","title":"cfg","description":"d",
+    "purpose":"p","value":{"host":"localhost","port":8080},"mime_type":"application/json","size_bytes":10,
+    "created_by":"agent","created_at":123,"metadata":{"k":1}})"));
+  CHECK(j.get<ArtifactRecord>() == *r);
+  CHECK(*ArtifactRecord::from_json(j) == *r);
+  CHECK(*ArtifactRecord::parse(j.dump()) == *r);
+
+  auto url_only = minimal().value(json(nullptr)).storage_url("s3://x").build();
+  json u = *url_only;
+  CHECK_FALSE(u.contains("value"));
+  CHECK(*ArtifactRecord::from_json(u) == *url_only);
+}
+
+TEST_CASE("from_json rejects bad input with the field named") {
+  const json good = json::parse(R"({"tenant_id":"t","type":"data","title":"x","value":1})");
+  CHECK_NOTHROW(ArtifactRecord::from_json(good));
+  auto with = [&](const char* key, json v) {
+    json j = good;
+    j[key] = std::move(v);
+    return j;
+  };
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(json::array()), "record: expected a JSON object, got array");
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("title", 5)), "title: expected a string, got number");
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("version", -1)), "version: expected a non-negative integer, got -1");
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("version", 1.5)),
+                    "version: expected a non-negative integer, got 1.5");
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("type", "BAD")), ContainsSubstring("type: 'BAD'"));
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("tenant_id", "")), "tenant_id: must not be empty");
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("metadata", "x")), "metadata: must be a JSON object, got string");
+  CHECK_THROWS_WITH(ArtifactRecord::from_json(with("created_at", "now")),
+                    ContainsSubstring("created_at: expected a non-negative integer"));
+  json no_value = good;
+  no_value.erase("value");
+  CHECK_THROWS_AS(ArtifactRecord::from_json(no_value), cairn::invalid_artifact);
+  CHECK_THROWS_AS(ArtifactRecord::parse("{not json"), cairn::parse_error);
+  CHECK_THROWS_WITH(ArtifactRecord::parse("{not json"), ContainsSubstring("artifact record: invalid JSON"));
+}
+
+TEST_CASE("parse enforces size and depth limits without crashing") {
+  cairn::JsonLimits small;
+  small.max_bytes = 10;
+  CHECK_THROWS_AS(ArtifactRecord::parse(R"({"tenant_id":"t","type":"data","title":"x","value":1})", small),
+                  cairn::limit_exceeded);
+  // 100,000 levels of nesting: a clear error, not a stack overflow.
+  std::string deep = R"({"tenant_id":"t","type":"data","title":"x","value":)";
+  deep += std::string(100000, '[') + std::string(100000, ']') + "}";
+  CHECK_THROWS_WITH(ArtifactRecord::parse(deep), ContainsSubstring("nesting is deeper than the limit of 256"));
+  // Exactly at the limit is fine.
+  cairn::JsonLimits shallow;
+  shallow.max_depth = 3;
+  CHECK_NOTHROW(ArtifactRecord::parse(R"({"tenant_id":"t","type":"data","title":"x","value":[[1]]})", shallow));
+  CHECK_THROWS_AS(ArtifactRecord::parse(R"({"tenant_id":"t","type":"data","title":"x","value":[[[1]]]})", shallow),
+                  cairn::limit_exceeded);
+}
