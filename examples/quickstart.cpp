@@ -24,8 +24,8 @@ int main() {
                    .created_by("researcher")
                    .build();
   auto v1 = store->store(*draft);
-  std::cout << "stored '" << v1->id() << "' version " << v1->version() << " at "
-            << cairn::detail::iso8601_ms(v1->created_at()) << "\n";
+  std::cout << "stored '" << v1->id() << "' version " << v1->version() << " (created_at " << v1->created_at()
+            << " ms since the epoch)\n";
 
   // 2. Any agent of the same tenant fetches it by id; another tenant sees nothing.
   auto fetched = store->fetch("weekly-report", "acme");

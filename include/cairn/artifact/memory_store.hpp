@@ -1,16 +1,17 @@
 // cairn — InMemoryArtifactStore: the embedded default ArtifactStore.
 //
 // Tenants are spread over shards, each behind its own reader/writer lock, so agents of different tenants rarely
-// wait for each other. Reads hand out the stored shared_ptr itself: fetching never copies a record. A tenant's
-// listing walks only that tenant's sorted index, so its cost does not grow with other tenants' data.
+// wait for each other. Within a shard one hash table maps (tenant, id) to the artifact's versions, so a fetch costs
+// one lookup, like a plain map; reads hand out the stored shared_ptr itself and never copy a record. Each tenant also
+// keeps a sorted index of its ids, so a listing walks only that tenant's artifacts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -30,51 +31,54 @@ class InMemoryArtifactStore final : public ArtifactStore {
   using ArtifactStore::store;
 
   ArtifactPtr store(const ArtifactRecord& record) override {
-    Shard& shard = shard_for(record.tenant_id());
+    const std::string& tenant_id = record.tenant_id();
+    Shard& shard = shard_for(tenant_id);
     std::string id = record.id().empty() ? detail::uuid_v4() : record.id();
     std::unique_lock lock(shard.mutex);
-    Tenant& tenant = shard.tenants[record.tenant_id()];
-    auto [it, inserted] = tenant.by_id.try_emplace(std::move(id));
-    if (inserted) tenant.order.emplace(it->first, &it->second);
-    auto stored = detail::stamp(record, it->first, it->second.size() + 1);
-    it->second.push_back(stored);
+    auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
+    Entry& entry = it->second;
+    if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
+    const std::uint64_t version = entry.latest ? entry.latest->version() + 1 : 1;
+    auto stored = detail::stamp(record, std::move(id), version);
+    if (entry.latest) entry.older.push_back(std::move(entry.latest));
+    entry.latest = stored;
     return stored;
   }
 
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                     std::uint64_t version = latest) const override {
     const Shard& shard = shard_for(tenant_id);
+    const std::string& key = composite_key(tenant_id, id);
     std::shared_lock lock(shard.mutex);
-    const Versions* versions = find(shard, id, tenant_id);
-    if (!versions) return nullptr;
-    if (version == latest) return versions->back();
-    if (version > versions->size()) return nullptr;
-    return (*versions)[version - 1];
+    const auto it = shard.entries.find(key);
+    if (it == shard.entries.end()) return nullptr;
+    const Entry& entry = it->second;
+    if (version == latest || version == entry.latest->version()) return entry.latest;
+    return version <= entry.older.size() ? entry.older[version - 1] : nullptr;
   }
 
   void remove(const std::string& id, const std::string& tenant_id) override {
     Shard& shard = shard_for(tenant_id);
+    const std::string& key = composite_key(tenant_id, id);
     std::unique_lock lock(shard.mutex);
+    const auto it = shard.entries.find(key);
+    if (it == shard.entries.end()) throw not_found(detail::artifact_missing_message(id, tenant_id));
     const auto t = shard.tenants.find(tenant_id);
-    if (t != shard.tenants.end()) {
-      Tenant& tenant = t->second;
-      if (const auto it = tenant.by_id.find(id); it != tenant.by_id.end()) {
-        tenant.order.erase(std::string_view(it->first));
-        tenant.by_id.erase(it);
-        return;
-      }
-    }
-    throw not_found(detail::artifact_missing_message(id, tenant_id));
+    t->second.erase(std::string_view(id));
+    if (t->second.empty()) shard.tenants.erase(t);
+    shard.entries.erase(it);
   }
 
   std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override {
     const Shard& shard = shard_for(tenant_id);
+    const std::string& key = composite_key(tenant_id, id);
     std::shared_lock lock(shard.mutex);
     std::vector<std::uint64_t> out;
-    if (const Versions* versions = find(shard, id, tenant_id)) {
-      out.reserve(versions->size());
-      for (const auto& r : *versions) out.push_back(r->version());
-    }
+    const auto it = shard.entries.find(key);
+    if (it == shard.entries.end()) return out;
+    const std::uint64_t n = it->second.latest->version();
+    out.reserve(n);
+    for (std::uint64_t v = 1; v <= n; ++v) out.push_back(v);
     return out;
   }
 
@@ -85,31 +89,46 @@ class InMemoryArtifactStore final : public ArtifactStore {
     ListPage page;
     const auto t = shard.tenants.find(tenant_id);
     if (t == shard.tenants.end()) return page;
-    const Tenant& tenant = t->second;
-    auto it = query.cursor.empty() || query.cursor < query.prefix ? tenant.order.lower_bound(query.prefix)
-                                                                  : tenant.order.upper_bound(query.cursor);
-    for (; it != tenant.order.end() && it->first.compare(0, query.prefix.size(), query.prefix) == 0; ++it) {
-      const ArtifactPtr& latest_version = it->second->back();
-      if (!detail::matches_filters(*latest_version, query)) continue;
+    const Index& index = t->second;
+    auto it = query.cursor.empty() || query.cursor < query.prefix ? index.lower_bound(query.prefix)
+                                                                  : index.upper_bound(query.cursor);
+    for (; it != index.end() && it->first.compare(0, query.prefix.size(), query.prefix) == 0; ++it) {
+      const ArtifactPtr& current = it->second->latest;
+      if (!detail::matches_filters(*current, query)) continue;
       if (page.items.size() == query.limit) {
         page.next_cursor = page.items.back()->id();
         break;
       }
-      page.items.push_back(latest_version);
+      page.items.push_back(current);
     }
     return page;
   }
 
  private:
-  using Versions = std::vector<ArtifactPtr>;  // versions[i] is version i + 1
-  struct Tenant {
-    std::unordered_map<std::string, Versions> by_id;
-    std::map<std::string_view, const Versions*, std::less<>> order;  // by_id's keys and values, which never move
+  // The versions of one artifact. The latest is kept apart so that the common fetch touches one object.
+  struct Entry {
+    ArtifactPtr latest;
+    std::vector<ArtifactPtr> older;  // older[i] is version i + 1
   };
+  // A tenant's ids in order, viewing the id part of the entries' keys (unordered_map nodes never move).
+  using Index = std::map<std::string_view, const Entry*, std::less<>>;
   struct Shard {
     mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, Tenant> tenants;
+    std::unordered_map<std::string, Entry> entries;  // key: tenant_id + '\0' + id
+    std::unordered_map<std::string, Index> tenants;
   };
+
+  // The lookup key, built in a per-thread buffer so that a fetch allocates nothing. A tenant id cannot contain
+  // '\0' (records reject control characters), so the key is unambiguous.
+  static const std::string& composite_key(const std::string& tenant_id, const std::string& id) {
+    thread_local std::string key;
+    key.assign(tenant_id).push_back('\0');
+    key.append(id);
+    return key;
+  }
+  static std::string_view id_part(const std::string& key, const std::string& tenant_id) {
+    return std::string_view(key).substr(tenant_id.size() + 1);
+  }
 
   Shard& shard_for(const std::string& tenant_id) {
     detail::check_tenant(tenant_id);
@@ -117,13 +136,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
   const Shard& shard_for(const std::string& tenant_id) const {
     return const_cast<InMemoryArtifactStore*>(this)->shard_for(tenant_id);
-  }
-
-  static const Versions* find(const Shard& shard, const std::string& id, const std::string& tenant_id) {
-    const auto t = shard.tenants.find(tenant_id);
-    if (t == shard.tenants.end()) return nullptr;
-    const auto it = t->second.by_id.find(id);
-    return it == t->second.by_id.end() ? nullptr : &it->second;
   }
 
   std::vector<Shard> shards_;

@@ -92,7 +92,7 @@ class ArtifactRecord {
 
  private:
   friend class Builder;
-  ArtifactRecord(const Builder& b);  // validates
+  explicit ArtifactRecord(Builder&& b);  // validates
 
   std::string id_;
   std::string tenant_id_;
@@ -147,9 +147,11 @@ class ArtifactRecord::Builder {
   }
 
   /// Validates and returns the record. Throws cairn::invalid_artifact with a message naming the field.
-  ArtifactPtr build() const { return std::shared_ptr<const ArtifactRecord>(new ArtifactRecord(*this)); }
+  ArtifactPtr build() const& { return std::shared_ptr<const ArtifactRecord>(new ArtifactRecord(Builder(*this))); }
+  /// The same, moving the fields out of a builder that is not needed afterwards.
+  ArtifactPtr build() && { return std::shared_ptr<const ArtifactRecord>(new ArtifactRecord(std::move(*this))); }
   /// The same, as a plain value (for containers that hold records by value).
-  ArtifactRecord build_value() const { return ArtifactRecord(*this); }
+  ArtifactRecord build_value() const { return ArtifactRecord(Builder(*this)); }
 
  private:
   friend class ArtifactRecord;
@@ -242,25 +244,26 @@ inline void check_url(std::string_view field, const std::optional<std::string>& 
 
 }  // namespace detail
 
-inline ArtifactRecord::ArtifactRecord(const Builder& b)
-    : id_(b.id_),
-      tenant_id_(b.tenant_id_),
+inline ArtifactRecord::ArtifactRecord(Builder&& b)
+    : id_(std::move(b.id_)),
+      tenant_id_(std::move(b.tenant_id_)),
       version_(b.version_),
-      type_(b.type_ ? *b.type_ : ArtifactType::data),
-      title_(b.title_),
-      description_(b.description_),
-      purpose_(b.purpose_ && !b.purpose_->empty() ? *b.purpose_ : b.description_),
-      value_(b.value_ ? b.value_ : std::make_shared<const nlohmann::json>()),
-      storage_url_(b.storage_url_),
-      mime_type_(b.mime_type_),
+      type_(b.type_ ? std::move(*b.type_) : ArtifactType::data),
+      title_(std::move(b.title_)),
+      description_(std::move(b.description_)),
+      purpose_(b.purpose_ && !b.purpose_->empty() ? std::move(*b.purpose_) : description_),
+      value_(b.value_ ? std::move(b.value_) : std::make_shared<const nlohmann::json>()),
+      storage_url_(std::move(b.storage_url_)),
+      mime_type_(std::move(b.mime_type_)),
       size_bytes_(b.size_bytes_),
-      schema_url_(b.schema_url_),
-      created_by_(b.created_by_),
+      schema_url_(std::move(b.schema_url_)),
+      created_by_(std::move(b.created_by_)),
       created_at_(b.created_at_),
-      metadata_(b.metadata_ ? b.metadata_ : std::make_shared<const nlohmann::json>(nlohmann::json::object())) {
+      metadata_(b.metadata_ ? std::move(b.metadata_)
+                            : std::make_shared<const nlohmann::json>(nlohmann::json::object())) {
   detail::check_identifier("id", id_, false);
   detail::check_identifier("tenant_id", tenant_id_, true);
-  if (!b.type_) throw invalid_artifact("type: must be set");
+  if (!b.type_) throw invalid_artifact("type: must be set");  // b.type_ was only moved from, still engaged
   if (title_.empty() && description_.empty()) {
     throw invalid_artifact("title, description: at least one of them must be non-empty");
   }

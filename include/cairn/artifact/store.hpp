@@ -108,7 +108,7 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t 
   auto b = r.to_builder();
   b.id(std::move(id)).version(version);
   if (r.created_at() == 0) b.created_at(now_ms());
-  return b.build();
+  return std::move(b).build();
 }
 
 }  // namespace detail
