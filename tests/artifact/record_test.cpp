@@ -199,6 +199,14 @@ TEST_CASE("from_json rejects bad input with the field named") {
   CHECK_THROWS_WITH(ArtifactRecord::parse("{not json"), ContainsSubstring("artifact record: invalid JSON"));
 }
 
+TEST_CASE("a number too large for a double is a parse error, not a stray nlohmann exception") {
+  // Found by tests/fuzz/fuzz_record (corpus/record/regression-number-overflow.json).
+  CHECK_THROWS_AS(ArtifactRecord::parse(R"({"tenant_id":"t","type":"data","title":"x","value":66e666666666})"),
+                  cairn::parse_error);
+  CHECK_THROWS_WITH(ArtifactRecord::parse("[1e99999]"),
+                    ContainsSubstring("artifact record: invalid JSON: number overflow parsing '1e99999'"));
+}
+
 TEST_CASE("parse enforces size and depth limits without crashing") {
   cairn::JsonLimits small;
   small.max_bytes = 10;

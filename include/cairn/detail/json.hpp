@@ -45,11 +45,12 @@ inline nlohmann::json parse_json(std::string_view text, const JsonLimits& limits
   };
   try {
     return nlohmann::json::parse(text.begin(), text.end(), guard);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: ..."; keep the useful tail.
+  } catch (const nlohmann::json::exception& e) {
+    // Malformed text (parse_error) and numbers too large for a double (out_of_range 406) both land here.
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: ..."; keep the tail.
     std::string msg = e.what();
-    const auto pos = msg.find("parse error");
-    if (pos != std::string::npos) msg = msg.substr(pos);
+    const auto pos = msg.find("] ");
+    if (pos != std::string::npos) msg = msg.substr(pos + 2);
     throw parse_error(fmt::format("{}: invalid JSON: {}", what, msg));
   }
 }
