@@ -1,6 +1,8 @@
 #include "cairn/handoff/artifact_block.hpp"
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "catch.hpp"
 
@@ -164,4 +166,26 @@ TEST_CASE("a 10 MB reply parses within the default limits") {
   CHECK(b.summary == "ten megabytes");
   CHECK(b.content.size() == content.size());
   CHECK(b.content == content);
+}
+
+TEST_CASE("fuzz: random replies never crash, and what parses as an artifact is well-formed") {
+  std::mt19937 rng(4242);
+  const std::vector<std::string> pieces = {"ARTIFACT", "SUMMARY:", "ARTIFACT_SUMMARY:", "summary:", "```", "~~~",
+                                           "````", "markdown", "\n", "\r\n", "\r", " ", "\t", "x", "body",
+                                           "\xEF\xBB\xBF", "\xC3\xA9", "<artifact id=\"a\" />"};
+  std::uniform_int_distribution<std::size_t> pick(0, pieces.size() - 1);
+  std::uniform_int_distribution<int> length(0, 40);
+  for (int round = 0; round < 20000; ++round) {
+    std::string reply = round % 2 ? "ARTIFACT\n" : "";
+    for (int n = length(rng); n > 0; --n) reply += pieces[pick(rng)];
+    INFO(reply);
+    const ParsedReply r = parse_reply(reply);
+    if (!r.is_artifact()) {
+      REQUIRE(r.text == reply);
+      continue;
+    }
+    REQUIRE(r.artifact->content.find_first_not_of(" \t\r\n") != std::string::npos);
+    REQUIRE(r.artifact->summary.find('\n') == std::string::npos);
+    REQUIRE(r.artifact->content.size() <= reply.size());
+  }
 }

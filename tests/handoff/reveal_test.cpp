@@ -1,6 +1,8 @@
 #include "cairn/handoff/reveal.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -231,4 +233,28 @@ TEST_CASE("a 10 MB artifact expands in a final answer") {
   CHECK(r.text.size() == content.size() + 13);
   CHECK(r.text.compare(0, 8, "Report:\n") == 0);
   CHECK(r.text.compare(r.text.size() - 5, 5, "\nEnd.") == 0);
+}
+
+TEST_CASE("fuzz: with nothing in the store, every policy leaves any text as it is and reports its ids") {
+  InMemoryArtifactStore empty;
+  std::mt19937 rng(7);
+  const std::vector<std::string> pieces = {"<artifact", " id=", " summary=", "\"", "'", "/>", ">", "</artifact>",
+                                           "```", "\n", " ", "x", "&quot;", "<", "draft"};
+  std::uniform_int_distribution<std::size_t> pick(0, pieces.size() - 1);
+  std::uniform_int_distribution<int> length(0, 40);
+  for (int round = 0; round < 5000; ++round) {
+    std::string text;
+    for (int n = length(rng); n > 0; --n) text += pieces[pick(rng)];
+    INFO(text);
+    Ids ids;
+    for (const auto& r : find_references(text)) {
+      if (std::find(ids.begin(), ids.end(), r.id) == ids.end()) ids.push_back(r.id);
+    }
+    for (auto policy : {RevealPolicy::none, RevealPolicy::summary, RevealPolicy::full}) {
+      const auto r = reveal(text, policy, empty, "t");
+      REQUIRE(r.text == text);
+      REQUIRE(r.unresolved == ids);
+      REQUIRE(r.resolved.empty());
+    }
+  }
 }
