@@ -203,7 +203,7 @@ TEST_CASE("fuzz: random tag-like text never crashes and references are well-form
       REQUIRE(r.begin >= previous_end);
       REQUIRE(r.end > r.begin);
       REQUIRE(r.end <= text.size());
-      REQUIRE(detail::starts_with_nocase(text.substr(r.begin), "<artifact"));
+      REQUIRE(detail::handoff::starts_with_nocase(text.substr(r.begin), "<artifact"));
       REQUIRE(text[r.end - 1] == '>');
       previous_end = r.end;
     }

@@ -58,7 +58,7 @@ struct ParsedReply {
 /// `limits.max_summary_chars`.
 ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits = {});
 
-namespace detail {
+namespace detail::handoff {
 
 /// Walks text line by line; a line excludes its "\n" and a "\r" before it.
 class LineCursor {
@@ -137,7 +137,7 @@ inline bool closes_fence(std::string_view line, const Fence& open) noexcept {
   return f && f->ch == open.ch && f->length >= open.length && f->info.empty();
 }
 
-}  // namespace detail
+}  // namespace detail::handoff
 
 inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits) {
   if (reply.size() > limits.max_bytes) {
@@ -152,13 +152,13 @@ inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits
 
   std::string_view body = reply;
   if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // a UTF-8 byte order mark
-  detail::LineCursor cursor(body);
+  detail::handoff::LineCursor cursor(body);
   std::string_view line;
   do {
     if (cursor.done()) return as_plain();
     line = cursor.next();
-  } while (detail::is_blank(line));
-  if (detail::trim_blanks(line) != "ARTIFACT") return as_plain();
+  } while (detail::handoff::is_blank(line));
+  if (detail::handoff::trim_blanks(line) != "ARTIFACT") return as_plain();
 
   // The summary line is optional: without one, the first non-blank line already belongs to the content.
   ArtifactBlock block;
@@ -166,18 +166,18 @@ inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits
   while (!cursor.done()) {
     const std::size_t line_start = cursor.pos();
     line = cursor.next();
-    if (detail::is_blank(line)) continue;
-    const std::string_view trimmed = detail::trim_blanks(line);
+    if (detail::handoff::is_blank(line)) continue;
+    const std::string_view trimmed = detail::handoff::trim_blanks(line);
     std::string_view rest;
-    if (detail::starts_with_nocase(trimmed, "ARTIFACT_SUMMARY:")) {
+    if (detail::handoff::starts_with_nocase(trimmed, "ARTIFACT_SUMMARY:")) {
       rest = trimmed.substr(17);
-    } else if (detail::starts_with_nocase(trimmed, "SUMMARY:")) {
+    } else if (detail::handoff::starts_with_nocase(trimmed, "SUMMARY:")) {
       rest = trimmed.substr(8);
     } else {
       content_start = line_start;
       break;
     }
-    block.summary = std::string(detail::trim_blanks(rest));
+    block.summary = std::string(detail::handoff::trim_blanks(rest));
     if (const auto n = detail::utf8_length(block.summary); n > limits.max_summary_chars) {
       throw limit_exceeded(fmt::format(
           "agent reply, line {}: the summary is {} characters, more than the limit of {} (ReplyLimits::max_summary_chars)",
@@ -193,11 +193,11 @@ inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits
   std::size_t last = 0, last_end = 0;                         // last non-blank line
   std::size_t last_next = 0;                                  // where the line after the last non-blank one starts
   {
-    detail::LineCursor c(rest);
+    detail::handoff::LineCursor c(rest);
     while (!c.done()) {
       const std::size_t start = c.pos();
       const std::string_view l = c.next();
-      if (detail::is_blank(l)) continue;
+      if (detail::handoff::is_blank(l)) continue;
       if (first == std::string_view::npos) {
         first = start;
         first_end = c.pos();
@@ -211,18 +211,18 @@ inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits
   std::size_t from = first;
   std::size_t to = last_end;
 
-  detail::LineCursor head(rest, first);
-  if (const auto open = detail::fence_line(head.next())) {
+  detail::handoff::LineCursor head(rest, first);
+  if (const auto open = detail::handoff::fence_line(head.next())) {
     // Unwrap only a fence around the whole content: closed by the last line, or never closed (CommonMark runs an
     // unclosed fence to the end). A fence closed earlier is part of the content (code followed by prose).
-    const std::string_view last_line = detail::LineCursor(rest, last).next();
-    if (last != first && detail::closes_fence(last_line, *open)) {
+    const std::string_view last_line = detail::handoff::LineCursor(rest, last).next();
+    if (last != first && detail::handoff::closes_fence(last_line, *open)) {
       from = first_end;
       to = last;
     } else {
       bool closed_early = false;
-      detail::LineCursor c(rest, first_end);
-      while (!c.done() && !closed_early) closed_early = detail::closes_fence(c.next(), *open);
+      detail::handoff::LineCursor c(rest, first_end);
+      while (!c.done() && !closed_early) closed_early = detail::handoff::closes_fence(c.next(), *open);
       if (!closed_early) {
         from = first_end;
         to = last_next;
@@ -237,7 +237,7 @@ inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits
   // Copy the content with "\n" line breaks and without the trailing line break.
   std::string content;
   content.reserve(to > from ? to - from : 0);
-  detail::LineCursor c(rest.substr(0, to), from);
+  detail::handoff::LineCursor c(rest.substr(0, to), from);
   bool first_line = true;
   while (!c.done()) {
     if (!first_line) content.push_back('\n');

@@ -117,7 +117,7 @@ class Handoff {
   HandoffOptions options_;
 };
 
-namespace detail {
+namespace detail::handoff {
 
 inline constexpr char id_alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -162,7 +162,7 @@ inline std::string_view mime_for_fence(std::string_view info) noexcept {
   return {};
 }
 
-}  // namespace detail
+}  // namespace detail::handoff
 
 inline Handoff::Handoff(std::shared_ptr<ArtifactStore> store, std::string tenant_id, HandoffOptions options)
     : store_(std::move(store)), tenant_id_(std::move(tenant_id)), options_(std::move(options)) {
@@ -215,7 +215,7 @@ inline RevealResult Handoff::expand_references(std::string_view text) const {
 
 inline std::string Handoff::new_id() const {
   for (int attempt = 0; attempt < options_.max_id_attempts; ++attempt) {
-    std::string id = options_.id_prefix + "_" + detail::random_string(options_.id_length, detail::id_alphabet);
+    std::string id = options_.id_prefix + "_" + detail::random_string(options_.id_length, detail::handoff::id_alphabet);
     if (!store_->fetch(id, tenant_id_)) return id;
   }
   throw limit_exceeded(fmt::format(
@@ -228,11 +228,11 @@ inline ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, const std
   if (block.content.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw invalid_argument("handoff: an artifact's content must not be blank");
   }
-  const std::string_view title_line = detail::first_line(block.summary.empty() ? block.content : block.summary);
+  const std::string_view title_line = detail::handoff::first_line(block.summary.empty() ? block.content : block.summary);
   auto builder = ArtifactRecord::builder();
   builder.tenant_id(tenant_id_)
       .type(ArtifactType::document)
-      .title(std::string(detail::utf8_prefix(title_line, ArtifactRecord::max_title_length)))
+      .title(std::string(detail::handoff::utf8_prefix(title_line, ArtifactRecord::max_title_length)))
       .description(block.summary)
       .value(block.content)
       .size_bytes(block.content.size())
@@ -240,7 +240,7 @@ inline ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, const std
       .metadata("source", "handoff");
   if (!block.fence_info.empty()) {
     builder.metadata("fence_info", block.fence_info);
-    if (const auto mime = detail::mime_for_fence(block.fence_info); !mime.empty()) {
+    if (const auto mime = detail::handoff::mime_for_fence(block.fence_info); !mime.empty()) {
       builder.mime_type(std::string(mime));
     }
   }

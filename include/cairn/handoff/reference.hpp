@@ -60,7 +60,7 @@ void scan_references(std::string_view text, OnReference&& on_reference);
 /// Every reference in `text` (see scan_references).
 std::vector<ArtifactReference> find_references(std::string_view text);
 
-namespace detail {
+namespace detail::handoff {
 
 inline void append_utf8(std::string& out, std::uint32_t cp) {
   if (cp < 0x80) {
@@ -206,7 +206,7 @@ inline std::optional<std::size_t> find_close_tag(std::string_view text, std::siz
   return std::nullopt;
 }
 
-}  // namespace detail
+}  // namespace detail::handoff
 
 inline std::string xml_escape(std::string_view text) {
   std::string out;
@@ -251,7 +251,7 @@ inline std::string xml_unescape(std::string_view text) {
     else if (entity == "&gt;") out.push_back('>');
     else if (entity == "&quot;") out.push_back('"');
     else if (entity == "&apos;") out.push_back('\'');
-    else if (const auto cp = detail::numeric_reference(entity)) detail::append_utf8(out, *cp);
+    else if (const auto cp = detail::handoff::numeric_reference(entity)) detail::handoff::append_utf8(out, *cp);
     else {
       out.push_back('&');
       i = amp + 1;
@@ -277,7 +277,7 @@ inline std::string render_reference(std::string_view id, std::string_view summar
 
 template <typename OnReference>
 void scan_references(std::string_view text, OnReference&& on_reference) {
-  std::optional<detail::Fence> open_fence;
+  std::optional<detail::handoff::Fence> open_fence;
   std::size_t line_start = 0;
   while (line_start < text.size()) {
     std::size_t nl = text.find('\n', line_start);
@@ -285,11 +285,11 @@ void scan_references(std::string_view text, OnReference&& on_reference) {
     std::string_view line = text.substr(line_start, line_end - line_start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (open_fence) {
-      if (detail::closes_fence(line, *open_fence)) open_fence.reset();
+      if (detail::handoff::closes_fence(line, *open_fence)) open_fence.reset();
       line_start = line_end + 1;
       continue;
     }
-    if (const auto fence = detail::fence_line(line)) {
+    if (const auto fence = detail::handoff::fence_line(line)) {
       open_fence = fence;
       line_start = line_end + 1;
       continue;
@@ -299,12 +299,12 @@ void scan_references(std::string_view text, OnReference&& on_reference) {
       const void* hit = std::memchr(text.data() + i, '<', line_end - i);
       if (!hit) break;
       const std::size_t lt = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
-      if (!detail::at_artifact_open(text, lt)) {
+      if (!detail::handoff::at_artifact_open(text, lt)) {
         i = lt + 1;
         continue;
       }
       ArtifactReference ref;
-      const auto tag_end = detail::parse_open_tag(text, lt, ref);
+      const auto tag_end = detail::handoff::parse_open_tag(text, lt, ref);
       if (!tag_end) {
         i = lt + 1;
         continue;
@@ -312,7 +312,7 @@ void scan_references(std::string_view text, OnReference&& on_reference) {
       ref.begin = lt;
       ref.end = *tag_end;
       if (!ref.self_closing) {
-        if (const auto close_end = detail::find_close_tag(text, *tag_end)) ref.end = *close_end;
+        if (const auto close_end = detail::handoff::find_close_tag(text, *tag_end)) ref.end = *close_end;
       }
       i = ref.end;
       on_reference(static_cast<const ArtifactReference&>(ref));
