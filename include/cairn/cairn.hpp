@@ -9,3 +9,7 @@
 #include "cairn/artifact/a2a.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/artifact/memory_store.hpp"
+#include "cairn/handoff/artifact_block.hpp"
+#include "cairn/handoff/reference.hpp"
+#include "cairn/handoff/reveal.hpp"
+#include "cairn/handoff/handoff.hpp"

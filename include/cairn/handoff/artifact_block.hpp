@@ -1,0 +1,261 @@
+// cairn — ArtifactBlock: reading an agent's reply that hands over large content as an ARTIFACT block.
+//
+// An agent that produced something large answers in this form (seed 003):
+//
+//     ARTIFACT
+//     SUMMARY: Add a dark mode theme          <- or ARTIFACT_SUMMARY: ...
+//
+//     ~~~markdown
+//     [Feature]: Dark mode ...
+//     ~~~
+//
+// parse_reply tells such a reply apart from plain text and takes it apart; the Handoff helper then stores the
+// content and passes on only a reference to it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "cairn/detail/text.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// The parts of an ARTIFACT reply.
+struct ArtifactBlock {
+  std::string summary;     ///< the SUMMARY line, trimmed; empty when the reply had none
+  std::string content;     ///< the content, fences stripped, line breaks as "\n"; never blank
+  std::string fence_info;  ///< first word of the fence's info string ("markdown"); empty when there was no fence
+};
+
+/// Limits applied to a reply before it is parsed.
+struct ReplyLimits {
+  std::size_t max_bytes = 16u * 1024u * 1024u;  ///< longest accepted reply (16 MiB)
+  std::size_t max_summary_chars = 1000;         ///< longest accepted SUMMARY, in Unicode code points
+};
+
+/// A parsed reply: an artifact, or plain text.
+struct ParsedReply {
+  std::optional<ArtifactBlock> artifact;  ///< set when the reply is an ARTIFACT block
+  std::string text;                       ///< the reply exactly as given when it is plain text; empty otherwise
+
+  bool is_artifact() const noexcept { return artifact.has_value(); }
+};
+
+/// Reads an agent's reply. It is an artifact when its first non-blank line is `ARTIFACT`; the next non-blank line
+/// may be `SUMMARY: …` or `ARTIFACT_SUMMARY: …` (key case-insensitive); everything after is the content. CRLF line
+/// breaks and leading blank lines are accepted; content wrapped in one ``` or ~~~ fence (with an optional info
+/// string) is unwrapped. A reply whose content is blank is plain text, and so is anything without the marker.
+///
+///     auto r = cairn::parse_reply("ARTIFACT\nSUMMARY: Q3 numbers\n\n```csv\nq,revenue\n3,12\n```\n");
+///     // r.artifact->summary == "Q3 numbers", r.artifact->content == "q,revenue\n3,12", fence_info == "csv"
+///
+/// Throws cairn::limit_exceeded when the reply is longer than `limits.max_bytes` or its summary is longer than
+/// `limits.max_summary_chars`.
+ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits = {});
+
+namespace detail::handoff {
+
+/// Walks text line by line; a line excludes its "\n" and a "\r" before it.
+class LineCursor {
+ public:
+  explicit LineCursor(std::string_view text, std::size_t pos = 0) : text_(text), pos_(pos) {}
+
+  bool done() const noexcept { return pos_ >= text_.size(); }
+  std::size_t pos() const noexcept { return pos_; }
+  std::size_t line_number() const noexcept { return line_; }
+
+  /// The next line; advances past it.
+  std::string_view next() noexcept {
+    const std::size_t nl = text_.find('\n', pos_);
+    const std::size_t end = nl == std::string_view::npos ? text_.size() : nl;
+    std::string_view line = text_.substr(pos_, end - pos_);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos_ = nl == std::string_view::npos ? text_.size() : nl + 1;
+    ++line_;
+    return line;
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_;
+  std::size_t line_ = 0;
+};
+
+inline bool is_blank(std::string_view s) noexcept {
+  for (char c : s) {
+    if (c != ' ' && c != '\t') return false;
+  }
+  return true;
+}
+
+inline std::string_view trim_blanks(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+inline bool starts_with_nocase(std::string_view s, std::string_view prefix) noexcept {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    char p = prefix[i];
+    if (p >= 'A' && p <= 'Z') p = static_cast<char>(p - 'A' + 'a');
+    if (c != p) return false;
+  }
+  return true;
+}
+
+/// A Markdown code fence line (CommonMark): up to 3 spaces, then 3 or more ` or ~, then an info string.
+struct Fence {
+  char ch = 0;
+  std::size_t length = 0;
+  std::string_view info;
+};
+
+inline std::optional<Fence> fence_line(std::string_view line) noexcept {
+  std::size_t i = 0;
+  while (i < line.size() && i < 3 && line[i] == ' ') ++i;
+  if (i >= line.size() || (line[i] != '`' && line[i] != '~')) return std::nullopt;
+  const char ch = line[i];
+  const std::size_t start = i;
+  while (i < line.size() && line[i] == ch) ++i;
+  if (i - start < 3) return std::nullopt;
+  const std::string_view info = trim_blanks(line.substr(i));
+  if (ch == '`' && info.find('`') != std::string_view::npos) return std::nullopt;  // an inline code span, not a fence
+  return Fence{ch, i - start, info};
+}
+
+/// True when `line` closes a fence opened by `open`: same character, at least as long, nothing after it.
+inline bool closes_fence(std::string_view line, const Fence& open) noexcept {
+  const auto f = fence_line(line);
+  return f && f->ch == open.ch && f->length >= open.length && f->info.empty();
+}
+
+}  // namespace detail::handoff
+
+inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits) {
+  if (reply.size() > limits.max_bytes) {
+    throw limit_exceeded(fmt::format("agent reply: {} bytes, more than the limit of {} bytes (ReplyLimits::max_bytes)",
+                                     reply.size(), limits.max_bytes));
+  }
+  ParsedReply plain;
+  auto as_plain = [&]() {
+    plain.text.assign(reply.data(), reply.size());
+    return std::move(plain);
+  };
+
+  std::string_view body = reply;
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // a UTF-8 byte order mark
+  detail::handoff::LineCursor cursor(body);
+  std::string_view line;
+  do {
+    if (cursor.done()) return as_plain();
+    line = cursor.next();
+  } while (detail::handoff::is_blank(line));
+  if (detail::handoff::trim_blanks(line) != "ARTIFACT") return as_plain();
+
+  // The summary line is optional: without one, the first non-blank line already belongs to the content.
+  ArtifactBlock block;
+  std::size_t content_start = cursor.pos();
+  while (!cursor.done()) {
+    const std::size_t line_start = cursor.pos();
+    line = cursor.next();
+    if (detail::handoff::is_blank(line)) continue;
+    const std::string_view trimmed = detail::handoff::trim_blanks(line);
+    std::string_view rest;
+    if (detail::handoff::starts_with_nocase(trimmed, "ARTIFACT_SUMMARY:")) {
+      rest = trimmed.substr(17);
+    } else if (detail::handoff::starts_with_nocase(trimmed, "SUMMARY:")) {
+      rest = trimmed.substr(8);
+    } else {
+      content_start = line_start;
+      break;
+    }
+    block.summary = std::string(detail::handoff::trim_blanks(rest));
+    if (const auto n = detail::utf8_length(block.summary); n > limits.max_summary_chars) {
+      throw limit_exceeded(fmt::format(
+          "agent reply, line {}: the summary is {} characters, more than the limit of {} (ReplyLimits::max_summary_chars)",
+          cursor.line_number(), n, limits.max_summary_chars));
+    }
+    content_start = cursor.pos();
+    break;
+  }
+
+  // The content's lines, without the blank lines around them.
+  const std::string_view rest = body.substr(content_start);
+  std::size_t first = std::string_view::npos, first_end = 0;  // first non-blank line: [first, first_end)
+  std::size_t last = 0, last_end = 0;                         // last non-blank line
+  std::size_t last_next = 0;                                  // where the line after the last non-blank one starts
+  {
+    detail::handoff::LineCursor c(rest);
+    while (!c.done()) {
+      const std::size_t start = c.pos();
+      const std::string_view l = c.next();
+      if (detail::handoff::is_blank(l)) continue;
+      if (first == std::string_view::npos) {
+        first = start;
+        first_end = c.pos();
+      }
+      last = start;
+      last_end = start + l.size();
+      last_next = c.pos();
+    }
+  }
+  if (first == std::string_view::npos) return as_plain();  // an empty body is not an artifact
+  std::size_t from = first;
+  std::size_t to = last_end;
+
+  detail::handoff::LineCursor head(rest, first);
+  if (const auto open = detail::handoff::fence_line(head.next())) {
+    // Unwrap only a fence around the whole content: closed by the last line, or never closed (CommonMark runs an
+    // unclosed fence to the end). A fence closed earlier is part of the content (code followed by prose).
+    const std::string_view last_line = detail::handoff::LineCursor(rest, last).next();
+    if (last != first && detail::handoff::closes_fence(last_line, *open)) {
+      from = first_end;
+      to = last;
+    } else {
+      bool closed_early = false;
+      detail::handoff::LineCursor c(rest, first_end);
+      while (!c.done() && !closed_early) closed_early = detail::handoff::closes_fence(c.next(), *open);
+      if (!closed_early) {
+        from = first_end;
+        to = last_next;
+      }
+    }
+    if (from != first) {
+      const std::string_view info = open->info;
+      block.fence_info = std::string(info.substr(0, info.find_first_of(" \t")));
+    }
+  }
+
+  // Copy the content with "\n" line breaks and without the trailing line break.
+  std::string content;
+  content.reserve(to > from ? to - from : 0);
+  detail::handoff::LineCursor c(rest.substr(0, to), from);
+  bool first_line = true;
+  while (!c.done()) {
+    if (!first_line) content.push_back('\n');
+    const std::string_view l = c.next();
+    content.append(l.data(), l.size());
+    first_line = false;
+  }
+  // Blank lines just inside the fence go too; the content starts and ends with a line that says something.
+  const std::size_t first_char = content.find_first_not_of(" \t\r\n");
+  if (first_char == std::string::npos) return as_plain();  // an empty body is not an artifact
+  const std::size_t tail = content.find('\n', content.find_last_not_of(" \t\r\n"));
+  if (tail != std::string::npos) content.resize(tail);
+  const std::size_t head_nl = content.rfind('\n', first_char);
+  if (head_nl != std::string::npos) content.erase(0, head_nl + 1);
+  block.content = std::move(content);
+  ParsedReply out;
+  out.artifact = std::move(block);
+  return out;
+}
+
+}  // namespace cairn
