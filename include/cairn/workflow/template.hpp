@@ -217,7 +217,7 @@ inline std::optional<std::string> template_agent(const nlohmann::json& obj, cons
 
 inline WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& j) {
   using detail::excerpt;
-  if (!j.is_object()) throw invalid_template("workflow template must be a JSON object");
+  if (!j.is_object()) throw invalid_template("workflow template must be an object (a mapping of name, steps, ...)");
   detail::template_check_keys(j, "", {"name", "description", "agents", "loops", "steps"});
   WorkflowTemplate t;
   t.name_ = detail::template_string(j, "", "name", true, true);
