@@ -23,6 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -641,15 +645,15 @@ inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vecto
       out.invalid.push_back(raw);
       continue;
     }
-    fs::path p(raw);
-    if (p.is_relative()) p = root / p;
-    // canonical resolves every symlink and `..`, so containment is decided on the real location.
-    const fs::path real = fs::canonical(p, ec);
-    if (ec || !fs::is_regular_file(real, ec)) {
+    const std::string p = raw.front() == '/' ? raw : root_text + "/" + raw;
+    // realpath resolves every symlink and `..`, so containment is decided on the real location.
+    char buf[PATH_MAX];
+    struct stat st {};
+    if (!::realpath(p.c_str(), buf) || ::stat(buf, &st) != 0 || !S_ISREG(st.st_mode)) {
       out.invalid.push_back(raw);
       continue;
     }
-    const std::string text = real.string();
+    const std::string text = buf;
     const bool inside = text.size() > root_text.size() && text.compare(0, root_text.size(), root_text) == 0 &&
                         (root_text.back() == '/' || text[root_text.size()] == '/');
     if (!inside) {
@@ -664,10 +668,9 @@ inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vecto
     out.registered.push_back(text);
     if (observer_) {
       ArtefactEvent e;
-      e.relative_path = real.lexically_relative(root).generic_string();
+      e.relative_path = text.substr(root_text.size() + (root_text.back() == '/' ? 0 : 1));
       e.absolute_path = text;
-      const auto size = fs::file_size(real, ec);
-      e.size_bytes = ec ? 0 : static_cast<std::uint64_t>(size);
+      e.size_bytes = static_cast<std::uint64_t>(st.st_size);
       e.workflow = template_.name();
       e.step = s.step;
       if (s.task) e.task_id = s.task->id;
