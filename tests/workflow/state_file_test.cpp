@@ -337,3 +337,46 @@ TEST_CASE("threads of one process updating the same workflow lose nothing") {
   for (auto& t : threads) t.join();
   CHECK(file.load()->context().size() == 40);
 }
+
+TEST_CASE("mutated state files fail with cairn::state_error only, and are never rewritten by a load") {
+  cairn_test::TempWorkspace ws;
+  StateFile file(ws.path());
+  file.start(cairn_test::feature_template(), "s");
+  file.update([](WorkflowMachine& m) {
+    m.set_tasks("implement", {{"a", "A", std::nullopt, {}, TaskStatus::pending},
+                              {"b", "B", std::nullopt, {"a"}, TaskStatus::pending}});
+    m.advance("p");
+    m.advance("d");
+  });
+  const std::string base = slurp(file.path());
+  std::mt19937 rng(99);
+  int rejected = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string text = base;
+    const std::size_t at = rng() % text.size();
+    switch (rng() % 3) {
+      case 0: text[at] = static_cast<char>(rng() % 256); break;
+      case 1: text.erase(at, 1 + rng() % 16); break;
+      default: text.resize(at); break;
+    }
+    spit(file.path(), text);
+    std::optional<WorkflowMachine> m;
+    try {
+      m = file.load();
+    } catch (const state_error&) {
+      ++rejected;
+    }
+    REQUIRE(slurp(file.path()) == text);
+    if (m) {
+      // A state that loads is one the machine can work with.
+      (void)nlohmann::json(m->status()).dump();
+      (void)m->to_json().dump();
+      try {
+        m->advance("next");
+        m->advance("next", StepResult::failed);
+      } catch (const state_error&) {  // not running
+      }
+    }
+  }
+  CHECK(rejected > 100);
+}

@@ -1,5 +1,6 @@
 #include "cairn/workflow/template.hpp"
 
+#include <random>
 #include <string>
 
 #include "catch.hpp"
@@ -156,4 +157,29 @@ TEST_CASE("parse applies the JSON limits and reports malformed text") {
   CHECK_THROWS_AS(WorkflowTemplate::parse(cairn_test::feature_template_json(), small), limit_exceeded);
   std::string deep(100000, '[');
   CHECK_THROWS_AS(WorkflowTemplate::parse(deep), limit_exceeded);
+}
+
+TEST_CASE("mutated template text is rejected with cairn errors only, never a crash") {
+  const std::string base = cairn_test::feature_template_json();
+  std::mt19937 rng(12345);
+  int accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, 1, "{}[]\",:0an-"[rng() % 11]); break;
+      }
+      if (text.empty()) text = "x";
+    }
+    try {
+      WorkflowTemplate::parse(text);
+      ++accepted;
+    } catch (const cairn::error&) {
+    }
+  }
+  CHECK(accepted < 3000);
 }

@@ -1,6 +1,7 @@
 #include "cairn/workflow/yaml.hpp"
 
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "catch.hpp"
@@ -129,4 +130,27 @@ TEST_CASE("load_template_yaml_file reads a file and names it in errors") {
                     "workflow template '" + bad.string() +
                         "': steps[0].id 'a' names no loop: a loop step's id must be a key of loops");
   CHECK_THROWS_AS(load_template_yaml_file(ws.path() / "missing.yaml"), storage_error);
+}
+
+TEST_CASE("mutated YAML is rejected with cairn errors only, never a crash") {
+  const std::string base = feature_yaml;
+  std::mt19937 rng(777);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.insert(at, 1, "{}[]-:&*!|>'\"#\n "[rng() % 16]); break;
+      }
+      if (text.empty()) text = "x";
+    }
+    try {
+      load_template_yaml(text);
+    } catch (const cairn::error&) {
+    }
+  }
+  SUCCEED("no crash and no foreign exception");
 }
