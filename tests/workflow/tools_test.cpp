@@ -99,6 +99,9 @@ TEST_CASE("bad arguments come back as error results that say what is wrong") {
   CHECK(error_text(tools.call("nope", json::object())) == "unknown tool 'nope'");
   CHECK(error_text(tools.call("workflow_start", {{"summary", 3}})) == "workflow_start: summary must be a string");
   CHECK(error_text(tools.call("workflow_start", json::array())) == "workflow_start: arguments must be a JSON object");
+  // MCP clients may leave arguments out.
+  CHECK(payload(tools.call("workflow_start", json(nullptr))).at("step") == "plan");
+  CHECK(error_text(tools.call("workflow_advance", json(nullptr))) == "workflow_advance: output is required");
   CHECK(error_text(tools.call("workflow_status", {{"x", 1}})) == "workflow_status: unknown argument 'x'");
   CHECK(error_text(tools.call("workflow_advance", json::object())) == "workflow_advance: output is required");
   CHECK(error_text(tools.call("workflow_advance", {{"output", 1}})) == "workflow_advance: output must be a string");

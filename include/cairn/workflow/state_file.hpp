@@ -187,8 +187,8 @@ class StateFile {
     }
   }
 
-  /// Reads the machine under the lock, so the caller sees no update half-way (there is none to see on disk, but
-  /// this orders the read after a running update). Returns nullopt when not started.
+  /// Calls `f` on the saved machine, read under the lock (so the read is ordered after any update in progress),
+  /// and returns its result; nullopt when the workflow is not started.
   template <class F>
   auto read(F&& f) const -> std::optional<std::invoke_result_t<F, const WorkflowMachine&>> {
     detail::workflow_io::FileLock lock(lock_path_);

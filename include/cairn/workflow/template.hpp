@@ -75,7 +75,7 @@ struct WorkflowStep {
   bool artefacts = false;
 };
 
-/// A validated workflow template. Regular value type; not thread-safe for writes (it has none after building).
+/// A validated workflow template. An immutable value once built: safe to share and read from many threads.
 ///
 ///     auto tmpl = cairn::WorkflowTemplate::parse(R"({"name": "fix", "steps": [
 ///         {"id": "fix", "type": "action", "instructions": "Fix the bug."}]})");

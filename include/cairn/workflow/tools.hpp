@@ -105,7 +105,10 @@ class WorkflowTools {
 
   // Argument readers: each names the tool and the argument.
   static void check_args(std::string_view tool, Args a, std::initializer_list<std::string_view> known) {
-    if (!a.is_object()) throw invalid_argument(fmt::format("{}: arguments must be a JSON object", tool));
+    // MCP lets a client leave `arguments` out: null reads as {}.
+    if (!a.is_object() && !a.is_null()) {
+      throw invalid_argument(fmt::format("{}: arguments must be a JSON object", tool));
+    }
     for (const auto& item : a.items()) {
       bool ok = false;
       for (auto k : known) ok = ok || item.key() == k;
@@ -242,7 +245,7 @@ class WorkflowTools {
                       "progress and registered artefacts.",
                       no_args, [impl](Args a) {
                         return guarded([&] {
-                          check_args("workflow_status", a.is_null() ? nlohmann::json::object() : a, {});
+                          check_args("workflow_status", a, {});
                           auto status = impl->file.read([](const WorkflowMachine& m) { return m.status(); });
                           if (!status) throw state_error("the workflow is not started: call workflow_start first");
                           return nlohmann::json(*status);
@@ -290,7 +293,7 @@ class WorkflowTools {
                       "iteration), \"implement.task-1.test\" (loop step, task, sub-step).",
                       no_args, [impl](Args a) {
                         return guarded([&] {
-                          check_args("workflow_context", a.is_null() ? nlohmann::json::object() : a, {});
+                          check_args("workflow_context", a, {});
                           auto context = impl->file.read([](const WorkflowMachine& m) { return m.context(); });
                           if (!context) throw state_error("the workflow is not started: call workflow_start first");
                           return nlohmann::json(*context);
