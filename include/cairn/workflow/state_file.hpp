@@ -112,7 +112,7 @@ class StateFile {
   /// cairn::state_error naming the file and the problem; nothing is reset. Takes no lock: saves are atomic
   /// renames, so a reader always sees a whole file.
   std::optional<WorkflowMachine> load() const {
-    detail::workflow_io::Fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    detail::workflow_io::Fd fd(open_for_reading());
     if (fd.get() < 0) {
       if (errno == ENOENT) return std::nullopt;
       throw storage_error(fmt::format("cannot open workflow state file '{}': {}", path_.string(),
@@ -214,6 +214,16 @@ class StateFile {
     ::unlink(tmp_path_.c_str());
     throw storage_error(
         fmt::format("saving workflow state file '{}': {} failed: {}", path_.string(), op, detail::workflow_io::errno_text(err)));
+  }
+
+  // Reading a file written after its last access updates its atime (relatime), which dirties the inode and makes
+  // the next save's fsync commit more; O_NOATIME avoids that where the kernel allows it (the file's owner).
+  int open_for_reading() const {
+#ifdef O_NOATIME
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
+    if (fd >= 0 || errno != EPERM) return fd;
+#endif
+    return ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   }
 
   // The caller holds the lock, so the temp file is ours alone; one left by a killed writer is simply overwritten.
