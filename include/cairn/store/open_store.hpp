@@ -61,7 +61,7 @@ inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
   }
   const std::string scheme = url.substr(0, colon);
   const std::string rest = url.substr(colon + 1);
-  auto not_built = [&](const char* target, const char* option) {
+  [[maybe_unused]] auto not_built = [&](const char* target, const char* option) {
     return invalid_argument(fmt::format(
         "open_store: '{}:' URLs need {}, which this program was not built with (configure cairn with {}=ON and "
         "link {})",
