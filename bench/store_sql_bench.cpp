@@ -265,6 +265,7 @@ const char* pg_conninfo() { return std::getenv("CAIRN_TEST_PG_CONNINFO"); }
 class PgFloor {
  public:
   explicit PgFloor(const char* conninfo) : conn_(PQconnectdb(conninfo)) {
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
     exec("CREATE TABLE IF NOT EXISTS bench_floor (tenant text, id text, version bigint, value jsonb, "
          "PRIMARY KEY (tenant, id, version))");
     PQclear(PQprepare(conn_, "ins",
