@@ -3,6 +3,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -146,6 +147,13 @@ std::string statement_sql(Stmt s) {
 
 /// Thrown inside the store when the server went away; the call reconnects and retries once.
 class connection_lost : public storage_error {
+ public:
+  using storage_error::storage_error;
+};
+
+/// Thrown when a statement lost a race it may simply run again: a serialization failure or deadlock (under a
+/// stricter default isolation level than READ COMMITTED), or a unique violation. The statement was rolled back.
+class write_conflict : public storage_error {
  public:
   using storage_error::storage_error;
 };
@@ -310,6 +318,7 @@ struct PostgresArtifactStore::Impl {
                       code == "57P02" || code == "57P03";
     const std::string text = fmt::format("{}: {}: {}", where, what, msg.empty() ? "no reply from the server" : msg);
     if (lost) throw connection_lost(text);
+    if (code == "40001" || code == "40P01" || code == "23505") throw write_conflict(text);
     throw storage_error(text);
   }
 
@@ -545,8 +554,17 @@ ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) {
         .add(metadata.jsonb)
         .add(metadata.text)
         .add(token);
-    auto res = impl_->run(c, store_version, p);
-    return to_int64(PQgetvalue(res.get(), 0, 0));
+    // The statement assigns versions without races under READ COMMITTED; a database whose default isolation is
+    // stricter may still report a conflict, and the statement, rolled back as a whole, can run again.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        auto res = impl_->run(c, store_version, p);
+        return to_int64(PQgetvalue(res.get(), 0, 0));
+      } catch (const write_conflict&) {
+        if (attempt == 50) throw;
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(attempt * 2, 50)));
+      }
+    }
   });
 
   auto b = record.to_builder();

@@ -318,6 +318,33 @@ TEST_CASE("postgres: 8 connections of two stores storing versions of the same id
   CHECK(total == threads * per_thread);
 }
 
+TEST_CASE("postgres: under a stricter default isolation level, conflicting stores are retried, not lost") {
+  TempDatabase db;
+  { PostgresArtifactStore init(db.conninfo()); }
+  RawPg(db.conninfo()).scalar("ALTER DATABASE " + db.conninfo().substr(db.conninfo().rfind('=') + 1) +
+                              " SET default_transaction_isolation = 'serializable'");
+  PostgresArtifactStore store(db.conninfo(), PostgresOptions{4, 15000, {}});
+  CHECK(RawPg(db.conninfo()).scalar("SHOW default_transaction_isolation") == "serializable");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < 4; ++i) {
+    pool.emplace_back([&, i] {
+      for (int k = 0; k < 20; ++k) {
+        try {
+          store.store(*note("t", "contended", json{{"thread", i}, {"k", k}}));
+        } catch (...) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(failures == 0);
+  std::vector<std::uint64_t> all(80);
+  for (std::size_t k = 0; k < all.size(); ++k) all[k] = k + 1;
+  CHECK(store.versions("contended", "t") == all);
+}
+
 // Hidden from test discovery ([.]): tests/store/CMakeLists.txt runs it as its own ctest entry with RUN_SERIAL,
 // because it restarts the server under every other test's feet.
 TEST_CASE("postgres: a server restart in the middle of a run loses no acknowledged write", "[.restart]") {
