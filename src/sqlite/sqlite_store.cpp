@@ -60,7 +60,8 @@ enum Stmt : std::size_t {
   commit,
   rollback,
   head_latest,
-  head_put,
+  head_insert,
+  head_update,
   artifact_insert,
   fetch_latest,
   fetch_version,
@@ -88,9 +89,11 @@ std::string statement_sql(Stmt s) {
     case commit: return "COMMIT";
     case rollback: return "ROLLBACK";
     case head_latest: return "SELECT latest FROM cairn_heads WHERE tenant_id = ?1 AND id = ?2";
-    case head_put:
-      return "INSERT OR REPLACE INTO cairn_heads (tenant_id, id, latest, type, created_by) "
-             "VALUES (?1, ?2, ?3, ?4, ?5)";
+    case head_insert:
+      return "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by) VALUES (?1, ?2, ?3, ?4, ?5)";
+    case head_update:
+      // In place: cheaper than INSERT OR REPLACE, which deletes and re-inserts the row.
+      return "UPDATE cairn_heads SET latest = ?3, type = ?4, created_by = ?5 WHERE tenant_id = ?1 AND id = ?2";
     case artifact_insert:
       return fmt::format("INSERT INTO cairn_artifacts ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
                          "?12, ?13, ?14, ?15)",
@@ -388,7 +391,7 @@ ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) {
       q.bind(1, record.tenant_id()).bind(2, id);
       if (q.step()) version = q.int64(0) + 1;
     }
-    Impl::Query(*conn, head_put)
+    Impl::Query(*conn, version == 1 ? head_insert : head_update)
         .bind(1, record.tenant_id())
         .bind(2, id)
         .bind(3, version)
