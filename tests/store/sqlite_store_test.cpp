@@ -210,6 +210,17 @@ TEST_CASE("a damaged row is a storage_error naming the artifact, not a crash") {
     raw.exec("UPDATE cairn_artifacts SET type = 'Not A Type' WHERE id = 'badtype'");
   }
   CHECK(store.fetch("ok", "t")->value() == 1);
+  // Brackets and escaped quotes inside strings are not nesting; real nesting beyond the limit is refused on read.
+  const json tricky = {{"s", std::string(600, '[') + "\\\"{{{" + std::string(600, '{')}, {"a", json::array({"]}"})}};
+  store.store(*note("t", "brackets", tricky));
+  CHECK(store.fetch("brackets", "t")->value() == tricky);
+  store.store(*note("t", "deep", 1));
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_artifacts SET value = '" + std::string(300, '[') + std::string(300, ']') +
+             "' WHERE id = 'deep'");
+  }
+  CHECK_THROWS_WITH(store.fetch("deep", "t"), cairn_test::ContainsSubstring("nesting is deeper than the limit"));
   CHECK_THROWS_AS(store.fetch("broken", "t"), storage_error);
   CHECK_THROWS_WITH(store.fetch("broken", "t"), cairn_test::ContainsSubstring("artifact 'broken' version 1"));
   CHECK_THROWS_WITH(store.fetch("badtype", "t"), cairn_test::ContainsSubstring("type"));
