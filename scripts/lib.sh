@@ -6,6 +6,8 @@ CAIRN_DEMO_PACKAGES="g++ cmake ninja-build nlohmann-json3-dev libfmt-dev"
 CAIRN_TEST_PACKAGES="catch2 libbenchmark-dev python3-jsonschema libyaml-cpp-dev"
 # Sanitizer builds and fuzzing use clang 14 and its runtimes.
 CAIRN_SANITIZER_PACKAGES="clang libclang-rt-14-dev"
+# The durable stores (cairn::sqlite, cairn::postgres) and the throwaway PostgreSQL server their tests run against.
+CAIRN_STORE_PACKAGES="libsqlite3-dev libpq-dev postgresql"
 
 cairn_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
 
@@ -33,3 +35,19 @@ cairn_ensure_packages() {
 }
 
 cairn_jobs() { nproc 2>/dev/null || echo 2; }
+
+# cairn_start_postgres — starts a throwaway PostgreSQL cluster (scripts/postgres) in a new temporary folder, exports
+# CAIRN_TEST_PG_CONNINFO and CAIRN_TEST_PG_DIR, and stops and removes it when the calling script exits, however it
+# exits. A server that cannot start stops the script with an error.
+cairn_start_postgres() {
+  local dir exports
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/cairn-pg.XXXXXX")
+  CAIRN_PG_CLEANUP_DIR="$dir"
+  trap '"$(cairn_root)/scripts/postgres" stop "$CAIRN_PG_CLEANUP_DIR"' EXIT
+  if ! exports=$("$(cairn_root)/scripts/postgres" start "$dir"); then
+    echo "cairn: the PostgreSQL test server did not start" >&2
+    exit 1
+  fi
+  eval "$exports"
+  echo "cairn: PostgreSQL test server running ($CAIRN_TEST_PG_CONNINFO)" >&2
+}

@@ -1,0 +1,74 @@
+// cairn — SqliteArtifactStore: a durable ArtifactStore in one SQLite file, for agents on one machine.
+//
+// Part of the compiled target cairn::sqlite (CMake option CAIRN_WITH_SQLITE); not included by cairn/cairn.hpp.
+// The file is opened in WAL mode, so readers never wait for the writer; versions are assigned inside a
+// `BEGIN IMMEDIATE` transaction, so many threads and many processes can store versions of the same id without
+// losing or duplicating one. The file carries a schema version: an older file is migrated when opened, a file
+// written by a newer cairn is refused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cairn/artifact/store.hpp"
+#include "cairn/detail/json.hpp"
+
+namespace cairn {
+
+/// How a SqliteArtifactStore opens its file.
+struct SqliteOptions {
+  /// How fsync'ed a commit is. `full` (the default) survives power loss; `normal` is faster and survives a crash
+  /// of the program but may lose the last commits on power loss (SQLite's `PRAGMA synchronous` in WAL mode).
+  enum class Synchronous { normal, full };
+
+  /// How long a call waits for another connection or process holding the write lock before it fails with
+  /// cairn::storage_error ("database is locked").
+  int busy_timeout_ms = 10000;
+  /// Most connections open at once; each is used by one thread at a time, so this is also how many calls run in
+  /// parallel (readers in parallel with one writer, as WAL allows).
+  std::size_t max_connections = 8;
+  Synchronous synchronous = Synchronous::full;
+  /// Values and metadata deeper or larger than this are refused by store() (cairn::limit_exceeded), so that
+  /// everything stored can be read back under the same limits.
+  JsonLimits json_limits{};
+};
+
+/// An ArtifactStore kept in one SQLite file. Thread-safe; several processes may open the same file.
+///
+///     cairn::SqliteArtifactStore store("agents.db");
+///     auto stored = store.store(*record);              // survives a restart of the program
+///     auto again = store.fetch(stored->id(), "acme");
+///
+/// Throws cairn::storage_error when the file cannot be opened, is not a SQLite database, or was written by a
+/// newer cairn (its schema version is higher than schema_version).
+class SqliteArtifactStore final : public ArtifactStore {
+ public:
+  /// The schema version this cairn writes; files with a lower one are migrated when opened.
+  static constexpr int schema_version = 1;
+
+  /// Opens (creating when missing) the database at `path`. In-memory databases (":memory:", "") are refused:
+  /// each connection would see its own empty database; use InMemoryArtifactStore instead.
+  explicit SqliteArtifactStore(std::string path, SqliteOptions options = {});
+  ~SqliteArtifactStore() override;
+  SqliteArtifactStore(const SqliteArtifactStore&) = delete;
+  SqliteArtifactStore& operator=(const SqliteArtifactStore&) = delete;
+
+  using ArtifactStore::store;
+  ArtifactPtr store(const ArtifactRecord& record) override;
+  ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
+                    std::uint64_t version = latest) const override;
+  void remove(const std::string& id, const std::string& tenant_id) override;
+  std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
+  ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
+
+  const std::string& path() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cairn

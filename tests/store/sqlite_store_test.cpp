@@ -1,0 +1,368 @@
+#include "cairn/store/sqlite_store.hpp"
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "cairn/testing/store_conformance.hpp"
+#include "catch.hpp"
+#include "store_test_support.hpp"
+
+using namespace cairn;
+using nlohmann::json;
+using store_test::TempDir;
+
+namespace {
+
+// A raw connection, for looking at (and tampering with) the file behind the store's back.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("cannot open " + path);
+    sqlite3_busy_timeout(db_, 10000);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  RawDb(const RawDb&) = delete;
+  RawDb& operator=(const RawDb&) = delete;
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "?";
+      sqlite3_free(err);
+      throw std::runtime_error(sql + ": " + msg);
+    }
+  }
+  std::string scalar(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) throw std::runtime_error(sql);
+    std::string out;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+ArtifactPtr note(const std::string& tenant, const std::string& id, json value) {
+  return ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title("note " + id).value(std::move(value))
+      .build();
+}
+
+}  // namespace
+
+TEST_CASE("SqliteArtifactStore passes the conformance suite, each check on a new file") {
+  TempDir dir;
+  int n = 0;
+  for (const auto& check : testing::store_conformance_checks()) {
+    INFO(check.name);
+    SqliteArtifactStore store(dir.file("conformance-" + std::to_string(n++) + ".db"));
+    CHECK_NOTHROW(check.run(store));
+  }
+}
+
+TEST_CASE("SqliteArtifactStore passes the conformance suite on one file that keeps growing, reopened each time") {
+  TempDir dir;
+  for (const auto& check : testing::store_conformance_checks()) {
+    INFO(check.name);
+    SqliteArtifactStore store(dir.file("shared.db"), SqliteOptions{10000, 3, SqliteOptions::Synchronous::normal, {}});
+    CHECK_NOTHROW(check.run(store));
+  }
+}
+
+TEST_CASE("records survive a reopen bit for bit") {
+  TempDir dir;
+  const auto path = dir.file("reopen.db");
+  std::vector<ArtifactPtr> stored;
+  {
+    SqliteArtifactStore store(path);
+    for (const auto& r : store_test::tricky_records("t1")) stored.push_back(store.store(*r));
+  }
+  SqliteArtifactStore store(path);
+  for (const auto& s : stored) {
+    auto f = store.fetch(s->id(), "t1", s->version());
+    REQUIRE(f != nullptr);
+    store_test::require_identical(*f, *s);
+  }
+  // The latest of each id, and the history of the id with many versions.
+  CHECK(store.versions("scalars", "t1") == std::vector<std::uint64_t>{1, 2, 3, 4, 5});
+  store_test::require_identical(*store.fetch("scalars", "t1"), *stored.back());
+  auto page = store.list("t1");
+  REQUIRE(page.items.size() == 4);
+  CHECK(page.items[0]->id() == "plain");
+  CHECK(page.items[1]->id() == "scalars");
+  CHECK(page.items[2]->id() == "tricky/äöü 1");
+  CHECK(page.items[3]->id() == "url-only");
+  // The input's created_at is kept as given; an unset one was stamped once and stays the same after reopening.
+  CHECK(store.fetch("tricky/äöü 1", "t1")->created_at() == 1700000000123);
+}
+
+TEST_CASE("a new file gets the current schema version; a host's own tables are left alone") {
+  TempDir dir;
+  const auto path = dir.file("schema.db");
+  {
+    RawDb raw(path);
+    raw.exec("CREATE TABLE host_things (x TEXT); INSERT INTO host_things VALUES ('mine')");
+  }
+  { SqliteArtifactStore store(path); store.store(*note("t", "a", 1)); }
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(SqliteArtifactStore::schema_version));
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_schema") == "1");
+  CHECK(raw.scalar("SELECT x FROM host_things") == "mine");
+  CHECK(raw.scalar("PRAGMA journal_mode") == "wal");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts") == "1");
+}
+
+TEST_CASE("a file of a newer cairn is refused, and left as it was") {
+  TempDir dir;
+  const auto path = dir.file("newer.db");
+  { SqliteArtifactStore store(path); store.store(*note("t", "keep", "kept")); }
+  { RawDb raw(path); raw.exec("UPDATE cairn_schema SET version = 999"); }
+  try {
+    SqliteArtifactStore store(path);
+    FAIL("opening a newer file did not throw");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("schema version 999"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("newer"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring(path));
+  }
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "999");
+  CHECK(raw.scalar("SELECT value FROM cairn_artifacts WHERE id = 'keep'") == "\"kept\"");
+}
+
+TEST_CASE("a file that is not a SQLite database is refused, and left as it was") {
+  TempDir dir;
+  const auto path = dir.file("notes.txt");
+  const std::string content(5000, 'z');
+  { std::ofstream(path) << content; }
+  CHECK_THROWS_AS(SqliteArtifactStore(path), storage_error);
+  try {
+    SqliteArtifactStore store(path);
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("not a database"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring(path));
+  }
+  std::ifstream in(path);
+  std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(back == content);
+}
+
+TEST_CASE("bad paths and options are clear errors") {
+  CHECK_THROWS_AS(SqliteArtifactStore(""), invalid_argument);
+  CHECK_THROWS_AS(SqliteArtifactStore(":memory:"), invalid_argument);
+  CHECK_THROWS_WITH(SqliteArtifactStore(":memory:"), cairn_test::ContainsSubstring("InMemoryArtifactStore"));
+  try {
+    SqliteArtifactStore store("/nonexistent-dir-cairn/x.db");
+    FAIL("no error");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("/nonexistent-dir-cairn/x.db"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("cannot open"));
+  }
+  TempDir dir;
+  SqliteOptions bad;
+  bad.busy_timeout_ms = -1;
+  CHECK_THROWS_AS(SqliteArtifactStore(dir.file("x.db"), bad), invalid_argument);
+}
+
+TEST_CASE("bad values are refused before anything is written") {
+  TempDir dir;
+  SqliteOptions opts;
+  opts.json_limits.max_depth = 10;
+  opts.json_limits.max_bytes = 1000;
+  SqliteArtifactStore store(dir.file("bad.db"), opts);
+  store.store(*note("t", "doc", "v1"));
+
+  CHECK_THROWS_WITH(store.store(*note("t", "doc", std::string("\xff\xfe bad utf-8"))),
+                    cairn_test::ContainsSubstring("value: holds a string that is not valid UTF-8"));
+  json deep = 1;
+  for (int i = 0; i < 11; ++i) deep = json::array({deep});
+  CHECK_THROWS_AS(store.store(*note("t", "doc", deep)), limit_exceeded);
+  CHECK_THROWS_WITH(store.store(*note("t", "doc", std::string(2000, 'x'))),
+                    cairn_test::ContainsSubstring("value: JSON text is 2002 bytes"));
+  auto bad_meta = ArtifactRecord::builder().tenant_id("t").id("doc").type("data").title("x").value(1)
+                      .metadata({{"k", std::string("\xc3\x28")}}).build();
+  CHECK_THROWS_WITH(store.store(*bad_meta), cairn_test::ContainsSubstring("metadata"));
+
+  CHECK(store.versions("doc", "t") == std::vector<std::uint64_t>{1});
+  CHECK(store.fetch("doc", "t")->value() == "v1");
+  CHECK(store.store(*note("t", "doc", "v2"))->version() == 2);  // no version was used up by the failures
+}
+
+TEST_CASE("a damaged row is a storage_error naming the artifact, not a crash") {
+  TempDir dir;
+  const auto path = dir.file("damaged.db");
+  SqliteArtifactStore store(path);
+  store.store(*note("t", "ok", 1));
+  store.store(*note("t", "broken", 2));
+  store.store(*note("t", "badtype", 3));
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_artifacts SET value = '{\"unterminated' WHERE id = 'broken'");
+    raw.exec("UPDATE cairn_artifacts SET type = 'Not A Type' WHERE id = 'badtype'");
+  }
+  CHECK(store.fetch("ok", "t")->value() == 1);
+  // Brackets and escaped quotes inside strings are not nesting; real nesting beyond the limit is refused on read.
+  const json tricky = {{"s", std::string(600, '[') + "\\\"{{{" + std::string(600, '{')}, {"a", json::array({"]}"})}};
+  store.store(*note("t", "brackets", tricky));
+  CHECK(store.fetch("brackets", "t")->value() == tricky);
+  store.store(*note("t", "deep", 1));
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_artifacts SET value = '" + std::string(300, '[') + std::string(300, ']') +
+             "' WHERE id = 'deep'");
+  }
+  CHECK_THROWS_WITH(store.fetch("deep", "t"), cairn_test::ContainsSubstring("nesting is deeper than the limit"));
+  CHECK_THROWS_AS(store.fetch("broken", "t"), storage_error);
+  CHECK_THROWS_WITH(store.fetch("broken", "t"), cairn_test::ContainsSubstring("artifact 'broken' version 1"));
+  CHECK_THROWS_WITH(store.fetch("badtype", "t"), cairn_test::ContainsSubstring("type"));
+  CHECK_THROWS_AS(store.list("t"), storage_error);
+  CHECK(store.versions("broken", "t") == std::vector<std::uint64_t>{1});
+  store.remove("broken", "t");  // a damaged artifact can still be removed
+  CHECK(store.fetch("broken", "t") == nullptr);
+}
+
+TEST_CASE("a writer that holds the lock longer than the busy timeout makes store fail cleanly") {
+  TempDir dir;
+  const auto path = dir.file("busy.db");
+  SqliteOptions opts;
+  opts.busy_timeout_ms = 100;
+  SqliteArtifactStore store(path, opts);
+  store.store(*note("t", "x", 1));
+  RawDb other(path);
+  other.exec("BEGIN IMMEDIATE");
+  CHECK_THROWS_WITH(store.store(*note("t", "x", 2)), cairn_test::ContainsSubstring("locked"));
+  CHECK(store.fetch("x", "t")->value() == 1);  // WAL: readers are not blocked by the writer
+  other.exec("ROLLBACK");
+  CHECK(store.store(*note("t", "x", 3))->version() == 2);
+}
+
+TEST_CASE("list: prefixes are byte ranges, not LIKE patterns") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("list.db"));
+  for (const std::string& id : std::vector<std::string>{"a%b", "a_b", "aXb", "a\\b", "ab", "b", std::string("\xff\xff", 2),
+                               std::string("\xff\xff" "a", 3), "\xc3\xa9t\xc3\xa9", "\xc3\xa9z"}) {
+    store.store(*note("t", id, 1));
+  }
+  auto ids = [&](const ListQuery& q) {
+    std::vector<std::string> out;
+    for (const auto& r : store.list("t", q).items) out.push_back(r->id());
+    return out;
+  };
+  CHECK(ids({"a%", {}, {}, 100, ""}) == std::vector<std::string>{"a%b"});
+  CHECK(ids({"a_", {}, {}, 100, ""}) == std::vector<std::string>{"a_b"});
+  CHECK(ids({"a\\", {}, {}, 100, ""}) == std::vector<std::string>{"a\\b"});
+  CHECK(ids({"a", {}, {}, 100, ""}) == std::vector<std::string>{"a%b", "aXb", "a\\b", "a_b", "ab"});
+  CHECK(ids({std::string("\xff\xff", 2), {}, {}, 100, ""}) ==
+        std::vector<std::string>{std::string("\xff\xff", 2), std::string("\xff\xff" "a", 3)});
+  CHECK(ids({"\xc3\xa9", {}, {}, 100, ""}) == std::vector<std::string>{"\xc3\xa9t\xc3\xa9", "\xc3\xa9z"});
+  // A cursor before the prefix starts at the prefix; one after it ends the listing.
+  CHECK(ids({"b", {}, {}, 100, "a"}) == std::vector<std::string>{"b"});
+  CHECK(ids({"a", {}, {}, 100, "zz"}).empty());
+  CHECK(ids({"", {}, {}, 2, "a_b"}) == std::vector<std::string>{"ab", "b"});
+}
+
+TEST_CASE("list pages through a tenant of many artifacts exactly once each") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("pages.db"));
+  std::set<std::string> expected;
+  for (int i = 0; i < 250; ++i) {
+    const std::string id = "item-" + std::to_string(i * 7919 % 1000);
+    store.store(*note("t", id, i));
+    expected.insert(id);
+    if (i % 3 == 0) store.store(*note("other", id, i));
+  }
+  std::vector<std::string> seen;
+  ListQuery q;
+  q.limit = 17;
+  for (;;) {
+    auto page = store.list("t", q);
+    for (const auto& r : page.items) seen.push_back(r->id());
+    if (!page.next_cursor) break;
+    q.cursor = *page.next_cursor;
+  }
+  CHECK(seen == std::vector<std::string>(expected.begin(), expected.end()));
+}
+
+TEST_CASE("tenant isolation holds call by call") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("tenants.db"));
+  store_test::check_tenant_isolation(store);
+}
+
+TEST_CASE("threads of two processes storing versions of the same ids get distinct consecutive versions") {
+  TempDir dir;
+  const auto path = dir.file("race.db");
+  { SqliteArtifactStore init(path); }
+  constexpr int threads = 4;
+  constexpr int per_thread = 40;
+  const std::vector<std::string> ids = {"shared-a", "shared-b"};
+
+  // Each process runs the same writers; a child reports through its exit code and a file of versions.
+  auto run_writers = [&](const std::string& who) {
+    SqliteArtifactStore store(path, SqliteOptions{30000, threads, SqliteOptions::Synchronous::normal, {}});
+    std::vector<std::vector<std::pair<std::string, std::uint64_t>>> got(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        for (int k = 0; k < per_thread; ++k) {
+          const auto& id = ids[static_cast<std::size_t>(k) % ids.size()];
+          got[t].emplace_back(id, store.store(*note("t", id, json{{"who", who}, {"thread", t}, {"k", k}}))->version());
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    std::vector<std::pair<std::string, std::uint64_t>> all;
+    for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    return all;
+  };
+
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int code = 0;
+    try {
+      auto mine = run_writers("child");
+      std::ofstream out(dir.file("child.txt"));
+      for (const auto& [id, v] : mine) out << id << ' ' << v << '\n';
+    } catch (...) {
+      code = 1;
+    }
+    _exit(code);
+  }
+  auto mine = run_writers("parent");
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::ifstream in(dir.file("child.txt"));
+  std::string id;
+  std::uint64_t v;
+  while (in >> id >> v) mine.emplace_back(id, v);
+  REQUIRE(mine.size() == 2 * threads * per_thread);
+
+  SqliteArtifactStore store(path);
+  for (const auto& name : ids) {
+    std::vector<std::uint64_t> acknowledged;
+    for (const auto& [i, ver] : mine) {
+      if (i == name) acknowledged.push_back(ver);
+    }
+    std::sort(acknowledged.begin(), acknowledged.end());
+    std::vector<std::uint64_t> consecutive(acknowledged.size());
+    for (std::size_t k = 0; k < consecutive.size(); ++k) consecutive[k] = k + 1;
+    CHECK(acknowledged == consecutive);                 // distinct, 1..n, none missing
+    CHECK(store.versions(name, "t") == consecutive);    // and every one of them is in the file
+  }
+  // Both processes' writes are there.
+  std::set<std::string> writers;
+  for (auto ver : store.versions("shared-a", "t")) writers.insert(store.fetch("shared-a", "t", ver)->value()["who"].get<std::string>());
+  CHECK(writers == std::set<std::string>{"child", "parent"});
+}

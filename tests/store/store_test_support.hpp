@@ -1,0 +1,165 @@
+// Checks shared by the durable-store tests: records that stress the round trip, tenant isolation call by call,
+// and a temporary folder.
+#pragma once
+
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cairn/artifact/store.hpp"
+#include "catch.hpp"
+
+namespace store_test {
+
+/// A folder under the system temp dir, removed with everything in it when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cairn-store-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Records whose values and metadata are hard to keep exactly: big integers, unicode, NUL characters, floats of
+/// every kind, deep-ish nesting, empty containers, every optional field set or unset.
+inline std::vector<cairn::ArtifactPtr> tricky_records(const std::string& tenant) {
+  using nlohmann::json;
+  std::vector<cairn::ArtifactPtr> out;
+  const json value = {
+      {"big", 9007199254740993ULL},
+      {"u64max", std::numeric_limits<std::uint64_t>::max()},
+      {"i64min", std::numeric_limits<std::int64_t>::min()},
+      {"neg", -7},
+      {"zero", 0},
+      {"pi", 3.141592653589793},
+      {"tiny", 5e-324},
+      {"huge", 1.7976931348623157e308},
+      {"e19", 1e19},
+      {"negzero", -0.0},
+      {"one_point_zero", 1.0},
+      {"text", "Grüße, 世界 🚀 \"quoted\" \\ back\nslash\ttab"},
+      {"nul", std::string("a\0b", 3)},
+      {"empty_obj", json::object()},
+      {"empty_arr", json::array()},
+      {"nested", {{"z", {1, {2, {3, {4, {{"deep", true}}}}}}}, {"a", nullptr}}},
+      {"keys order", {{"b", 1}, {"a", 2}, {"", 3}, {"\u00e9", 4}}},
+  };
+  out.push_back(cairn::ArtifactRecord::builder()
+                    .tenant_id(tenant)
+                    .id("tricky/äöü 1")
+                    .type("dataset")
+                    .title("Tricky ✓")
+                    .description("a value that is hard to keep exactly")
+                    .purpose("round trip")
+                    .value(value)
+                    .storage_url("s3://bucket/key with space?x=1&y=%20")
+                    .mime_type("application/json; charset=utf-8")
+                    .size_bytes(std::numeric_limits<std::uint64_t>::max())
+                    .schema_url("https://example.com/s.json")
+                    .created_by("agent-ü")
+                    .created_at(1700000000123)
+                    .metadata({{"tool_name", "collect"}, {"success", false}, {"score", 0.1}, {"n", 18446744073709551615ULL},
+                               {"input_artifacts", {"a", "b"}}, {std::string("nul key\0", 8), std::string("x\0y", 3)}})
+                    .build());
+  out.push_back(cairn::ArtifactRecord::builder()
+                    .tenant_id(tenant)
+                    .id("plain")
+                    .type("document")
+                    .title("")
+                    .description("only a description")
+                    .value("just a string")
+                    .created_at(1)
+                    .build());
+  out.push_back(cairn::ArtifactRecord::builder()
+                    .tenant_id(tenant)
+                    .id("url-only")
+                    .type("image")
+                    .title("chart")
+                    .storage_url("file:///tmp/chart.png")
+                    .size_bytes(0)
+                    .created_at(4102444800000)  // 2100-01-01
+                    .build());
+  for (const json& v : {json(false), json(0), json(-1.5), json::array({json::array()}), json("")}) {
+    out.push_back(cairn::ArtifactRecord::builder().tenant_id(tenant).id("scalars").type("data").title("s")
+                      .value(v).created_at(2).build());
+  }
+  return out;
+}
+
+/// `a` and `b` hold the same record, down to the JSON text of value and metadata (so 1.0 vs 1 or -0.0 vs 0.0
+/// would show).
+inline void require_identical(const cairn::ArtifactRecord& a, const cairn::ArtifactRecord& b) {
+  INFO("id " << a.id() << " version " << a.version());
+  CHECK(a == b);
+  CHECK(a.value().dump() == b.value().dump());
+  CHECK(a.metadata().dump() == b.metadata().dump());
+  // (Non-negative integers may come back as unsigned: JSON text does not tell them apart, and they compare equal.)
+  CHECK(a.purpose() == b.purpose());
+}
+
+/// Stores `owner`'s artifacts, then makes every call as another tenant with owner's ids (and prefixes and
+/// cursors), and checks that nothing of owner's is seen, changed or removed.
+inline void check_tenant_isolation(cairn::ArtifactStore& s) {
+  using cairn::ListQuery;
+  const std::string owner = "owner-" + cairn::detail::random_string(8, "abcdefghijklmnopqrstuvwxyz");
+  const std::string intruder = "intruder-" + cairn::detail::random_string(8, "abcdefghijklmnopqrstuvwxyz");
+  std::vector<std::string> ids = {"report", "report/2", "a%", "x_y"};
+  for (const auto& id : ids) {
+    for (int v = 0; v < 2; ++v) {
+      s.store(*cairn::ArtifactRecord::builder().tenant_id(owner).id(id).type("document").title(id)
+                   .created_by("owner-agent").value(v).build());
+    }
+  }
+  const auto before = s.list(owner, ListQuery{"", {}, {}, 100, ""});
+  REQUIRE(before.items.size() == ids.size());
+
+  for (const auto& id : ids) {
+    INFO("id " << id);
+    CHECK(s.fetch(id, intruder) == nullptr);
+    CHECK(s.fetch(id, intruder, 1) == nullptr);
+    CHECK(s.fetch(id, intruder, 2) == nullptr);
+    CHECK(s.versions(id, intruder).empty());
+    try {
+      s.remove(id, intruder);
+      FAIL("remove of a foreign id did not throw");
+    } catch (const cairn::not_found& e) {
+      // The same text as for an id that never existed anywhere.
+      CHECK(std::string(e.what()) == cairn::detail::artifact_missing_message(id, intruder));
+    }
+    CHECK(s.list(intruder, ListQuery{id, {}, {}, 10, ""}).items.empty());
+    CHECK(s.list(intruder, ListQuery{"", {}, {}, 10, id}).items.empty());
+  }
+  CHECK(s.list(intruder).items.empty());
+  CHECK(s.list(intruder, ListQuery{"", cairn::ArtifactType::document, std::string("owner-agent"), 10, ""}).items.empty());
+
+  // The intruder storing the same id gets its own version 1 and changes nothing of the owner's.
+  auto mine = s.store(*cairn::ArtifactRecord::builder().tenant_id(intruder).id("report").type("code").title("mine")
+                           .value("intruder").build());
+  CHECK(mine->version() == 1);
+  s.remove("report", intruder);
+
+  const auto after = s.list(owner, ListQuery{"", {}, {}, 100, ""});
+  REQUIRE(after.items.size() == before.items.size());
+  for (std::size_t i = 0; i < after.items.size(); ++i) CHECK(*after.items[i] == *before.items[i]);
+  for (const auto& id : ids) CHECK(s.versions(id, owner) == std::vector<std::uint64_t>{1, 2});
+}
+
+}  // namespace store_test
