@@ -5,12 +5,14 @@
 // full draft. The final answer to the user has the reference expanded back into the draft.
 //
 // Build and run: cmake --build build --target handoff && build/examples/handoff
+// Usage: handoff [store-url]   (memory: by default; sqlite:<path>, postgres:<conninfo>)
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <cairn/cairn.hpp>
+#include <cairn/store/open_store.hpp>
 
 namespace {
 
@@ -46,8 +48,9 @@ std::string analyst_agent(const std::string& input) {
 
 }  // namespace
 
-int main() {
-  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+int main(int argc, char** argv) {
+  // memory: by default; sqlite:<path> or postgres:<conninfo> when built with those backends.
+  const std::shared_ptr<cairn::ArtifactStore> store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
   cairn::HandoffOptions options;
   options.id_prefix = "draft";
   cairn::Handoff handoff(store, "acme", options);

@@ -7,6 +7,7 @@
 // stored independently of the step that failed.
 //
 // Build and run: cmake --build build --target pipeline && build/examples/pipeline
+// Usage: pipeline [store-url]   (memory: by default; sqlite:<path>, postgres:<conninfo>)
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <cairn/cairn.hpp>
+#include <cairn/store/open_store.hpp>
 
 namespace {
 
@@ -82,8 +84,9 @@ std::string review_agent(const AgentEnv& env, const Task& task) {
 
 }  // namespace
 
-int main() {
-  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+int main(int argc, char** argv) {
+  // memory: by default; sqlite:<path> or postgres:<conninfo> when built with those backends.
+  const std::shared_ptr<cairn::ArtifactStore> store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
   const AgentEnv env{store};
   cairn::HandoffOptions options;
   options.id_prefix = "art";

@@ -1,16 +1,19 @@
 // quickstart — store an artifact, fetch it, store a second version, list, remove.
 //
 // Build and run: scripts/demo (or cmake --build build --target quickstart && build/examples/quickstart)
+// Usage: quickstart [store-url]   (memory: by default; sqlite:<path>, postgres:<conninfo>)
 #include <iostream>
 
 #include <cairn/cairn.hpp>
+#include <cairn/store/open_store.hpp>
 
-int main() {
+int main(int argc, char** argv) {
   using cairn::ArtifactRecord;
   using cairn::ArtifactType;
 
   // The in-memory store: thread-safe, tenant-scoped, versioned. Durable backends implement the same interface.
-  std::shared_ptr<cairn::ArtifactStore> store = std::make_shared<cairn::InMemoryArtifactStore>();
+  // memory: by default; sqlite:<path> or postgres:<conninfo> when built with those backends.
+  const std::shared_ptr<cairn::ArtifactStore> store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
 
   // 1. A research agent stores its findings. The store assigns the version (and an id when none is given).
   auto draft = ArtifactRecord::builder()
