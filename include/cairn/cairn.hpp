@@ -9,3 +9,8 @@
 #include "cairn/artifact/a2a.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/artifact/memory_store.hpp"
+#include "cairn/context/resolve.hpp"
+#include "cairn/context/execution_context.hpp"
+#include "cairn/context/tool.hpp"
+#include "cairn/context/plan.hpp"
+#include "cairn/context/prompt.hpp"

@@ -1,0 +1,256 @@
+// cairn — `@name` references in tool inputs: what counts as one, listing them, and replacing them by values.
+//
+// A string is a reference when it is exactly `@` + an artifact name, optionally followed by `#` and an RFC 6901
+// JSON pointer: "@app_config", "@app_config#/port", "@rows#/0/id". A string that starts with `@@` is an escape
+// and stands for itself minus the first `@` ("@@home" is the literal "@home"). Every other string is left alone,
+// including ones that merely contain an `@`: "bob@example.com", "hi @bob", "@ home", "@bob.smith", "@123".
+// Only values are references; object keys never are.
+//
+// ExecutionContext::resolve (execution_context.hpp) applies this to a context; the walk here knows nothing about
+// contexts, only how to look a name up.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/detail/text.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// Artifact names match `[A-Za-z_][A-Za-z0-9_-]{0,127}`.
+constexpr std::size_t max_artifact_name_length = 128;
+
+/// True when `name` is a valid artifact name.
+inline bool is_valid_artifact_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > max_artifact_name_length) return false;
+  if (!detail::is_ascii_alpha(name[0]) && name[0] != '_') return false;
+  for (char c : name) {
+    if (!detail::is_ascii_alpha(c) && !detail::is_ascii_digit(c) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+/// A parsed `@name` or `@name#pointer`. Views into the string it was parsed from.
+struct Reference {
+  std::string_view name;
+  std::optional<std::string_view> pointer;  ///< the text after `#` ("" is the whole value), when there was a `#`
+};
+
+/// The reference `text` holds, or nothing when `text` is not a reference (see the rules at the top of the file).
+///
+///     parse_reference("@cfg#/port")  // {name "cfg", pointer "/port"}
+///     parse_reference("bob@x.org")   // nullopt
+///     parse_reference("@@cfg")       // nullopt: an escape, not a reference
+inline std::optional<Reference> parse_reference(std::string_view text) noexcept {
+  if (text.size() < 2 || text[0] != '@' || text[1] == '@') return std::nullopt;
+  const std::size_t hash = text.find('#');
+  const std::string_view name = text.substr(1, hash == std::string_view::npos ? std::string_view::npos : hash - 1);
+  if (!is_valid_artifact_name(name)) return std::nullopt;
+  Reference ref{name, std::nullopt};
+  if (hash != std::string_view::npos) ref.pointer = text.substr(hash + 1);
+  return ref;
+}
+
+/// Limits of the walk over an input value.
+struct ResolveOptions {
+  /// Deepest nesting of arrays and objects accepted in the input; deeper input throws cairn::limit_exceeded
+  /// before anything is copied. The walk is iterative, so the limit protects the caller, not the walk.
+  int max_depth = 256;
+};
+
+namespace detail {
+
+inline void append_pointer_token(std::string& out, std::string_view token) {
+  out.push_back('/');
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+inline std::string where_text(const std::string& pointer) {
+  return pointer.empty() ? std::string("the top level") : excerpt(pointer, 500);
+}
+
+/// One container being walked: the source, the copy being built, and the child being visited.
+struct WalkFrame {
+  const nlohmann::json* src;
+  nlohmann::json* dst;
+  nlohmann::json::const_iterator next;  // objects: the member after the current one
+  const std::string* key = nullptr;     // objects: the current member's key
+  std::size_t index = 0;                // arrays: one past the current element
+};
+
+/// The JSON pointer of the element the walk is at (the current child of every frame).
+inline std::string walk_pointer(const std::vector<WalkFrame>& frames) {
+  std::string out;
+  for (const WalkFrame& f : frames) {
+    if (f.src->is_object()) {
+      append_pointer_token(out, *f.key);
+    } else {
+      out.push_back('/');
+      out += std::to_string(f.index - 1);
+    }
+  }
+  return out;
+}
+
+inline limit_exceeded too_deep(int max_depth) {
+  return limit_exceeded(fmt::format("resolve: input nesting is deeper than the limit of {} levels", max_depth));
+}
+
+/// Replaces one string by what it stands for. `lookup(name)` returns the artifact's value or null.
+template <typename Lookup>
+void resolve_string(const std::string& s, nlohmann::json& slot, Lookup& lookup,
+                    const std::vector<WalkFrame>& frames) {
+  if (s.size() < 2 || s[0] != '@') {
+    slot = s;
+    return;
+  }
+  if (s[1] == '@') {
+    slot = s.substr(1);
+    return;
+  }
+  const auto ref = parse_reference(s);
+  if (!ref) {
+    slot = s;
+    return;
+  }
+  const nlohmann::json* value = lookup(ref->name);
+  if (!value) {
+    throw artifact_not_found(fmt::format("Artifact not found: @{} at {}", ref->name, where_text(walk_pointer(frames))));
+  }
+  if (!ref->pointer) {
+    slot = *value;
+    return;
+  }
+  nlohmann::json::json_pointer pointer;
+  try {
+    pointer = nlohmann::json::json_pointer(std::string(*ref->pointer));
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    if (const auto pos = why.find("] "); pos != std::string::npos) why = why.substr(pos + 2);
+    throw parse_error(fmt::format("Malformed JSON pointer in {} at {}: {}", excerpt(s, 300),
+                                  where_text(walk_pointer(frames)), why));
+  }
+  const nlohmann::json* part = nullptr;
+  try {
+    part = &value->at(pointer);
+  } catch (const nlohmann::json::exception&) {
+    part = nullptr;  // absent key, index out of range, "-", or a token into a scalar: all "nothing there"
+  }
+  if (!part) {
+    throw not_found(fmt::format("Artifact part not found: {} at {}", excerpt(s, 300),
+                                where_text(walk_pointer(frames))));
+  }
+  slot = *part;
+}
+
+/// Copies `inputs`, replacing every reference by `lookup(name)` (a `const nlohmann::json*`, null when absent).
+/// Iterative: no recursion whatever the depth of `inputs`.
+template <typename Lookup>
+nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
+  std::vector<WalkFrame> frames;
+  nlohmann::json out;
+  if (inputs.is_string()) {
+    resolve_string(inputs.get_ref<const std::string&>(), out, lookup, frames);
+    return out;
+  }
+  if (!inputs.is_structured()) return inputs;
+  if (options.max_depth < 1) throw too_deep(options.max_depth);
+
+  auto open = [&frames](const nlohmann::json& src, nlohmann::json& dst) {
+    if (src.is_object()) {
+      dst = nlohmann::json::object();
+      frames.push_back(WalkFrame{&src, &dst, src.cbegin()});
+    } else {
+      dst = nlohmann::json::array();
+      dst.get_ref<nlohmann::json::array_t&>().reserve(src.size());  // element addresses stay put while filling
+      frames.push_back(WalkFrame{&src, &dst, src.cbegin()});
+    }
+  };
+  open(inputs, out);
+  while (!frames.empty()) {
+    WalkFrame& f = frames.back();
+    nlohmann::json* slot = nullptr;
+    const nlohmann::json* child = nullptr;
+    if (f.src->is_object()) {
+      if (f.next == f.src->cend()) {
+        frames.pop_back();
+        continue;
+      }
+      f.key = &f.next.key();
+      child = &f.next.value();
+      ++f.next;
+      auto& obj = f.dst->get_ref<nlohmann::json::object_t&>();
+      slot = &obj.emplace_hint(obj.end(), *f.key, nullptr)->second;
+    } else {
+      const auto& arr = f.src->get_ref<const nlohmann::json::array_t&>();
+      if (f.index == arr.size()) {
+        frames.pop_back();
+        continue;
+      }
+      child = &arr[f.index++];
+      slot = &f.dst->get_ref<nlohmann::json::array_t&>().emplace_back();
+    }
+    if (child->is_string()) {
+      resolve_string(child->get_ref<const std::string&>(), *slot, lookup, frames);
+    } else if (child->is_structured()) {
+      if (static_cast<int>(frames.size()) >= options.max_depth) throw too_deep(options.max_depth);
+      open(*child, *slot);
+    } else {
+      *slot = *child;
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// The names of the artifacts `inputs` references, each once, in the order of first appearance (objects are
+/// walked in key order, as nlohmann::json stores them). Throws cairn::limit_exceeded for input nested deeper than
+/// `options.max_depth`.
+///
+///     references({{"args", {"@server_file"}}, {"env", "@app_config#/env"}})  // {"server_file", "app_config"}
+inline std::vector<std::string> references(const nlohmann::json& inputs, const ResolveOptions& options = {}) {
+  std::vector<std::string> names;
+  std::unordered_set<std::string_view> seen;
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&inputs, 0}};
+  while (!todo.empty()) {
+    const auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (node->is_string()) {
+      if (const auto ref = parse_reference(node->get_ref<const std::string&>())) {
+        if (seen.insert(ref->name).second) names.emplace_back(ref->name);
+      }
+      continue;
+    }
+    if (!node->is_structured()) continue;
+    if (depth >= options.max_depth) throw detail::too_deep(options.max_depth);
+    // Pushed in reverse so that the walk visits children in order.
+    if (node->is_object()) {
+      const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
+      for (auto it = obj.rbegin(); it != obj.rend(); ++it) todo.emplace_back(&it->second, depth + 1);
+    } else {
+      const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
+      for (auto it = arr.rbegin(); it != arr.rend(); ++it) todo.emplace_back(&*it, depth + 1);
+    }
+  }
+  return names;
+}
+
+}  // namespace cairn
