@@ -120,7 +120,8 @@ TEST_CASE("a pointer to nothing, or a malformed one, is an error naming the refe
                       "Artifact part not found: @app_config#/nope at /env");
   REQUIRE_THROWS_WITH(ctx.resolve({{"args", {1, "@app_config#/tags/7"}}}),
                       "Artifact part not found: @app_config#/tags/7 at /args/1");
-  REQUIRE_THROWS_WITH(ctx.resolve({{"a", "@app_config#/tags/-"}}), "Artifact part not found: @app_config#/tags/- at /a");
+  REQUIRE_THROWS_WITH(ctx.resolve({{"a", "@app_config#/tags/-"}}),
+                      "Artifact part not found: @app_config#/tags/- at /a");
   REQUIRE_THROWS_WITH(ctx.resolve({{"a", "@server_file#/x"}}), "Artifact part not found: @server_file#/x at /a");
   REQUIRE_THROWS_AS(ctx.resolve({{"env", "@app_config#port"}}), cairn::parse_error);
   REQUIRE_THROWS_WITH(ctx.resolve({{"env", "@app_config#port"}}),

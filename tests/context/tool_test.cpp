@@ -187,8 +187,8 @@ TEST_CASE("the output value is data[name] when data has that member, even a fals
     return o;
   };
   *s.next = ToolResult::ok({{"zero", 0}, {"no", false}, {"blank", ""}, {"list", json::array()}, {"other", 1}});
-  auto r = cairn::execute(ToolCall::from_json({{"tool", "t"}, {"outputs", outputs({"zero", "no", "blank", "list", "whole"})}}),
-                          ctx, reg);
+  const json five = outputs({"zero", "no", "blank", "list", "whole"});
+  auto r = cairn::execute(ToolCall::from_json({{"tool", "t"}, {"outputs", five}}), ctx, reg);
   REQUIRE(r.success);
   REQUIRE(*ctx.get_artifact_value("zero") == 0);
   REQUIRE(*ctx.get_artifact_value("no") == false);
@@ -319,4 +319,25 @@ TEST_CASE("execute throws before running anything for a bad call, and changes no
   hand_made.outputs.pop_back();
   REQUIRE(cairn::execute(hand_made, ctx, reg).success);
   REQUIRE(*ctx.get_artifact_value("o") == 1);
+}
+
+TEST_CASE("execute applies the resolve options to the inputs and to input_artifacts alike") {
+  ExecutionContext ctx(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
+  ctx.add_artifact("leaf", ArtifactRecord::builder().type("data").description("leaf").value(7));
+  ToolRegistry reg;
+  Scripted s;
+  reg.add(s.tool("t"));
+  *s.next = ToolResult::ok(1);
+  json inputs = json::object();
+  json* cur = &inputs;
+  for (int i = 0; i < 299; ++i) cur = &((*cur)["x"] = json::object());
+  (*cur)["ref"] = "@leaf";
+  const ToolCall deep{"t", inputs, {cairn::OutputSpec{"o", cairn::ArtifactType::data, "d", ""}}};
+  REQUIRE_THROWS_AS(cairn::execute(deep, ctx, reg), cairn::limit_exceeded);  // 300 levels > the default 256
+  REQUIRE(s.seen->is_null());
+  cairn::ResolveOptions options;
+  options.max_depth = 300;
+  const auto r = cairn::execute(deep, ctx, reg, options);
+  REQUIRE(r.success);
+  REQUIRE(ctx.get_artifact("o")->metadata()["input_artifacts"] == json{"leaf"});
 }

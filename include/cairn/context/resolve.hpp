@@ -113,31 +113,19 @@ inline limit_exceeded too_deep(int max_depth) {
   return limit_exceeded(fmt::format("resolve: input nesting is deeper than the limit of {} levels", max_depth));
 }
 
-/// Replaces one string by what it stands for. `lookup(name)` returns the artifact's value or null.
+/// What one string stands for (itself, itself minus an escaping `@`, or an artifact's value). `lookup(name)`
+/// returns the artifact's value or null.
 template <typename Lookup>
-void resolve_string(const std::string& s, nlohmann::json& slot, Lookup& lookup,
-                    const std::vector<WalkFrame>& frames) {
-  if (s.size() < 2 || s[0] != '@') {
-    slot = s;
-    return;
-  }
-  if (s[1] == '@') {
-    slot = s.substr(1);
-    return;
-  }
+nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::vector<WalkFrame>& frames) {
+  if (s.size() < 2 || s[0] != '@') return s;
+  if (s[1] == '@') return s.substr(1);
   const auto ref = parse_reference(s);
-  if (!ref) {
-    slot = s;
-    return;
-  }
+  if (!ref) return s;
   const nlohmann::json* value = lookup(ref->name);
   if (!value) {
     throw artifact_not_found(fmt::format("Artifact not found: @{} at {}", ref->name, where_text(walk_pointer(frames))));
   }
-  if (!ref->pointer) {
-    slot = *value;
-    return;
-  }
+  if (!ref->pointer) return *value;
   nlohmann::json::json_pointer pointer;
   try {
     pointer = nlohmann::json::json_pointer(std::string(*ref->pointer));
@@ -157,7 +145,7 @@ void resolve_string(const std::string& s, nlohmann::json& slot, Lookup& lookup,
     throw not_found(fmt::format("Artifact part not found: {} at {}", excerpt(s, 300),
                                 where_text(walk_pointer(frames))));
   }
-  slot = *part;
+  return *part;
 }
 
 /// Copies `inputs`, replacing every reference by `lookup(name)` (a `const nlohmann::json*`, null when absent).
@@ -165,28 +153,18 @@ void resolve_string(const std::string& s, nlohmann::json& slot, Lookup& lookup,
 template <typename Lookup>
 nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
   std::vector<WalkFrame> frames;
-  nlohmann::json out;
-  if (inputs.is_string()) {
-    resolve_string(inputs.get_ref<const std::string&>(), out, lookup, frames);
-    return out;
-  }
+  if (inputs.is_string()) return resolve_string(inputs.get_ref<const std::string&>(), lookup, frames);
   if (!inputs.is_structured()) return inputs;
   if (options.max_depth < 1) throw too_deep(options.max_depth);
 
   auto open = [&frames](const nlohmann::json& src, nlohmann::json& dst) {
-    if (src.is_object()) {
-      dst = nlohmann::json::object();
-      frames.push_back(WalkFrame{&src, &dst, src.cbegin()});
-    } else {
-      dst = nlohmann::json::array();
-      dst.get_ref<nlohmann::json::array_t&>().reserve(src.size());  // element addresses stay put while filling
-      frames.push_back(WalkFrame{&src, &dst, src.cbegin()});
-    }
+    if (src.is_array()) dst.get_ref<nlohmann::json::array_t&>().reserve(src.size());  // elements stay put
+    frames.push_back(WalkFrame{&src, &dst, src.cbegin()});
   };
+  nlohmann::json out(inputs.type());
   open(inputs, out);
   while (!frames.empty()) {
     WalkFrame& f = frames.back();
-    nlohmann::json* slot = nullptr;
     const nlohmann::json* child = nullptr;
     if (f.src->is_object()) {
       if (f.next == f.src->cend()) {
@@ -196,8 +174,6 @@ nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const
       f.key = &f.next.key();
       child = &f.next.value();
       ++f.next;
-      auto& obj = f.dst->get_ref<nlohmann::json::object_t&>();
-      slot = &obj.emplace_hint(obj.end(), *f.key, nullptr)->second;
     } else {
       const auto& arr = f.src->get_ref<const nlohmann::json::array_t&>();
       if (f.index == arr.size()) {
@@ -205,15 +181,28 @@ nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const
         continue;
       }
       child = &arr[f.index++];
-      slot = &f.dst->get_ref<nlohmann::json::array_t&>().emplace_back();
     }
+    // Build each member in place: a scalar copied, a string resolved, a container opened empty and filled later.
+    auto place = [&f](auto&& value) -> nlohmann::json& {
+      if (f.dst->is_object()) {
+        auto& obj = f.dst->get_ref<nlohmann::json::object_t&>();
+        return obj.emplace_hint(obj.end(), *f.key, std::forward<decltype(value)>(value))->second;
+      }
+      return f.dst->get_ref<nlohmann::json::array_t&>().emplace_back(std::forward<decltype(value)>(value));
+    };
     if (child->is_string()) {
-      resolve_string(child->get_ref<const std::string&>(), *slot, lookup, frames);
+      const std::string& s = child->get_ref<const std::string&>();
+      if (s.empty() || s[0] != '@') {
+        place(*child);
+      } else {
+        place(resolve_string(s, lookup, frames));
+      }
     } else if (child->is_structured()) {
       if (static_cast<int>(frames.size()) >= options.max_depth) throw too_deep(options.max_depth);
-      open(*child, *slot);
+      nlohmann::json& slot = place(nlohmann::json(child->type()));
+      open(*child, slot);
     } else {
-      *slot = *child;
+      place(*child);
     }
   }
   return out;

@@ -74,8 +74,8 @@ class ToolRegistry {
   /// input schema that is not a JSON object.
   void add(Tool tool) {
     if (!is_valid_tool_name(tool.name)) {
-      throw invalid_argument(fmt::format("tool name: '{}' is not valid (expected 1 to 128 characters of [A-Za-z0-9_.-])",
-                                         detail::excerpt(tool.name)));
+      throw invalid_argument(fmt::format(
+          "tool name: '{}' is not valid (expected 1 to 128 characters of [A-Za-z0-9_.-])", detail::excerpt(tool.name)));
     }
     if (!tool.function) throw invalid_argument(fmt::format("tool '{}': function must be set", tool.name));
     if (!tool.input_schema.is_object()) {
@@ -290,6 +290,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
     }
   }
   nlohmann::json inputs = ctx.resolve(call.inputs, options);
+  std::vector<std::string> input_artifacts = references(call.inputs, options);  // cannot throw once resolve passed
   if (const auto it = tool->input_schema.find("required"); it != tool->input_schema.end() && it->is_array()) {
     for (const auto& key : *it) {
       if (key.is_string() && !(inputs.is_object() && inputs.contains(key.get_ref<const std::string&>()))) {
@@ -320,7 +321,8 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
     return fail(fmt::format("the tool returned metadata that is not an object ({})", out.result.metadata.type_name()));
   }
 
-  nlohmann::json metadata = {{"tool_name", call.tool}, {"success", true}, {"input_artifacts", references(call.inputs)}};
+  nlohmann::json metadata = {
+      {"tool_name", call.tool}, {"success", true}, {"input_artifacts", std::move(input_artifacts)}};
   if (out.result.metadata.is_object()) {
     for (const auto& [key, value] : out.result.metadata.items()) metadata[key] = value;  // the tool's keys last
   }
