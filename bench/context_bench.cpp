@@ -139,8 +139,19 @@ void BM_Resolve_Cairn(benchmark::State& state) {
     benchmark::DoNotOptimize(out);
   }
 }
+// The same with a depth limit above 1,000, where resolve builds the copy iteratively instead of copying and patching.
+void BM_Resolve_Iterative(benchmark::State& state) {
+  const ResolveInput& r = resolve_input();
+  cairn::ResolveOptions options;
+  options.max_depth = 100000;
+  for (auto _ : state) {
+    json out = r.ctx->resolve(r.input, options);
+    benchmark::DoNotOptimize(out);
+  }
+}
 BENCHMARK(BM_Resolve_Floor);
 BENCHMARK(BM_Resolve_Cairn);
+BENCHMARK(BM_Resolve_Iterative);
 
 // The catalog of 1,000 artifacts, against the same entries formatted from a list already in order.
 ExecutionContext& catalog_context() {

@@ -96,6 +96,17 @@ TEST_CASE("plan errors name the subtask and the field") {
   for (int i = 0; i < 1001; ++i) big["subtasks"].push_back({{"description", "d"}, {"tool", "t"}});
   REQUIRE_THROWS_AS(Plan::from_json(big), cairn::limit_exceeded);
   REQUIRE_THROWS_WITH(Plan::from_json(big), "plan: subtasks: 1001 subtasks, more than the limit of 1000");
+
+  json deep = json::array();
+  json* cur = &deep;
+  for (int i = 1; i < 100000; ++i) {
+    cur->push_back(json::array());
+    cur = &cur->back();
+  }
+  json hostile = {{"subtasks", json::array()}};
+  hostile["subtasks"].push_back({{"description", "d"}, {"tool", "t"}});
+  hostile["subtasks"][0]["inputs"] = {{"x", std::move(deep)}};
+  REQUIRE_THROWS_WITH(Plan::from_json(hostile), "plan: JSON nesting is deeper than the limit of 256 levels");
 }
 
 TEST_CASE("run_plan runs the subtasks in order, each using the outputs before it") {

@@ -163,6 +163,46 @@ TEST_CASE("nesting deeper than the limit is limit_exceeded, even 100,000 levels 
   REQUIRE_THROWS_AS(ctx.resolve(objects, options), cairn::limit_exceeded);
 }
 
+TEST_CASE("a depth limit above 1,000 resolves without recursion, with the same results and errors") {
+  const ExecutionContext ctx = make_context();
+  cairn::ResolveOptions options;
+  options.max_depth = 200000;
+  // 100,000 levels, with references at the bottom and halfway down.
+  json deep = json::array();
+  json* cur = &deep;
+  for (int i = 1; i < 100000; ++i) {
+    if (i == 50000) cur->push_back("@bob");
+    cur->push_back(json::array());
+    cur = &cur->back();
+  }
+  cur->push_back("@app_config#/port");
+  cur->push_back("@@literal");
+  const json out = ctx.resolve(deep, options);
+  const json* o = &out;
+  for (int i = 1; i < 100000; ++i) {
+    if (i == 50000) {
+      REQUIRE((*o)[0] == "Bob");
+      o = &(*o)[1];
+    } else {
+      REQUIRE(o->size() == 1);
+      o = &(*o)[0];
+    }
+  }
+  REQUIRE(*o == json{3000, "@literal"});
+  REQUIRE(cairn::references(deep, options) == std::vector<std::string>{"bob", "app_config"});
+
+  cur->push_back("@nope");
+  REQUIRE_THROWS_AS(ctx.resolve(deep, options), cairn::artifact_not_found);
+  options.max_depth = 99999;
+  REQUIRE_THROWS_WITH(ctx.resolve(deep, options), "resolve: input nesting is deeper than the limit of 99999 levels");
+
+  // The same results as the default path on ordinary input.
+  options.max_depth = 5000;
+  const json inputs = {{"a", {"@bob", {{"b", "@app_config#/tags"}}}}, {"c", "@@x"}, {"d", 1}};
+  REQUIRE(ctx.resolve(inputs, options) == ctx.resolve(inputs));
+  REQUIRE_THROWS_WITH(ctx.resolve({{"a", {1, {{"b", "@nope"}}}}}, options), "Artifact not found: @nope at /a/1/b");
+}
+
 TEST_CASE("references lists the names used, once each, in order of appearance") {
   const json inputs = {{"a", "@first"},
                        {"b", {"@second#/x", "@first", "@@escaped", "mail@example.com", {{"c", "@third"}}}},

@@ -341,3 +341,20 @@ TEST_CASE("execute applies the resolve options to the inputs and to input_artifa
   REQUIRE(r.success);
   REQUIRE(ctx.get_artifact("o")->metadata()["input_artifacts"] == json{"leaf"});
 }
+
+TEST_CASE("ToolCall::from_json rejects a value nested too deep without recursing") {
+  json inputs = json::array();
+  json* cur = &inputs;
+  for (int i = 1; i < 100000; ++i) {
+    cur->push_back(json::array());
+    cur = &cur->back();
+  }
+  json j = {{"tool", "t"}};
+  j["inputs"] = std::move(inputs);
+  REQUIRE_THROWS_AS(ToolCall::from_json(j), cairn::limit_exceeded);
+  REQUIRE_THROWS_WITH(ToolCall::from_json(j), "tool call: JSON nesting is deeper than the limit of 256 levels");
+  cairn::JsonLimits limits;
+  limits.max_depth = 3;
+  REQUIRE(ToolCall::from_json({{"tool", "t"}, {"inputs", {{"a", {1}}}}}, limits).inputs == json{{"a", {1}}});
+  REQUIRE_THROWS_AS(ToolCall::from_json({{"tool", "t"}, {"inputs", {{"a", {{1}}}}}}, limits), cairn::limit_exceeded);
+}

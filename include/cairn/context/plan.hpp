@@ -37,8 +37,20 @@ struct Plan {
   std::vector<PlanStep> subtasks;
 
   /// Reads a plan from its JSON form. Throws cairn::parse_error naming what is wrong and where
-  /// ("plan: subtasks[2].outputs[0].type: missing"), cairn::limit_exceeded for more than max_subtasks steps.
-  static Plan from_json(const nlohmann::json& j) {
+  /// ("plan: subtasks[2].outputs[0].type: missing"), cairn::limit_exceeded for more than max_subtasks steps or
+  /// nesting deeper than `limits.max_depth`.
+  static Plan from_json(const nlohmann::json& j, const JsonLimits& limits = {}) {
+    detail::check_model_json_depth(j, limits, "plan");
+    return read(j);
+  }
+
+  /// Parses a model's reply (JSON text, optionally in a Markdown code fence).
+  static Plan parse(std::string_view text, const JsonLimits& limits = {}) {
+    return read(detail::parse_json(detail::strip_code_fence(text), limits, "plan"));
+  }
+
+ private:
+  static Plan read(const nlohmann::json& j) {
     const detail::ModelInput in("plan", "");
     if (!j.is_object()) in.fail("", fmt::format("expected a JSON object, got {}", j.type_name()));
     const auto* subtasks = in.member(j, "subtasks");
@@ -58,11 +70,6 @@ struct Plan {
       plan.subtasks.push_back(PlanStep{std::move(description), detail::tool_call_from_json(s, step)});
     }
     return plan;
-  }
-
-  /// Parses a model's reply (JSON text, optionally in a Markdown code fence).
-  static Plan parse(std::string_view text, const JsonLimits& limits = {}) {
-    return from_json(detail::parse_json(detail::strip_code_fence(text), limits, "plan"));
   }
 };
 

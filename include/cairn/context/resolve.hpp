@@ -95,10 +95,19 @@ struct WalkFrame {
   std::size_t index = 0;                // arrays: one past the current element
 };
 
+/// One container of a copy being resolved in place, and the child being visited.
+struct EditFrame {
+  const nlohmann::json* src;  // the container (walk_pointer reads it)
+  nlohmann::json::object_t::iterator next, end;
+  const std::string* key = nullptr;
+  std::size_t index = 0;
+};
+
 /// The JSON pointer of the element the walk is at (the current child of every frame).
-inline std::string walk_pointer(const std::vector<WalkFrame>& frames) {
+template <typename Frame>
+std::string walk_pointer(const std::vector<Frame>& frames) {
   std::string out;
-  for (const WalkFrame& f : frames) {
+  for (const Frame& f : frames) {
     if (f.src->is_object()) {
       append_pointer_token(out, *f.key);
     } else {
@@ -115,8 +124,8 @@ inline limit_exceeded too_deep(int max_depth) {
 
 /// What one string stands for (itself, itself minus an escaping `@`, or an artifact's value). `lookup(name)`
 /// returns the artifact's value or null.
-template <typename Lookup>
-nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::vector<WalkFrame>& frames) {
+template <typename Lookup, typename Frame>
+nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::vector<Frame>& frames) {
   if (s.size() < 2 || s[0] != '@') return s;
   if (s[1] == '@') return s.substr(1);
   const auto ref = parse_reference(s);
@@ -148,14 +157,11 @@ nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::v
   return *part;
 }
 
-/// Copies `inputs`, replacing every reference by `lookup(name)` (a `const nlohmann::json*`, null when absent).
-/// Iterative: no recursion whatever the depth of `inputs`.
+/// Builds the resolved copy member by member with an explicit stack: no recursion at any depth. Used when the
+/// depth limit is too high for nlohmann::json's recursive copy to be safe.
 template <typename Lookup>
-nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
+nlohmann::json build_resolved(const nlohmann::json& inputs, Lookup& lookup, const ResolveOptions& options) {
   std::vector<WalkFrame> frames;
-  if (inputs.is_string()) return resolve_string(inputs.get_ref<const std::string&>(), lookup, frames);
-  if (!inputs.is_structured()) return inputs;
-  if (options.max_depth < 1) throw too_deep(options.max_depth);
 
   auto open = [&frames](const nlohmann::json& src, nlohmann::json& dst) {
     if (src.is_array()) dst.get_ref<nlohmann::json::array_t&>().reserve(src.size());  // elements stay put
@@ -205,6 +211,109 @@ nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const
       place(*child);
     }
   }
+  return out;
+}
+
+/// Replaces the references in `out` (a copy of the input) where they are, with an explicit stack.
+template <typename Lookup>
+void resolve_in_place(nlohmann::json& out, Lookup& lookup) {
+  std::vector<EditFrame> frames;
+  std::vector<nlohmann::json*> nodes;  // frames[i].src, writable
+  auto open = [&](nlohmann::json& node) {
+    if (node.is_object()) {
+      auto& obj = node.get_ref<nlohmann::json::object_t&>();
+      frames.push_back(EditFrame{&node, obj.begin(), obj.end()});
+    } else {
+      frames.push_back(EditFrame{&node, {}, {}});
+    }
+    nodes.push_back(&node);
+  };
+  open(out);
+  while (!frames.empty()) {
+    EditFrame& f = frames.back();
+    nlohmann::json* child = nullptr;
+    if (f.src->is_object()) {
+      if (f.next == f.end) {
+        frames.pop_back();
+        nodes.pop_back();
+        continue;
+      }
+      f.key = &f.next->first;
+      child = &f.next->second;
+      ++f.next;
+    } else {
+      auto& arr = nodes.back()->get_ref<nlohmann::json::array_t&>();
+      if (f.index == arr.size()) {
+        frames.pop_back();
+        nodes.pop_back();
+        continue;
+      }
+      child = &arr[f.index++];
+    }
+    if (child->is_string()) {
+      const std::string& s = child->get_ref<const std::string&>();
+      if (!s.empty() && s[0] == '@') *child = resolve_string(s, lookup, frames);
+    } else if (child->is_structured()) {
+      open(*child);
+    }
+  }
+}
+
+/// True when `value` nests containers more than `max_depth` deep. Iterative, and its stack holds one entry per
+/// level (not per pending sibling), so it stays small: a large allocation here would make glibc consolidate the
+/// free lists on every call.
+inline bool deeper_than(const nlohmann::json& value, int max_depth) {
+  struct Level {
+    const nlohmann::json* node;
+    std::size_t index;                                    // arrays: next element
+    nlohmann::json::object_t::const_iterator next, end;  // objects: next member
+  };
+  std::vector<Level> levels;
+  auto open = [&levels](const nlohmann::json& node) {
+    if (node.is_object()) {
+      const auto& obj = node.get_ref<const nlohmann::json::object_t&>();
+      levels.push_back(Level{&node, 0, obj.begin(), obj.end()});
+    } else {
+      levels.push_back(Level{&node, 0, {}, {}});
+    }
+  };
+  open(value);
+  while (!levels.empty()) {
+    Level& l = levels.back();
+    const nlohmann::json* child = nullptr;
+    if (l.node->is_object()) {
+      if (l.next != l.end) child = &(l.next++)->second;
+    } else {
+      const auto& arr = l.node->get_ref<const nlohmann::json::array_t&>();
+      if (l.index < arr.size()) child = &arr[l.index++];
+    }
+    if (!child) {
+      levels.pop_back();
+    } else if (child->is_structured()) {
+      if (static_cast<int>(levels.size()) >= max_depth) return true;
+      open(*child);
+    }
+  }
+  return false;
+}
+
+/// Copies `inputs`, replacing every reference by `lookup(name)` (a `const nlohmann::json*`, null when absent).
+/// Nothing recurses deeper than the depth limit allows, and input deeper than the limit is rejected before any
+/// copying.
+template <typename Lookup>
+nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
+  if (inputs.is_string()) {
+    return resolve_string(inputs.get_ref<const std::string&>(), lookup, std::vector<WalkFrame>{});
+  }
+  if (!inputs.is_structured()) return inputs;
+  if (options.max_depth < 1) throw too_deep(options.max_depth);
+  // nlohmann::json copies recursively: cheap and safe for the usual limits, so copy and then patch the references
+  // in place (about the cost of the copy alone). Above this depth, build the copy iteratively instead.
+  constexpr int recursive_copy_limit = 1000;
+  if (options.max_depth > recursive_copy_limit) return build_resolved(inputs, lookup, options);
+  if (deeper_than(inputs, options.max_depth)) throw too_deep(options.max_depth);
+  nlohmann::json out = inputs;
+  resolve_in_place(out, lookup);
   return out;
 }
 

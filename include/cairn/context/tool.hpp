@@ -130,8 +130,9 @@ struct ToolCall {
 
   /// Reads a call from its JSON form. Throws cairn::parse_error naming what is missing or mistyped and where:
   /// "tool call: outputs[1].name: expected a string, got number". Unknown members are ignored; `inputs` and
-  /// `outputs` may be absent or null (no inputs, no outputs).
-  static ToolCall from_json(const nlohmann::json& j);
+  /// `outputs` may be absent or null (no inputs, no outputs). A value nested deeper than `limits.max_depth` is
+  /// cairn::limit_exceeded (checked without recursion, before anything is copied).
+  static ToolCall from_json(const nlohmann::json& j, const JsonLimits& limits = {});
 
   /// Parses a model's reply: JSON text, optionally wrapped in a Markdown code fence (```json ... ```).
   /// Throws cairn::parse_error / cairn::limit_exceeded for text that is not JSON or is too large or deep, and
@@ -247,12 +248,24 @@ inline std::string_view strip_code_fence(std::string_view text) {
 
 }  // namespace detail
 
-inline ToolCall ToolCall::from_json(const nlohmann::json& j) {
+namespace detail {
+
+inline void check_model_json_depth(const nlohmann::json& j, const JsonLimits& limits, std::string_view what) {
+  if (json_depth(j, limits.max_depth) > limits.max_depth) {
+    throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the limit of {} levels", what, limits.max_depth));
+  }
+}
+
+}  // namespace detail
+
+inline ToolCall ToolCall::from_json(const nlohmann::json& j, const JsonLimits& limits) {
+  detail::check_model_json_depth(j, limits, "tool call");
   return detail::tool_call_from_json(j, detail::ModelInput("tool call", ""));
 }
 
 inline ToolCall ToolCall::parse(std::string_view text, const JsonLimits& limits) {
-  return from_json(detail::parse_json(detail::strip_code_fence(text), limits, "tool call"));
+  return detail::tool_call_from_json(detail::parse_json(detail::strip_code_fence(text), limits, "tool call"),
+                                     detail::ModelInput("tool call", ""));
 }
 
 /// What execute() did.

@@ -23,9 +23,27 @@
 
 namespace cairn::detail {
 
+/// FNV-1a over the bytes, then MurmurHash3's finalizer so that the low bits the trie uses first are well mixed.
+/// Inline and cheap for the short names contexts hold (std::hash<std::string_view> is an out-of-line call).
+struct NameHash {
+  std::size_t operator()(std::string_view s) const noexcept {
+    std::uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return static_cast<std::size_t>(h);
+  }
+};
+
 /// A persistent map from std::string to V. Not thread-safe: one owner; copies made by share() may be used on other
 /// threads, since no two owners ever write the same node.
-template <typename V, typename Hash = std::hash<std::string_view>>
+template <typename V, typename Hash = NameHash>
 class PersistentMap {
  public:
   struct Entry {
@@ -120,8 +138,13 @@ class PersistentMap {
   static std::uint32_t bit_of(std::size_t hash, unsigned shift) noexcept {
     return std::uint32_t{1} << ((hash >> shift) & 31u);
   }
+  // Portable popcount (no compiler builtin, no -mpopcnt needed): SWAR bit counting.
   static std::size_t index_of(std::uint32_t map, std::uint32_t bit) noexcept {
-    return static_cast<std::size_t>(__builtin_popcount(map & (bit - 1)));
+    std::uint32_t x = map & (bit - 1);
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0F0F0F0Fu;
+    return static_cast<std::size_t>((x * 0x01010101u) >> 24);
   }
 
   std::shared_ptr<Node> make_node() const {
