@@ -19,3 +19,8 @@
 #include "cairn/workflow/state_file.hpp"
 #include "cairn/workflow/tools.hpp"
 #include "cairn/workflow/artefact_recorder.hpp"
+#include "cairn/context/resolve.hpp"
+#include "cairn/context/execution_context.hpp"
+#include "cairn/context/tool.hpp"
+#include "cairn/context/plan.hpp"
+#include "cairn/context/prompt.hpp"

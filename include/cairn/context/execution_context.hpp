@@ -1,0 +1,318 @@
+// cairn — ExecutionContext: the named artifacts and the conversation of one agent run.
+//
+// A context binds names ("server_file", "app_config") to records kept in an ArtifactStore, and keeps the
+// conversation log. fork() hands a sub-agent a snapshot in O(1) whatever the context holds (both sides share
+// persistent tries and go their own way), and merge() brings back what the sub-agents added.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/artifact/record.hpp"
+#include "cairn/artifact/store.hpp"
+#include "cairn/context/detail/persistent_map.hpp"
+#include "cairn/context/detail/persistent_vector.hpp"
+#include "cairn/context/resolve.hpp"
+#include "cairn/detail/text.hpp"
+#include "cairn/detail/time.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// Who said something in the conversation log.
+enum class Role { user, assistant, system, tool };
+
+inline std::string_view to_string(Role role) noexcept {
+  switch (role) {
+    case Role::user: return "user";
+    case Role::assistant: return "assistant";
+    case Role::system: return "system";
+    case Role::tool: return "tool";
+  }
+  return "system";
+}
+
+/// The role named `text` ("user", "assistant", "system", "tool"); throws cairn::invalid_argument otherwise.
+inline Role role_from_string(std::string_view text) {
+  for (Role r : {Role::user, Role::assistant, Role::system, Role::tool}) {
+    if (to_string(r) == text) return r;
+  }
+  throw invalid_argument(fmt::format("role: '{}' is not one of user, assistant, system, tool", detail::excerpt(text)));
+}
+
+/// One entry of the conversation log. `content` may mention artifacts as `@name`.
+struct Message {
+  Role role = Role::user;
+  std::string content;
+  std::int64_t timestamp = 0;  ///< milliseconds since the Unix epoch, UTC
+
+  friend bool operator==(const Message& a, const Message& b) {
+    return a.role == b.role && a.content == b.content && a.timestamp == b.timestamp;
+  }
+  friend bool operator!=(const Message& a, const Message& b) { return !(a == b); }
+};
+
+inline void to_json(nlohmann::json& j, const Message& m) {
+  j = {{"role", to_string(m.role)}, {"content", m.content}, {"timestamp", m.timestamp}};
+}
+
+/// A name and the stored record it is bound to.
+struct NamedArtifact {
+  std::string name;
+  ArtifactPtr record;
+};
+
+/// Named artifacts and the conversation of one agent run.
+///
+/// Not thread-safe: one owner. A context is never shared between threads; give each thread its own fork(). Forks
+/// of one context may live on different threads at the same time (they share only immutable nodes and a thread-safe
+/// clock), and the ArtifactStore they share is thread-safe.
+///
+///     auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+///     cairn::ExecutionContext ctx(store, "acme");
+///     ctx.add_artifact("app_config", cairn::ArtifactRecord::builder()
+///                                         .type(cairn::ArtifactType::config)
+///                                         .description("Server configuration")
+///                                         .value({{"port", 3000}}));
+///     ctx.resolve({{"env", "@app_config"}});  // {"env": {"port": 3000}}
+class ExecutionContext {
+ public:
+  /// Throws cairn::invalid_argument for a null store or an empty tenant.
+  ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id)
+      : store_(std::move(store)), tenant_id_(std::move(tenant_id)), clock_(std::make_shared<Clock>(1)) {
+    if (!store_) throw invalid_argument("ExecutionContext: store must not be null");
+    detail::check_tenant(tenant_id_);
+    id_ = tick();
+    const std::uint64_t edit = tick();
+    bindings_ = Bindings(edit);
+    log_ = Log(edit);
+  }
+
+  // A copy would share trie nodes under one edit token; fork() is the way to copy.
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+  /// A moved-from context may only be destroyed or assigned to.
+  ExecutionContext(ExecutionContext&&) noexcept = default;
+  ExecutionContext& operator=(ExecutionContext&&) noexcept = default;
+  ~ExecutionContext() = default;
+
+  const std::shared_ptr<ArtifactStore>& store() const noexcept { return store_; }
+  const std::string& tenant_id() const noexcept { return tenant_id_; }
+
+  // ---- artifacts ------------------------------------------------------------------------------------------------
+
+  /// Stores `record` in the store, stamped with this context's tenant, and binds `name` to the stored record
+  /// (replacing an earlier binding of the name, which keeps its place in list_artifacts()). Returns the stored
+  /// record. Throws cairn::invalid_argument for a malformed name (nothing is stored then).
+  ArtifactPtr add_artifact(const std::string& name, const ArtifactRecord& record) {
+    check_name(name);
+    return bind_stored(name, store_->store(*record.to_builder().tenant_id(tenant_id_).build()));
+  }
+
+  /// The same for a record still being built: the tenant is filled in before validation, so the builder need not
+  /// set it. Throws cairn::invalid_artifact when the record is invalid.
+  ArtifactPtr add_artifact(const std::string& name, ArtifactRecord::Builder builder) {
+    check_name(name);
+    return bind_stored(name, store_->store(*builder.tenant_id(tenant_id_).build()));
+  }
+
+  /// Binds `name` to a record that is already in this context's store and tenant (fetched by id, or stored by
+  /// another context) without storing it again. Throws cairn::invalid_argument for a null record, a record of
+  /// another tenant, or one that was never stored (no id).
+  void bind(const std::string& name, ArtifactPtr stored) {
+    check_name(name);
+    if (!stored) throw invalid_argument(fmt::format("bind '{}': record must not be null", name));
+    if (stored->tenant_id() != tenant_id_) {
+      throw invalid_argument(fmt::format("bind '{}': the record belongs to another tenant", name));
+    }
+    if (stored->id().empty() || stored->version() == 0) {
+      throw invalid_argument(fmt::format("bind '{}': the record has not been stored (use add_artifact)", name));
+    }
+    bind_stored(name, std::move(stored));
+  }
+
+  /// The record bound to `name`, or null.
+  ArtifactPtr get_artifact(std::string_view name) const {
+    const auto* e = bindings_.find(name);
+    return e ? e->value.record : nullptr;
+  }
+
+  /// Only the value of the record bound to `name` (shared, not copied), or null when the name is unbound.
+  std::shared_ptr<const nlohmann::json> get_artifact_value(std::string_view name) const {
+    const auto* e = bindings_.find(name);
+    return e ? e->value.record->shared_value() : nullptr;
+  }
+
+  bool has_artifact(std::string_view name) const { return bindings_.find(name) != nullptr; }
+  std::size_t artifact_count() const noexcept { return bindings_.size(); }
+
+  /// Every binding, in the order the names were first bound (O(n log n)).
+  std::vector<NamedArtifact> list_artifacts() const {
+    std::vector<std::pair<std::uint64_t, const Bindings::Entry*>> entries;
+    entries.reserve(bindings_.size());
+    bindings_.for_each([&entries](const Bindings::Entry& e) { entries.emplace_back(e.value.first_seq, &e); });
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<NamedArtifact> out;
+    out.reserve(entries.size());
+    for (const auto& [seq, e] : entries) out.push_back(NamedArtifact{e->key, e->value.record});
+    return out;
+  }
+
+  /// True when `name` matches `[A-Za-z_][A-Za-z0-9_-]{0,127}`.
+  static bool is_valid_name(std::string_view name) noexcept { return is_valid_artifact_name(name); }
+
+  // ---- conversation ---------------------------------------------------------------------------------------------
+
+  /// Appends a message stamped with the current time.
+  void add_message(Role role, std::string content) {
+    log_.push_back(Message{role, std::move(content), detail::now_ms()});
+  }
+  /// Appends a message as given (its own timestamp).
+  void add_message(Message message) { log_.push_back(std::move(message)); }
+
+  std::size_t message_count() const noexcept { return log_.size(); }
+  /// The message at `index` (0 is the oldest); throws cairn::invalid_argument when out of range.
+  const Message& message(std::size_t index) const {
+    if (index >= log_.size()) {
+      throw invalid_argument(fmt::format("message: index {} is out of range (the log holds {})", index, log_.size()));
+    }
+    return log_[index];
+  }
+  /// The whole log, oldest first.
+  std::vector<Message> messages() const { return last_messages(log_.size()); }
+  /// The newest `n` messages (fewer when the log is shorter), oldest first.
+  std::vector<Message> last_messages(std::size_t n) const {
+    const std::size_t size = log_.size();
+    const std::size_t from = n >= size ? 0 : size - n;
+    std::vector<Message> out;
+    out.reserve(size - from);
+    for (std::size_t i = from; i < size; ++i) out.push_back(log_[i]);
+    return out;
+  }
+
+  // ---- fork and merge -------------------------------------------------------------------------------------------
+
+  /// A child context that sees this context's bindings and messages as they are now. Later writes on either side
+  /// stay invisible to the other. O(1) whatever the context holds. Logically const: the parent only takes a new
+  /// edit token so that it never writes a trie node the child can see.
+  ExecutionContext fork() const {
+    ExecutionContext child(store_, tenant_id_, clock_, tick());
+    child.parent_id_ = id_;
+    const std::uint64_t child_edit = tick();
+    const std::uint64_t own_edit = tick();
+    child.bindings_ = bindings_.share(child_edit, own_edit);
+    child.log_ = log_.share(child_edit, own_edit);
+    child.merged_messages_ = log_.size();
+    return child;
+  }
+
+  /// Brings back what `child` (a fork of this context) added since the fork or since its last merge: its new or
+  /// rebound names, where a name written on both sides keeps the later write, and its new messages, appended in
+  /// order. Throws cairn::invalid_argument when `child` is not a fork of this context. Afterwards the child counts
+  /// as merged up to now, so merging it again brings only what it adds later.
+  void merge(ExecutionContext& child) { merge(std::vector<std::reference_wrapper<ExecutionContext>>{child}); }
+
+  /// The same for several children: names written by several of them keep the latest write; messages are appended
+  /// child by child, in the order given. Every child is checked before anything changes.
+  ///
+  ///     auto a = ctx.fork(), b = ctx.fork();
+  ///     // ... run a and b on two threads, join them ...
+  ///     ctx.merge({a, b});
+  void merge(const std::vector<std::reference_wrapper<ExecutionContext>>& children) {
+    for (const ExecutionContext& c : children) {
+      if (&c == this || c.parent_id_ != id_ || c.clock_ != clock_) {
+        throw invalid_argument("merge: a child is not a fork of this context");
+      }
+    }
+    for (ExecutionContext& c : children) {
+      std::unordered_set<std::string_view> done;
+      for (const std::string& name : c.written_) {
+        if (!done.insert(name).second) continue;
+        const auto* theirs = c.bindings_.find(name);
+        const auto* mine = bindings_.find(name);
+        if (mine && mine->value.write_seq >= theirs->value.write_seq) continue;
+        Binding b = theirs->value;
+        if (mine) b.first_seq = mine->value.first_seq;
+        bindings_.set(name, std::move(b));
+        if (parent_id_ != 0) written_.push_back(name);
+      }
+      for (std::size_t i = c.merged_messages_; i < c.log_.size(); ++i) log_.push_back(c.log_[i]);
+      c.written_.clear();
+      c.merged_messages_ = c.log_.size();
+    }
+  }
+
+  // ---- resolution -----------------------------------------------------------------------------------------------
+
+  /// `inputs` with every `@name` / `@name#/pointer` replaced by (a part of) that artifact's value and every `@@x`
+  /// by `@x`, at any depth (see resolve.hpp for what counts as a reference). Throws cairn::artifact_not_found
+  /// ("Artifact not found: @name at /args/0"), cairn::not_found for a pointer to nothing, cairn::parse_error for a
+  /// malformed pointer and cairn::limit_exceeded for input nested deeper than `options.max_depth`.
+  ///
+  ///     ctx.resolve({{"command", "node"}, {"args", {"@server_file"}}})  // {"args": ["/tmp/server.js"], ...}
+  nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const {
+    auto lookup = [this](std::string_view name) -> const nlohmann::json* {
+      const auto* e = bindings_.find(name);
+      return e ? &e->value.record->value() : nullptr;
+    };
+    return detail::resolve_with(inputs, lookup, options);
+  }
+
+ private:
+  using Clock = std::atomic<std::uint64_t>;
+  struct Binding {
+    ArtifactPtr record;
+    std::uint64_t first_seq;  // when the name was first bound: the order of list_artifacts()
+    std::uint64_t write_seq;  // when this binding was made: later writes win in merge()
+  };
+  using Bindings = detail::PersistentMap<Binding>;
+  using Log = detail::PersistentVector<Message>;
+
+  ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id, std::shared_ptr<Clock> clock,
+                   std::uint64_t id)
+      : store_(std::move(store)), tenant_id_(std::move(tenant_id)), clock_(std::move(clock)), id_(id) {}
+
+  std::uint64_t tick() const { return clock_->fetch_add(1, std::memory_order_relaxed); }
+
+  static void check_name(const std::string& name) {
+    if (!is_valid_artifact_name(name)) {
+      throw invalid_argument(fmt::format(
+          "artifact name: '{}' is not valid (expected [A-Za-z_][A-Za-z0-9_-]{{0,127}})", detail::excerpt(name)));
+    }
+  }
+
+  ArtifactPtr bind_stored(const std::string& name, ArtifactPtr stored) {
+    const std::uint64_t seq = tick();
+    const auto* existing = bindings_.find(name);
+    bindings_.set(name, Binding{stored, existing ? existing->value.first_seq : seq, seq});
+    if (parent_id_ != 0) written_.push_back(name);  // only a fork is ever merged
+    return stored;
+  }
+
+  std::shared_ptr<ArtifactStore> store_;
+  std::string tenant_id_;
+  std::shared_ptr<Clock> clock_;  // shared by a context and all its forks: sequence numbers and edit tokens
+  std::uint64_t id_ = 0;
+  std::uint64_t parent_id_ = 0;  // 0 for a context that is no fork
+  // mutable: fork() moves the parent to a fresh edit token, which changes nothing it shows.
+  mutable Bindings bindings_;
+  mutable Log log_;
+  std::vector<std::string> written_;  // names bound since the fork or the last merge into the parent
+  std::size_t merged_messages_ = 0;   // messages up to here are the parent's, or were merged already
+};
+
+}  // namespace cairn

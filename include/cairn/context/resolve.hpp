@@ -1,0 +1,354 @@
+// cairn — `@name` references in tool inputs: what counts as one, listing them, and replacing them by values.
+//
+// A string is a reference when it is exactly `@` + an artifact name, optionally followed by `#` and an RFC 6901
+// JSON pointer: "@app_config", "@app_config#/port", "@rows#/0/id". A string that starts with `@@` is an escape
+// and stands for itself minus the first `@` ("@@home" is the literal "@home"). Every other string is left alone,
+// including ones that merely contain an `@`: "bob@example.com", "hi @bob", "@ home", "@bob.smith", "@123".
+// Only values are references; object keys never are.
+//
+// ExecutionContext::resolve (execution_context.hpp) applies this to a context; the walk here knows nothing about
+// contexts, only how to look a name up.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/detail/text.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// Artifact names match `[A-Za-z_][A-Za-z0-9_-]{0,127}`.
+constexpr std::size_t max_artifact_name_length = 128;
+
+/// True when `name` is a valid artifact name.
+inline bool is_valid_artifact_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > max_artifact_name_length) return false;
+  if (!detail::is_ascii_alpha(name[0]) && name[0] != '_') return false;
+  for (char c : name) {
+    if (!detail::is_ascii_alpha(c) && !detail::is_ascii_digit(c) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+/// A parsed `@name` or `@name#pointer`. Views into the string it was parsed from.
+struct Reference {
+  std::string_view name;
+  std::optional<std::string_view> pointer;  ///< the text after `#` ("" is the whole value), when there was a `#`
+};
+
+/// The reference `text` holds, or nothing when `text` is not a reference (see the rules at the top of the file).
+///
+///     parse_reference("@cfg#/port")  // {name "cfg", pointer "/port"}
+///     parse_reference("bob@x.org")   // nullopt
+///     parse_reference("@@cfg")       // nullopt: an escape, not a reference
+inline std::optional<Reference> parse_reference(std::string_view text) noexcept {
+  if (text.size() < 2 || text[0] != '@' || text[1] == '@') return std::nullopt;
+  const std::size_t hash = text.find('#');
+  const std::string_view name = text.substr(1, hash == std::string_view::npos ? std::string_view::npos : hash - 1);
+  if (!is_valid_artifact_name(name)) return std::nullopt;
+  Reference ref{name, std::nullopt};
+  if (hash != std::string_view::npos) ref.pointer = text.substr(hash + 1);
+  return ref;
+}
+
+/// Limits of the walk over an input value.
+struct ResolveOptions {
+  /// Deepest nesting of arrays and objects accepted in the input; deeper input throws cairn::limit_exceeded
+  /// before anything is copied. The walk is iterative, so the limit protects the caller, not the walk.
+  int max_depth = 256;
+};
+
+namespace detail {
+
+inline void append_pointer_token(std::string& out, std::string_view token) {
+  out.push_back('/');
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+inline std::string where_text(const std::string& pointer) {
+  return pointer.empty() ? std::string("the top level") : excerpt(pointer, 500);
+}
+
+/// One container being walked: the source, the copy being built, and the child being visited.
+struct WalkFrame {
+  const nlohmann::json* src;
+  nlohmann::json* dst;
+  nlohmann::json::const_iterator next;  // objects: the member after the current one
+  const std::string* key = nullptr;     // objects: the current member's key
+  std::size_t index = 0;                // arrays: one past the current element
+};
+
+/// One container of a copy being resolved in place, and the child being visited.
+struct EditFrame {
+  const nlohmann::json* src;  // the container (walk_pointer reads it)
+  nlohmann::json::object_t::iterator next, end;
+  const std::string* key = nullptr;
+  std::size_t index = 0;
+};
+
+/// The JSON pointer of the element the walk is at (the current child of every frame).
+template <typename Frame>
+std::string walk_pointer(const std::vector<Frame>& frames) {
+  std::string out;
+  for (const Frame& f : frames) {
+    if (f.src->is_object()) {
+      append_pointer_token(out, *f.key);
+    } else {
+      out.push_back('/');
+      out += std::to_string(f.index - 1);
+    }
+  }
+  return out;
+}
+
+inline limit_exceeded too_deep(int max_depth) {
+  return limit_exceeded(fmt::format("resolve: input nesting is deeper than the limit of {} levels", max_depth));
+}
+
+/// What one string stands for (itself, itself minus an escaping `@`, or an artifact's value). `lookup(name)`
+/// returns the artifact's value or null.
+template <typename Lookup, typename Frame>
+nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::vector<Frame>& frames) {
+  if (s.size() < 2 || s[0] != '@') return s;
+  if (s[1] == '@') return s.substr(1);
+  const auto ref = parse_reference(s);
+  if (!ref) return s;
+  const nlohmann::json* value = lookup(ref->name);
+  if (!value) {
+    throw artifact_not_found(fmt::format("Artifact not found: @{} at {}", ref->name, where_text(walk_pointer(frames))));
+  }
+  if (!ref->pointer) return *value;
+  nlohmann::json::json_pointer pointer;
+  try {
+    pointer = nlohmann::json::json_pointer(std::string(*ref->pointer));
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    if (const auto pos = why.find("] "); pos != std::string::npos) why = why.substr(pos + 2);
+    throw parse_error(fmt::format("Malformed JSON pointer in {} at {}: {}", excerpt(s, 300),
+                                  where_text(walk_pointer(frames)), why));
+  }
+  const nlohmann::json* part = nullptr;
+  try {
+    part = &value->at(pointer);
+  } catch (const nlohmann::json::exception&) {
+    part = nullptr;  // absent key, index out of range, "-", or a token into a scalar: all "nothing there"
+  }
+  if (!part) {
+    throw not_found(fmt::format("Artifact part not found: {} at {}", excerpt(s, 300),
+                                where_text(walk_pointer(frames))));
+  }
+  return *part;
+}
+
+/// Builds the resolved copy member by member with an explicit stack: no recursion at any depth. Used when the
+/// depth limit is too high for nlohmann::json's recursive copy to be safe.
+template <typename Lookup>
+nlohmann::json build_resolved(const nlohmann::json& inputs, Lookup& lookup, const ResolveOptions& options) {
+  std::vector<WalkFrame> frames;
+
+  auto open = [&frames](const nlohmann::json& src, nlohmann::json& dst) {
+    if (src.is_array()) dst.get_ref<nlohmann::json::array_t&>().reserve(src.size());  // elements stay put
+    frames.push_back(WalkFrame{&src, &dst, src.cbegin()});
+  };
+  nlohmann::json out(inputs.type());
+  open(inputs, out);
+  while (!frames.empty()) {
+    WalkFrame& f = frames.back();
+    const nlohmann::json* child = nullptr;
+    if (f.src->is_object()) {
+      if (f.next == f.src->cend()) {
+        frames.pop_back();
+        continue;
+      }
+      f.key = &f.next.key();
+      child = &f.next.value();
+      ++f.next;
+    } else {
+      const auto& arr = f.src->get_ref<const nlohmann::json::array_t&>();
+      if (f.index == arr.size()) {
+        frames.pop_back();
+        continue;
+      }
+      child = &arr[f.index++];
+    }
+    // Build each member in place: a scalar copied, a string resolved, a container opened empty and filled later.
+    auto place = [&f](auto&& value) -> nlohmann::json& {
+      if (f.dst->is_object()) {
+        auto& obj = f.dst->get_ref<nlohmann::json::object_t&>();
+        return obj.emplace_hint(obj.end(), *f.key, std::forward<decltype(value)>(value))->second;
+      }
+      return f.dst->get_ref<nlohmann::json::array_t&>().emplace_back(std::forward<decltype(value)>(value));
+    };
+    if (child->is_string()) {
+      const std::string& s = child->get_ref<const std::string&>();
+      if (s.empty() || s[0] != '@') {
+        place(*child);
+      } else {
+        place(resolve_string(s, lookup, frames));
+      }
+    } else if (child->is_structured()) {
+      if (static_cast<int>(frames.size()) >= options.max_depth) throw too_deep(options.max_depth);
+      nlohmann::json& slot = place(nlohmann::json(child->type()));
+      open(*child, slot);
+    } else {
+      place(*child);
+    }
+  }
+  return out;
+}
+
+/// Replaces the references in `out` (a copy of the input) where they are, with an explicit stack.
+template <typename Lookup>
+void resolve_in_place(nlohmann::json& out, Lookup& lookup) {
+  std::vector<EditFrame> frames;
+  std::vector<nlohmann::json*> nodes;  // frames[i].src, writable
+  auto open = [&](nlohmann::json& node) {
+    if (node.is_object()) {
+      auto& obj = node.get_ref<nlohmann::json::object_t&>();
+      frames.push_back(EditFrame{&node, obj.begin(), obj.end()});
+    } else {
+      frames.push_back(EditFrame{&node, {}, {}});
+    }
+    nodes.push_back(&node);
+  };
+  open(out);
+  while (!frames.empty()) {
+    EditFrame& f = frames.back();
+    nlohmann::json* child = nullptr;
+    if (f.src->is_object()) {
+      if (f.next == f.end) {
+        frames.pop_back();
+        nodes.pop_back();
+        continue;
+      }
+      f.key = &f.next->first;
+      child = &f.next->second;
+      ++f.next;
+    } else {
+      auto& arr = nodes.back()->get_ref<nlohmann::json::array_t&>();
+      if (f.index == arr.size()) {
+        frames.pop_back();
+        nodes.pop_back();
+        continue;
+      }
+      child = &arr[f.index++];
+    }
+    if (child->is_string()) {
+      const std::string& s = child->get_ref<const std::string&>();
+      if (!s.empty() && s[0] == '@') *child = resolve_string(s, lookup, frames);
+    } else if (child->is_structured()) {
+      open(*child);
+    }
+  }
+}
+
+/// True when `value` nests containers more than `max_depth` deep. Iterative, and its stack holds one entry per
+/// level (not per pending sibling), so it stays small: a large allocation here would make glibc consolidate the
+/// free lists on every call.
+inline bool deeper_than(const nlohmann::json& value, int max_depth) {
+  struct Level {
+    const nlohmann::json* node;
+    std::size_t index;                                    // arrays: next element
+    nlohmann::json::object_t::const_iterator next, end;  // objects: next member
+  };
+  std::vector<Level> levels;
+  auto open = [&levels](const nlohmann::json& node) {
+    if (node.is_object()) {
+      const auto& obj = node.get_ref<const nlohmann::json::object_t&>();
+      levels.push_back(Level{&node, 0, obj.begin(), obj.end()});
+    } else {
+      levels.push_back(Level{&node, 0, {}, {}});
+    }
+  };
+  open(value);
+  while (!levels.empty()) {
+    Level& l = levels.back();
+    const nlohmann::json* child = nullptr;
+    if (l.node->is_object()) {
+      if (l.next != l.end) child = &(l.next++)->second;
+    } else {
+      const auto& arr = l.node->get_ref<const nlohmann::json::array_t&>();
+      if (l.index < arr.size()) child = &arr[l.index++];
+    }
+    if (!child) {
+      levels.pop_back();
+    } else if (child->is_structured()) {
+      if (static_cast<int>(levels.size()) >= max_depth) return true;
+      open(*child);
+    }
+  }
+  return false;
+}
+
+/// Copies `inputs`, replacing every reference by `lookup(name)` (a `const nlohmann::json*`, null when absent).
+/// Nothing recurses deeper than the depth limit allows, and input deeper than the limit is rejected before any
+/// copying.
+template <typename Lookup>
+nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
+  if (inputs.is_string()) {
+    return resolve_string(inputs.get_ref<const std::string&>(), lookup, std::vector<WalkFrame>{});
+  }
+  if (!inputs.is_structured()) return inputs;
+  if (options.max_depth < 1) throw too_deep(options.max_depth);
+  // nlohmann::json copies recursively: cheap and safe for the usual limits, so copy and then patch the references
+  // in place (about the cost of the copy alone). Above this depth, build the copy iteratively instead.
+  constexpr int recursive_copy_limit = 1000;
+  if (options.max_depth > recursive_copy_limit) return build_resolved(inputs, lookup, options);
+  if (deeper_than(inputs, options.max_depth)) throw too_deep(options.max_depth);
+  nlohmann::json out = inputs;
+  resolve_in_place(out, lookup);
+  return out;
+}
+
+}  // namespace detail
+
+/// The names of the artifacts `inputs` references, each once, in the order of first appearance (objects are
+/// walked in key order, as nlohmann::json stores them). Throws cairn::limit_exceeded for input nested deeper than
+/// `options.max_depth`.
+///
+///     references({{"args", {"@server_file"}}, {"env", "@app_config#/env"}})  // {"server_file", "app_config"}
+inline std::vector<std::string> references(const nlohmann::json& inputs, const ResolveOptions& options = {}) {
+  std::vector<std::string> names;
+  std::unordered_set<std::string_view> seen;
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&inputs, 0}};
+  while (!todo.empty()) {
+    const auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (node->is_string()) {
+      if (const auto ref = parse_reference(node->get_ref<const std::string&>())) {
+        if (seen.insert(ref->name).second) names.emplace_back(ref->name);
+      }
+      continue;
+    }
+    if (!node->is_structured()) continue;
+    if (depth >= options.max_depth) throw detail::too_deep(options.max_depth);
+    // Pushed in reverse so that the walk visits children in order.
+    if (node->is_object()) {
+      const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
+      for (auto it = obj.rbegin(); it != obj.rend(); ++it) todo.emplace_back(&it->second, depth + 1);
+    } else {
+      const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
+      for (auto it = arr.rbegin(); it != arr.rend(); ++it) todo.emplace_back(&*it, depth + 1);
+    }
+  }
+  return names;
+}
+
+}  // namespace cairn

@@ -1,0 +1,371 @@
+// cairn — tools with named outputs: Tool, ToolRegistry, ToolCall (parsed from model output) and execute().
+//
+// A model asks for a tool as JSON: {"tool": ..., "inputs": {... "@name" ...}, "outputs": [{name, type,
+// description, purpose}]}. execute() resolves the inputs against an ExecutionContext, runs the tool, stores one
+// artifact record per output spec and binds it under the spec's name, so the next call can say "@that_name".
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/artifact/record.hpp"
+#include "cairn/artifact/type.hpp"
+#include "cairn/context/execution_context.hpp"
+#include "cairn/context/resolve.hpp"
+#include "cairn/detail/json.hpp"
+#include "cairn/detail/text.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// What a tool returns. `data` holds the output value, or an object with one member per output name.
+struct ToolResult {
+  bool success = true;
+  nlohmann::json data;
+  nlohmann::json metadata = nlohmann::json::object();  ///< merged into the metadata of every output record
+  std::string error;                                   ///< why it failed, when it did
+
+  static ToolResult ok(nlohmann::json data, nlohmann::json metadata = nlohmann::json::object()) {
+    return ToolResult{true, std::move(data), std::move(metadata), {}};
+  }
+  static ToolResult failure(std::string error, nlohmann::json metadata = nlohmann::json::object()) {
+    return ToolResult{false, nullptr, std::move(metadata), std::move(error)};
+  }
+};
+
+/// The function behind a tool: resolved inputs in, a result out. Throwing counts as failing.
+using ToolFunction = std::function<ToolResult(const nlohmann::json& inputs)>;
+
+/// A tool a model may call.
+struct Tool {
+  std::string name;  ///< 1 to 128 characters of [A-Za-z0-9_.-]
+  std::string description;
+  nlohmann::json input_schema = nlohmann::json{{"type", "object"}};  ///< a JSON Schema object, shown to the model
+  ToolFunction function;
+};
+
+/// True when `name` is 1 to 128 characters of [A-Za-z0-9_.-].
+inline bool is_valid_tool_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 128) return false;
+  for (char c : name) {
+    if (!detail::is_ascii_alpha(c) && !detail::is_ascii_digit(c) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+/// The tools a run may use, by name, in registration order. Thread-safe: forks on several threads may look tools
+/// up while another thread adds one. A tool's function may then run on several threads at once.
+class ToolRegistry {
+ public:
+  /// Registers `tool`. Throws cairn::invalid_argument for a malformed or taken name, a missing function or an
+  /// input schema that is not a JSON object.
+  void add(Tool tool) {
+    if (!is_valid_tool_name(tool.name)) {
+      throw invalid_argument(fmt::format(
+          "tool name: '{}' is not valid (expected 1 to 128 characters of [A-Za-z0-9_.-])", detail::excerpt(tool.name)));
+    }
+    if (!tool.function) throw invalid_argument(fmt::format("tool '{}': function must be set", tool.name));
+    if (!tool.input_schema.is_object()) {
+      throw invalid_argument(fmt::format("tool '{}': input_schema must be a JSON object, got {}", tool.name,
+                                         tool.input_schema.type_name()));
+    }
+    auto shared = std::make_shared<const Tool>(std::move(tool));
+    std::unique_lock lock(mutex_);
+    if (!by_name_.emplace(shared->name, shared).second) {
+      throw invalid_argument(fmt::format("tool '{}': a tool of that name is registered already", shared->name));
+    }
+    order_.push_back(std::move(shared));
+  }
+
+  /// The tool named `name`, or null.
+  std::shared_ptr<const Tool> find(std::string_view name) const {
+    std::shared_lock lock(mutex_);
+    const auto it = by_name_.find(std::string(name));
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+  /// Every tool, in registration order.
+  std::vector<std::shared_ptr<const Tool>> list() const {
+    std::shared_lock lock(mutex_);
+    return order_;
+  }
+
+  std::size_t size() const {
+    std::shared_lock lock(mutex_);
+    return order_.size();
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const Tool>> by_name_;
+  std::vector<std::shared_ptr<const Tool>> order_;
+};
+
+/// One output a tool call asks for: the artifact to store and the name to bind it to.
+struct OutputSpec {
+  std::string name;
+  ArtifactType type;
+  std::string description;
+  std::string purpose;  ///< "" means: the description
+};
+
+/// A model's request to run a tool.
+struct ToolCall {
+  std::string tool;
+  nlohmann::json inputs = nlohmann::json::object();
+  std::vector<OutputSpec> outputs;
+
+  /// Reads a call from its JSON form. Throws cairn::parse_error naming what is missing or mistyped and where:
+  /// "tool call: outputs[1].name: expected a string, got number". Unknown members are ignored; `inputs` and
+  /// `outputs` may be absent or null (no inputs, no outputs). A value nested deeper than `limits.max_depth` is
+  /// cairn::limit_exceeded (checked without recursion, before anything is copied).
+  static ToolCall from_json(const nlohmann::json& j, const JsonLimits& limits = {});
+
+  /// Parses a model's reply: JSON text, optionally wrapped in a Markdown code fence (```json ... ```).
+  /// Throws cairn::parse_error / cairn::limit_exceeded for text that is not JSON or is too large or deep, and
+  /// everything from_json throws.
+  static ToolCall parse(std::string_view text, const JsonLimits& limits = {});
+};
+
+inline void to_json(nlohmann::json& j, const OutputSpec& o) {
+  j = {{"name", o.name}, {"type", o.type.str()}, {"description", o.description},
+       {"purpose", o.purpose.empty() ? o.description : o.purpose}};
+}
+
+inline void to_json(nlohmann::json& j, const ToolCall& c) {
+  j = {{"tool", c.tool}, {"inputs", c.inputs}, {"outputs", c.outputs}};
+}
+
+namespace detail {
+
+/// Builds "<label>: <path>: <message>" errors for the readers of model output.
+class ModelInput {
+ public:
+  ModelInput(std::string_view label, std::string path) : label_(label), path_(std::move(path)) {}
+
+  std::string at(std::string_view field) const {
+    if (path_.empty()) return std::string(field);
+    if (field.empty()) return path_;
+    return field[0] == '[' ? path_ + std::string(field) : path_ + "." + std::string(field);
+  }
+
+  [[noreturn]] void fail(std::string_view field, std::string_view message) const {
+    const std::string where = at(field);
+    if (where.empty()) throw parse_error(fmt::format("{}: {}", label_, message));
+    throw parse_error(fmt::format("{}: {}: {}", label_, where, message));
+  }
+
+  const nlohmann::json* member(const nlohmann::json& obj, const char* key) const {
+    const auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  const std::string& string_member(const nlohmann::json& obj, const char* key, std::string_view field) const {
+    const auto* v = member(obj, key);
+    if (!v || v->is_null()) fail(field, "missing");
+    if (!v->is_string()) fail(field, fmt::format("expected a string, got {}", v->type_name()));
+    return v->get_ref<const std::string&>();
+  }
+
+  ModelInput child(std::string_view field) const { return ModelInput(label_, at(field)); }
+  std::string_view label() const { return label_; }
+
+ private:
+  std::string_view label_;
+  std::string path_;
+};
+
+inline ToolCall tool_call_from_json(const nlohmann::json& j, const ModelInput& in) {
+  if (!j.is_object()) in.fail("", fmt::format("expected a JSON object, got {}", j.type_name()));
+  ToolCall call;
+  call.tool = in.string_member(j, "tool", "tool");
+  if (!is_valid_tool_name(call.tool)) {
+    in.fail("tool", fmt::format("'{}' is not a valid tool name (expected 1 to 128 characters of [A-Za-z0-9_.-])",
+                                excerpt(call.tool)));
+  }
+  if (const auto* inputs = in.member(j, "inputs"); inputs && !inputs->is_null()) {
+    if (!inputs->is_object()) in.fail("inputs", fmt::format("expected an object, got {}", inputs->type_name()));
+    call.inputs = *inputs;
+  }
+  const auto* outputs = in.member(j, "outputs");
+  if (!outputs || outputs->is_null()) return call;
+  if (!outputs->is_array()) in.fail("outputs", fmt::format("expected an array, got {}", outputs->type_name()));
+  std::unordered_map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < outputs->size(); ++i) {
+    const nlohmann::json& o = (*outputs)[i];
+    const ModelInput out = in.child(fmt::format("outputs[{}]", i));
+    if (!o.is_object()) out.fail("", fmt::format("expected an object, got {}", o.type_name()));
+    const std::string& name = out.string_member(o, "name", "name");
+    if (!is_valid_artifact_name(name)) {
+      out.fail("name", fmt::format("'{}' is not a valid artifact name (expected [A-Za-z_][A-Za-z0-9_-]{{0,127}})",
+                                   excerpt(name)));
+    }
+    if (const auto [it, fresh] = seen.emplace(name, i); !fresh) {
+      out.fail("name", fmt::format("'{}' is used by outputs[{}] already", name, it->second));
+    }
+    const std::string& type = out.string_member(o, "type", "type");
+    if (!ArtifactType::is_valid(type)) {
+      out.fail("type", fmt::format("'{}' is not a valid artifact type (expected a lowercase token matching "
+                                   "[a-z][a-z0-9_-]{{0,63}})",
+                                   excerpt(type)));
+    }
+    const std::string& description = out.string_member(o, "description", "description");
+    if (description.empty()) out.fail("description", "must not be empty");
+    std::string purpose;
+    if (const auto* p = out.member(o, "purpose"); p && !p->is_null()) {
+      if (!p->is_string()) out.fail("purpose", fmt::format("expected a string, got {}", p->type_name()));
+      purpose = p->get<std::string>();
+    }
+    call.outputs.push_back(OutputSpec{name, ArtifactType{type}, description, std::move(purpose)});
+  }
+  return call;
+}
+
+/// `text` without surrounding whitespace and without a Markdown code fence around it.
+inline std::string_view strip_code_fence(std::string_view text) {
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  if (text.size() >= 6 && text.substr(0, 3) == "```" && text.substr(text.size() - 3) == "```") {
+    const auto eol = text.find('\n');
+    if (eol != std::string_view::npos && eol < text.size() - 3) text = text.substr(eol + 1, text.size() - 3 - eol - 1);
+  }
+  return text;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+inline void check_model_json_depth(const nlohmann::json& j, const JsonLimits& limits, std::string_view what) {
+  if (json_depth(j, limits.max_depth) > limits.max_depth) {
+    throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the limit of {} levels", what, limits.max_depth));
+  }
+}
+
+}  // namespace detail
+
+inline ToolCall ToolCall::from_json(const nlohmann::json& j, const JsonLimits& limits) {
+  detail::check_model_json_depth(j, limits, "tool call");
+  return detail::tool_call_from_json(j, detail::ModelInput("tool call", ""));
+}
+
+inline ToolCall ToolCall::parse(std::string_view text, const JsonLimits& limits) {
+  return detail::tool_call_from_json(detail::parse_json(detail::strip_code_fence(text), limits, "tool call"),
+                                     detail::ModelInput("tool call", ""));
+}
+
+/// What execute() did.
+struct ExecutionResult {
+  std::string tool;
+  bool success = false;
+  ToolResult result;                   ///< what the tool returned (a failure with the reason when it threw)
+  std::string error;                   ///< why the call failed; empty on success
+  std::vector<NamedArtifact> outputs;  ///< the stored and bound outputs, in the call's order
+};
+
+/// Runs `call` against `ctx`:
+///  1. checks the call (throws cairn::not_found "Tool not found: <name>", cairn::invalid_argument for malformed or
+///     repeated output names or a missing required input of the tool's schema) and resolves its inputs (throws
+///     what ExecutionContext::resolve throws). Nothing has run and nothing changed when it throws.
+///  2. runs the tool on the resolved inputs. A tool that returns success = false or throws has failed: no output
+///     is stored, `Tool <name> failed: <reason>` is logged (role tool) and the result says why.
+///  3. for each output spec, stores a record {type, value, description, purpose, metadata {tool_name, success,
+///     input_artifacts, ...the tool's metadata}} and binds it under the spec's name, logging
+///     `Executed <tool> and stored output as @<name>` (role assistant). The value is `data[name]` when data is an
+///     object with that member (even 0, false, "" or null), else `data` itself. An output whose value would be
+///     null fails the call as in step 2. Bindings are all-or-nothing: every record is stored before any is bound.
+inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                               const ResolveOptions& options = {}) {
+  const auto tool = registry.find(call.tool);
+  if (!tool) throw not_found(fmt::format("Tool not found: {}", detail::excerpt(call.tool)));
+  std::unordered_set<std::string_view> names;
+  for (const OutputSpec& o : call.outputs) {
+    if (!is_valid_artifact_name(o.name)) {
+      throw invalid_argument(fmt::format("{}: output name '{}' is not a valid artifact name", call.tool,
+                                         detail::excerpt(o.name)));
+    }
+    if (!names.insert(o.name).second) {
+      throw invalid_argument(fmt::format("{}: output name '{}' is given twice", call.tool, o.name));
+    }
+  }
+  nlohmann::json inputs = ctx.resolve(call.inputs, options);
+  std::vector<std::string> input_artifacts = references(call.inputs, options);  // cannot throw once resolve passed
+  if (const auto it = tool->input_schema.find("required"); it != tool->input_schema.end() && it->is_array()) {
+    for (const auto& key : *it) {
+      if (key.is_string() && !(inputs.is_object() && inputs.contains(key.get_ref<const std::string&>()))) {
+        throw invalid_argument(
+            fmt::format("{}: missing required input '{}'", call.tool, detail::excerpt(key.get<std::string>())));
+      }
+    }
+  }
+
+  ExecutionResult out;
+  out.tool = call.tool;
+  try {
+    out.result = tool->function(inputs);
+  } catch (const std::exception& e) {
+    out.result = ToolResult::failure(fmt::format("the tool threw: {}", e.what()));
+  } catch (...) {
+    out.result = ToolResult::failure("the tool threw an exception that is not a std::exception");
+  }
+
+  auto fail = [&](std::string why) {
+    out.success = false;
+    out.error = std::move(why);
+    ctx.add_message(Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error));
+    return out;
+  };
+  if (!out.result.success) return fail(out.result.error.empty() ? "no reason given" : out.result.error);
+  if (!out.result.metadata.is_null() && !out.result.metadata.is_object()) {
+    return fail(fmt::format("the tool returned metadata that is not an object ({})", out.result.metadata.type_name()));
+  }
+
+  nlohmann::json metadata = {
+      {"tool_name", call.tool}, {"success", true}, {"input_artifacts", std::move(input_artifacts)}};
+  if (out.result.metadata.is_object()) {
+    for (const auto& [key, value] : out.result.metadata.items()) metadata[key] = value;  // the tool's keys last
+  }
+  const nlohmann::json& data = out.result.data;
+  std::vector<ArtifactPtr> records;
+  records.reserve(call.outputs.size());
+  for (const OutputSpec& spec : call.outputs) {
+    const auto member = data.is_object() ? data.find(spec.name) : data.end();
+    const nlohmann::json& value = data.is_object() && member != data.end() ? *member : data;
+    if (value.is_null()) return fail(fmt::format("the tool returned no value for output '{}'", spec.name));
+    records.push_back(ArtifactRecord::builder()
+                          .tenant_id(ctx.tenant_id())
+                          .type(spec.type)
+                          .description(spec.description)
+                          .purpose(spec.purpose)
+                          .value(value)
+                          .metadata(metadata)
+                          .build());
+  }
+  std::vector<ArtifactPtr> stored;
+  stored.reserve(records.size());
+  for (const ArtifactPtr& r : records) stored.push_back(ctx.store()->store(*r));
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    ctx.bind(call.outputs[i].name, stored[i]);
+    ctx.add_message(Role::assistant,
+                    fmt::format("Executed {} and stored output as @{}", call.tool, call.outputs[i].name));
+    out.outputs.push_back(NamedArtifact{call.outputs[i].name, stored[i]});
+  }
+  out.success = true;
+  return out;
+}
+
+}  // namespace cairn

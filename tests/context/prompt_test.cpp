@@ -1,0 +1,214 @@
+// Prompt text, pinned to the character: conversation history, artifact catalog (with its size words and the
+// optional budget), the tools section and the whole prompt.
+#include <memory>
+#include <string>
+
+#include "catch.hpp"
+#include "cairn/artifact/memory_store.hpp"
+#include "cairn/context/prompt.hpp"
+
+using cairn::ArtifactRecord;
+using cairn::ExecutionContext;
+using cairn::Role;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t may_first = 1714564800000;  // 2024-05-01T12:00:00.000Z
+
+ExecutionContext make_context() { return ExecutionContext(std::make_shared<cairn::InMemoryArtifactStore>(), "acme"); }
+
+void add(ExecutionContext& ctx, const std::string& name, const char* type, json value, const std::string& description,
+         const std::string& purpose = "", std::int64_t at = may_first) {
+  ctx.add_artifact(name, ArtifactRecord::builder()
+                             .type(type)
+                             .description(description)
+                             .purpose(purpose)
+                             .value(std::move(value))
+                             .created_at(at));
+}
+
+}  // namespace
+
+TEST_CASE("format_conversation_history: Role: content lines, newest `limit` messages") {
+  ExecutionContext ctx = make_context();
+  REQUIRE(cairn::format_conversation_history(ctx) == "No previous conversation.");
+  ctx.add_message(Role::user, "Create a web server for my application");
+  ctx.add_message(Role::assistant, "Executed file_write and stored output as @server_file");
+  ctx.add_message(Role::system, "Budget left: 2 calls");
+  ctx.add_message(Role::tool, "Tool file_read failed: no such file");
+  REQUIRE(cairn::format_conversation_history(ctx) ==
+          "User: Create a web server for my application\n"
+          "Assistant: Executed file_write and stored output as @server_file\n"
+          "System: Budget left: 2 calls\n"
+          "Tool: Tool file_read failed: no such file");
+  REQUIRE(cairn::format_conversation_history(ctx, 2) ==
+          "System: Budget left: 2 calls\n"
+          "Tool: Tool file_read failed: no such file");
+  REQUIRE(cairn::format_conversation_history(ctx, 0) == "No previous conversation.");
+
+  for (int i = 0; i < 12; ++i) ctx.add_message(Role::user, "m" + std::to_string(i));
+  REQUIRE(cairn::format_conversation_history(ctx) ==
+          "User: m2\nUser: m3\nUser: m4\nUser: m5\nUser: m6\nUser: m7\nUser: m8\nUser: m9\nUser: m10\nUser: m11");
+}
+
+TEST_CASE("artifact_size_text gives the seed's size words") {
+  REQUIRE(cairn::artifact_size_text(nullptr) == "empty");
+  REQUIRE(cairn::artifact_size_text("/tmp/server.js") == "14 chars");
+  REQUIRE(cairn::artifact_size_text("") == "0 chars");
+  REQUIRE(cairn::artifact_size_text("h\xC3\xA9llo") == "5 chars");  // code points, not bytes
+  REQUIRE(cairn::artifact_size_text(3000) == "number");
+  REQUIRE(cairn::artifact_size_text(-1) == "number");
+  REQUIRE(cairn::artifact_size_text(1.5) == "number");
+  REQUIRE(cairn::artifact_size_text(false) == "boolean");
+  REQUIRE(cairn::artifact_size_text(json::array({1, 2, 3})) == "array[3]");
+  REQUIRE(cairn::artifact_size_text(json::array()) == "array[0]");
+  REQUIRE(cairn::artifact_size_text({{"port", 3000}, {"host", "localhost"}}) == "object{2 keys}");
+  REQUIRE(cairn::artifact_size_text(json::object()) == "object{0 keys}");
+  REQUIRE(cairn::artifact_size_text(json::binary({1, 2})) == "binary[2]");
+}
+
+TEST_CASE("format_artifacts_catalog: the exact seed format, in insertion order") {
+  ExecutionContext ctx = make_context();
+  REQUIRE(cairn::format_artifacts_catalog(ctx) == "No artifacts available.");
+  add(ctx, "server_file", "file", "/tmp/server.js", "Server implementation file",
+      "File containing the Express server code");
+  add(ctx, "app_config", "data", {{"port", 3000}, {"host", "localhost"}}, "Application configuration data", "",
+      may_first + 1500);
+  ctx.add_artifact("report", ArtifactRecord::builder()
+                                 .type("document")
+                                 .title("Quarterly report")
+                                 .storage_url("s3://bucket/q3.pdf")
+                                 .created_at(0));
+  const std::string created = cairn::detail::iso8601_ms(ctx.get_artifact("report")->created_at());
+  REQUIRE(cairn::format_artifacts_catalog(ctx) ==
+          "Available Artifacts (3):\n"
+          "- @server_file (file): Server implementation file\n"
+          "  Purpose: File containing the Express server code\n"
+          "  Created: 2024-05-01T12:00:00.000Z\n"
+          "  Size: 14 chars\n"
+          "- @app_config (data): Application configuration data\n"
+          "  Purpose: Application configuration data\n"
+          "  Created: 2024-05-01T12:00:01.500Z\n"
+          "  Size: object{2 keys}\n"
+          "- @report (document): Quarterly report\n"
+          "  Purpose: Quarterly report\n"
+          "  Created: " + created + "\n"
+          "  Size: empty");
+}
+
+TEST_CASE("the catalog budget keeps the newest entries and says how many were left out") {
+  ExecutionContext ctx = make_context();
+  for (int i = 0; i < 5; ++i) add(ctx, "a" + std::to_string(i), "data", i, "item " + std::to_string(i));
+  const std::string full = cairn::format_artifacts_catalog(ctx);
+  const std::string entry4 =
+      "- @a4 (data): item 4\n  Purpose: item 4\n  Created: 2024-05-01T12:00:00.000Z\n  Size: number";
+  const std::string entry3 =
+      "- @a3 (data): item 3\n  Purpose: item 3\n  Created: 2024-05-01T12:00:00.000Z\n  Size: number";
+  const std::string heading = "Available Artifacts (5):";
+
+  cairn::CatalogOptions options;
+  options.max_chars = full.size();
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == full);  // fits exactly: nothing left out
+
+  const std::string two = heading + "\n(3 older artifacts not shown)\n" + entry3 + "\n" + entry4;
+  options.max_chars = two.size();
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == two);
+  options.max_chars = two.size() + entry3.size();  // room for more, but not a whole third entry
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == two);
+  options.max_chars = two.size() - 1;
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == heading + "\n(4 older artifacts not shown)\n" + entry4);
+  options.max_chars = 1;  // not even the heading fits: heading and note are shown anyway
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == heading + "\n(5 older artifacts not shown)");
+
+  ExecutionContext two_ctx = make_context();
+  add(two_ctx, "a3", "data", 3, "item 3");
+  add(two_ctx, "a4", "data", 4, "item 4");
+  options.max_chars = 150;
+  REQUIRE(cairn::format_artifacts_catalog(two_ctx, options) ==
+          "Available Artifacts (2):\n(1 older artifact not shown)\n" + entry4);
+}
+
+TEST_CASE("format_tools lists each tool with its input schema") {
+  cairn::ToolRegistry tools;
+  REQUIRE(cairn::format_tools(tools) == "No tools available.");
+  tools.add(cairn::Tool{"file_write", "Writes text to a file",
+                        json{{"type", "object"},
+                             {"properties", {{"filepath", {{"type", "string"}}}, {"content", {{"type", "string"}}}}},
+                             {"required", {"filepath", "content"}}},
+                        [](const json&) { return cairn::ToolResult::ok(1); }});
+  tools.add(cairn::Tool{"noop", "Does nothing", json::object(), [](const json&) { return cairn::ToolResult::ok(1); }});
+  REQUIRE(cairn::format_tools(tools) ==
+          "- file_write: Writes text to a file\n"
+          "  Input schema: {\"properties\":{\"content\":{\"type\":\"string\"},\"filepath\":{\"type\":\"string\"}},"
+          "\"required\":[\"filepath\",\"content\"],\"type\":\"object\"}\n"
+          "- noop: Does nothing\n"
+          "  Input schema: {}");
+}
+
+TEST_CASE("build_prompt is the seed's template with the tools after the artifacts") {
+  ExecutionContext ctx = make_context();
+  ctx.add_message(Role::user, "Create a web server for my application");
+  add(ctx, "server_file", "file", "/tmp/server.js", "Server implementation file", "Main server entry point");
+  cairn::ToolRegistry tools;
+  tools.add(cairn::Tool{"execute_command", "Runs a command", json{{"type", "object"}},
+                        [](const json&) { return cairn::ToolResult::ok(1); }});
+  const std::string expected = R"(
+## Conversation History
+User: Create a web server for my application
+
+## Available Artifacts
+Available Artifacts (1):
+- @server_file (file): Server implementation file
+  Purpose: Main server entry point
+  Created: 2024-05-01T12:00:00.000Z
+  Size: 14 chars
+
+## Available Tools
+- execute_command: Runs a command
+  Input schema: {"type":"object"}
+
+## Current Task
+Start the server
+
+## Instructions
+
+When you need to use a tool, specify it in this format:
+{
+  "tool": "tool_name",
+  "inputs": {
+    "parameter1": "direct value or @artifact_name",
+    "parameter2": "@another_artifact"
+  },
+  "outputs": [
+    {
+      "name": "output_artifact_name",
+      "type": "file|data|process|config|etc",
+      "description": "Clear description of what this output is",
+      "purpose": "Why this output is needed for the task"
+    }
+  ]
+}
+
+Important:
+- Reference existing artifacts using @artifact_name in tool inputs
+- Always specify meaningful names for outputs
+- Each output MUST have a specific type (file, data, process, config, etc.)
+- Include clear descriptions and purposes for outputs
+- Artifact names should be descriptive (e.g., "server_config", "user_data", "api_response")
+
+Your response:)";
+  REQUIRE(cairn::build_prompt("Start the server", ctx, tools) == expected);
+
+  // Options reach the sections: no history shown, a catalog budget.
+  cairn::PromptOptions options;
+  options.history_limit = 0;
+  options.catalog.max_chars = 10;
+  const std::string small = cairn::build_prompt("Start the server", ctx, tools, options);
+  REQUIRE_THAT(small, cairn_test::ContainsSubstring(
+                          "## Conversation History\nNo previous conversation.\n\n## Available Artifacts\n"
+                          "Available Artifacts (1):\n(1 older artifact not shown)\n\n## Available Tools"));
+  REQUIRE_THAT(cairn::build_prompt("t", make_context(), cairn::ToolRegistry{}),
+               cairn_test::ContainsSubstring("No artifacts available.\n\n## Available Tools\nNo tools available.\n\n"
+                                             "## Current Task\nt\n"));
+}
