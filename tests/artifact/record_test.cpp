@@ -223,3 +223,16 @@ TEST_CASE("parse enforces size and depth limits without crashing") {
   CHECK_THROWS_AS(ArtifactRecord::parse(R"({"tenant_id":"t","type":"data","title":"x","value":[[[1]]]})", shallow),
                   cairn::limit_exceeded);
 }
+
+TEST_CASE("with_identity replaces only id, version and created_at, validating the id") {
+  auto r = minimal().description("d").metadata("k", 1).build();
+  auto s = r->with_identity("new-id", 7, 99);
+  CHECK(s->id() == "new-id");
+  CHECK(s->version() == 7);
+  CHECK(s->created_at() == 99);
+  CHECK(s->shared_value().get() == r->shared_value().get());
+  CHECK(*s->to_builder().id("").version(0).created_at(0).build() == *r);
+  CHECK_THROWS_WITH(r->with_identity("", 1, 1), "id: must not be empty");
+  CHECK_THROWS_WITH(r->with_identity("a\nb", 1, 1), ContainsSubstring("id: must not contain control"));
+  CHECK_THROWS_WITH(r->with_identity("x", 1, -5), "created_at: must not be negative (got -5)");
+}

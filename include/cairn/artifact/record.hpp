@@ -51,6 +51,10 @@ class ArtifactRecord {
   /// assigns when the new version is stored.
   Builder revise() const;
 
+  /// This record as a store keeps it: the same fields with `id`, `version` and `created_at` replaced (the id is
+  /// validated; nothing else changed, so nothing else is checked again). Shares the value and metadata.
+  ArtifactPtr with_identity(std::string id, std::uint64_t version, std::int64_t created_at) const;
+
   const std::string& id() const noexcept { return id_; }
   const std::string& tenant_id() const noexcept { return tenant_id_; }
   /// 1 for the first stored version of an id; 0 for a record that has not been stored.
@@ -147,14 +151,16 @@ class ArtifactRecord::Builder {
   }
 
   /// Validates and returns the record. Throws cairn::invalid_artifact with a message naming the field.
-  ArtifactPtr build() const& { return std::shared_ptr<const ArtifactRecord>(new ArtifactRecord(Builder(*this))); }
+  ArtifactPtr build() const& { return make(Builder(*this)); }
   /// The same, moving the fields out of a builder that is not needed afterwards.
-  ArtifactPtr build() && { return std::shared_ptr<const ArtifactRecord>(new ArtifactRecord(std::move(*this))); }
+  ArtifactPtr build() && { return make(std::move(*this)); }
   /// The same, as a plain value (for containers that hold records by value).
   ArtifactRecord build_value() const { return ArtifactRecord(Builder(*this)); }
 
  private:
   friend class ArtifactRecord;
+  static ArtifactPtr make(Builder&& b);
+
   std::string id_;
   std::string tenant_id_;
   std::uint64_t version_ = 0;
@@ -288,6 +294,25 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b)
 }
 
 inline ArtifactRecord::Builder ArtifactRecord::builder() { return Builder{}; }
+
+inline ArtifactPtr ArtifactRecord::Builder::make(Builder&& b) {
+  // One allocation for the record and its control block, as std::make_shared gives, despite the private
+  // constructor.
+  struct Shared : ArtifactRecord {
+    explicit Shared(Builder&& b) : ArtifactRecord(std::move(b)) {}
+  };
+  return std::make_shared<const Shared>(std::move(b));
+}
+
+inline ArtifactPtr ArtifactRecord::with_identity(std::string id, std::uint64_t version, std::int64_t created_at) const {
+  detail::check_identifier("id", id, true);
+  if (created_at < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at));
+  auto copy = std::make_shared<ArtifactRecord>(*this);
+  copy->id_ = std::move(id);
+  copy->version_ = version;
+  copy->created_at_ = created_at;
+  return copy;
+}
 
 inline ArtifactRecord::Builder ArtifactRecord::to_builder() const {
   Builder b = revise();

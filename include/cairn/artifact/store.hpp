@@ -105,10 +105,7 @@ inline bool matches_filters(const ArtifactRecord& r, const ListQuery& q) {
 
 /// The record as stored: `id` and `version` set, created_at stamped when unset. Shares the value and metadata.
 inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t version) {
-  auto b = r.to_builder();
-  b.id(std::move(id)).version(version);
-  if (r.created_at() == 0) b.created_at(now_ms());
-  return std::move(b).build();
+  return r.with_identity(std::move(id), version, r.created_at() == 0 ? now_ms() : r.created_at());
 }
 
 }  // namespace detail
