@@ -81,13 +81,13 @@ TEST_CASE("the train booking runs end to end through the SopPlanner, one whole t
           "Present the available trains:\n"
           "- {\"arrives\":\"12:20\",\"departs\":\"09:01\",\"id\":\"ES9014\",\"price\":89}\n"
           "- {\"arrives\":\"13:47\",\"departs\":\"10:31\",\"id\":\"ES9024\",\"price\":64}");
-  REQUIRE(turn4[1] == "Please provide selectedTrain");
+  REQUIRE(turn4[1] == "Which train would you like (its time or its id)?");
   // the tool got its arguments from the evidence: exactly the schema's properties that are known
   REQUIRE(searches->size() == 1);
   REQUIRE(searches->at(0) == json{{"origin", "London"}, {"destination", "Paris"}, {"date", "2025-10-01"}});
 
   REQUIRE(engine.handle(R"(ev: selectedTrain = {"id": "ES9024", "departs": "10:31"})") ==
-          Strings{"Confirm the booking with the traveller? (yes/no)"});
+          Strings{"Shall I book it? (yes/no)"});
   const Strings last = engine.handle("ev: confirmation = yes");
   REQUIRE(last.size() == 2);
   REQUIRE(last[0] ==

@@ -136,7 +136,7 @@ TEST_CASE("a second malformed reply is a clear error") {
           prefix + "interpret-message reply: evidence.value: missing");
   REQUIRE(fails_with({"{}", std::string(100, '[')}) ==
           prefix + "interpret-message reply: JSON nesting is deeper than the limit of 32 levels");
-  REQUIRE(fails_with({"{}", std::string(2 * 1024 * 1024, ' ')}) ==
+  REQUIRE(fails_with({"{}", "\"" + std::string(2 * 1024 * 1024 - 2, 'a') + "\""}) ==
           prefix + "interpret-message reply: input is 2097152 bytes, more than the limit of 1048576 bytes");
 }
 

@@ -77,7 +77,9 @@ TEST_CASE("each step maps to a predicate by its verb, with done_when keys its ow
       {"gloss": "Ask: seat?", "done_when": ["seat"]},
       {"gloss": "Call home", "suggested_tools": ["phone"]},
       {"gloss": "Present results"},
-      {"gloss": "Confirm again", "done_when": ["ok2"]}]})");
+      {"gloss": "Confirm again", "done_when": ["ok2"], "prompt": "Sure?"},
+      {"gloss": "Ask the seat", "prompt": "Window or aisle?"},
+      {"gloss": "Verify the card", "prompt": "Is the card valid?"}]})");
   auto step = [&](std::size_t i) { return sop.step_goal(i); };
 
   REQUIRE(step(0).predicate == Predicate{"gather_info", {{"key", "passport_number"}}});
@@ -106,8 +108,10 @@ TEST_CASE("each step maps to a predicate by its verb, with done_when keys its ow
   REQUIRE(step(11).predicate == Predicate{"gather_info", {{"key", "seat"}}});
   REQUIRE(step(12).predicate.name == "use_tool");
   REQUIRE(step(13).predicate == Predicate{"present_info", {{"key", "phone"}}});
-  REQUIRE(step(14).predicate == Predicate{"confirm", {{"key", "ok2"}}});
-  REQUIRE_THROWS_WITH(sop.step_goal(15), "sop 'all': step 15 is out of range (15 steps)");
+  REQUIRE(step(14).predicate == Predicate{"confirm", {{"key", "ok2"}, {"question", "Sure?"}}});
+  REQUIRE(step(15).predicate == Predicate{"gather_info", {{"key", "seat"}, {"prompt", "Window or aisle?"}}});
+  REQUIRE(step(16).predicate == Predicate{"confirm", {{"question", "Is the card valid?"}}});
+  REQUIRE_THROWS_WITH(sop.step_goal(17), "sop 'all': step 17 is out of range (17 steps)");
 
   // a present step with no tool step before it just says its gloss
   const Sop plain = Sop::parse(one_step(R"({"gloss": "Show the rules"})"));
@@ -202,6 +206,8 @@ TEST_CASE("SopPlanner: required inputs the evidence lacks become gather_info sub
           json{{"sop_id", "train-booking"}, {"sop_title", "Book a train ticket"}, {"input", "origin"}});
   REQUIRE(plan.subgoals[2].predicate ==
           Predicate{"use_tool", {{"tool", "train-search-api"}, {"output", "trainList"}}});
+  REQUIRE(plan.subgoals[4].predicate ==
+          Predicate{"gather_info", {{"key", "selectedTrain"}, {"prompt", "Which train would you like (its time or its id)?"}}});
   REQUIRE(plan.subgoals[6].predicate == Predicate{"use_tool", {{"tool", "train-booking-api"}, {"output", "booking"}}});
   REQUIRE(plan.subgoals[7].predicate == Predicate{"present_info", {{"key", "booking"}}});
   REQUIRE_NOTHROW(cairn::check_plan(plan, "g1"));

@@ -1,7 +1,8 @@
 // cairn — standard operating procedures (SOPs) and the SopPlanner that turns them into goal plans.
 //
 // An SOP is a JSON document: title, intent, description, inputs `{name: {description, type, required, prompt?}}`
-// and steps `[{gloss, suggested_tools?, done_when?}]`. The planner matches a composite goal to an SOP (by words, or
+// and steps `[{gloss, suggested_tools?, done_when?, prompt?}]` (the prompts are cairn's addition: the question a
+// gather or confirm goal asks). The planner matches a composite goal to an SOP (by words, or
 // by a host matcher), asks for the required inputs the evidence lacks, and maps each step to a predicate by the verb
 // its gloss starts with:
 //
@@ -55,6 +56,7 @@ struct SopStep {
   std::string gloss;
   std::vector<std::string> suggested_tools;
   std::vector<std::string> done_when;  ///< evidence keys
+  std::string prompt;  ///< gather and confirm steps: the question to ask ("" means the default question)
 };
 
 /// A standard operating procedure. Build one with Sop::parse / Sop::from_json, which check it.
@@ -253,6 +255,7 @@ Sop read_sop(const Json& j, std::string_view what) {
     if (sop_words(step.gloss).empty()) in.fail(path + ".gloss", "must hold at least one word");
     step.suggested_tools = in.strings(s, "suggested_tools", path);
     step.done_when = in.strings(s, "done_when", path);
+    step.prompt = in.str(s, "prompt", path, false);
     sop.steps.push_back(std::move(step));
   }
   for (std::size_t i = 0; i < sop.steps.size(); ++i) {
@@ -320,6 +323,7 @@ inline SubgoalSpec Sop::step_goal(std::size_t index) const {
       const std::string key = produced_key(detail::sop_slug(words, 1));
       if (key.empty()) fail(".gloss", "a gather step needs words after the verb (or a done_when key) to name what it gathers");
       spec.predicate = Predicate{std::string(Predicate::gather_info), {{"key", key}}};
+      if (!step.prompt.empty()) spec.predicate.args["prompt"] = step.prompt;
       spec.done_when = {Condition::has_evidence(key)};
       break;
     }
@@ -351,6 +355,7 @@ inline SubgoalSpec Sop::step_goal(std::size_t index) const {
     case detail::SopVerb::confirm: {
       const std::string key = produced_key("confirmation");
       spec.predicate = Predicate{std::string(Predicate::confirm), {{"key", key}}};
+      if (!step.prompt.empty()) spec.predicate.args["question"] = step.prompt;
       spec.done_when = {Condition::has_evidence(key)};
       break;
     }
@@ -358,6 +363,7 @@ inline SubgoalSpec Sop::step_goal(std::size_t index) const {
       produces_nothing();
       std::string name = detail::sop_slug(words, 0);
       spec.predicate = Predicate{std::string(Predicate::confirm), nlohmann::json::object()};
+      if (!step.prompt.empty()) spec.predicate.args["question"] = step.prompt;
       spec.done_when = {Condition::predicate_true(
           Predicate{name, {{"gloss", step.gloss}, {"sop_id", id}, {"step_index", index}}})};
       break;
@@ -382,6 +388,7 @@ inline void to_json(nlohmann::json& j, const Sop& s) {
     nlohmann::json o = {{"gloss", st.gloss}};
     if (!st.suggested_tools.empty()) o["suggested_tools"] = st.suggested_tools;
     if (!st.done_when.empty()) o["done_when"] = st.done_when;
+    if (!st.prompt.empty()) o["prompt"] = st.prompt;
     steps.push_back(std::move(o));
   }
   j = {{"id", s.id},         {"title", s.title},   {"intent", s.intent}, {"description", s.description},
