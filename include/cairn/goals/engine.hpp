@@ -191,8 +191,11 @@ class GoalEngine {
     }
     const auto* next = detail::GoalReader::find(state, "next_id");
     if (!next || !next->is_number_unsigned()) in.fail("next_id", "expected a non-negative integer");
-    GoalStack stack = GoalStack::from_json({{"goals", state.value("goals", nlohmann::json())},
-                                           {"stack", state.value("stack", nlohmann::json())}});
+    const auto* goals = detail::GoalReader::find(state, "goals");
+    const auto* on_stack = detail::GoalReader::find(state, "stack");
+    if (!goals || !goals->is_array()) in.fail("goals", "expected an array");
+    if (!on_stack || !on_stack->is_array()) in.fail("stack", "expected an array");
+    GoalStack stack = GoalStack::from_json(*goals, *on_stack);
     std::vector<Binding> bindings;
     std::vector<std::pair<std::string, ArtifactPtr>> rebind;
     const auto* artifacts = detail::GoalReader::find(state, "artifacts");
@@ -255,9 +258,8 @@ class GoalEngine {
   }
 
   void set_status(const std::string& id, GoalStatus to, std::string reason) {
-    const GoalStatus from = must_find(id)->status;
-    stack_.update_status(id, to, std::move(reason));
-    notify(*must_find(id), from);
+    const GoalStatus from = stack_.update_status(id, to, std::move(reason));
+    if (options_.observer) notify(*must_find(id), from);
   }
 
   std::string new_id() {
@@ -441,16 +443,18 @@ class GoalEngine {
     const Goal* g = must_find(id);
     if (is_final(g->status)) return;
     set_status(id, status, reason);
-    std::unordered_set<std::string> off{id};
     if (g->decomposition) {
+      std::unordered_set<std::string> off{id};
       const std::string why = fmt::format("its ancestor '{}' was {}", g->gloss, to_string(status));
       for (const Goal* d : stack_.subtree(id)) {
         if (d->id == id) continue;
         off.insert(d->id);
         if (!is_final(d->status)) set_status(d->id, GoalStatus::abandoned, why);
       }
+      stack_.remove(off);
+    } else {
+      stack_.remove(id);
     }
-    stack_.remove(off);
     if (g->parent.empty()) {
       if (!announce_root) return;
       if (status == GoalStatus::achieved) {

@@ -90,14 +90,18 @@ class GoalStack {
   const Goal* peek() const { return stack_.empty() ? nullptr : index_.at(stack_.back()); }
 
   /// The goal `id`, or null.
-  const Goal* find(std::string_view id) const {
-    const auto it = index_.find(std::string(id));
+  const Goal* find(const std::string& id) const {
+    const auto it = index_.find(id);
     return it == index_.end() ? nullptr : it->second;
   }
+  const Goal* find(std::string_view id) const { return find(std::string(id)); }
+  const Goal* find(const char* id) const { return find(std::string(id)); }
 
-  /// Sets the status (and the reason, when one is given) of goal `id`. Throws cairn::not_found for an unknown id.
-  void update_status(const std::string& id, GoalStatus status, std::string reason = {}) {
+  /// Sets the status (and the reason, when one is given) of goal `id` and returns the status it had. Throws
+  /// cairn::not_found for an unknown id.
+  GoalStatus update_status(const std::string& id, GoalStatus status, std::string reason = {}) {
     Goal& g = get(id);
+    const GoalStatus before = g.status;
     if (is_final(g.status) != is_final(status)) {
       if (is_final(status)) {
         --unfinished_;
@@ -108,6 +112,7 @@ class GoalStack {
     g.status = status;
     if (!reason.empty()) g.reason = std::move(reason);
     g.updated_at = detail::now_ms();
+    return before;
   }
 
   /// Records `value` under `key` in the evidence of goal `id` (replacing an earlier value of the key).
@@ -143,6 +148,16 @@ class GoalStack {
       if (!ids.count(id)) kept.push_back(std::move(id));
     }
     stack_ = std::move(kept);
+  }
+
+  /// Takes goal `id` off the stack (a no-op when it is not on it).
+  void remove(const std::string& id) {
+    if (!stack_.empty() && stack_.back() == id) {
+      stack_.pop_back();
+      return;
+    }
+    const auto it = std::find(stack_.begin(), stack_.end(), id);
+    if (it != stack_.end()) stack_.erase(it);
   }
 
   /// The ids on the stack, bottom first (the last one is the top).
@@ -191,6 +206,16 @@ class GoalStack {
     if (!goals || !goals->is_array()) in.fail("goals", "expected an array");
     const auto* stack = detail::GoalReader::find(j, "stack");
     if (!stack || !stack->is_array()) in.fail("stack", "expected an array");
+    return from_json(*goals, *stack);
+  }
+
+  /// The same from the two arrays (`goals`, `stack`) held elsewhere, without copying them into one object first.
+  static GoalStack from_json(const nlohmann::json& goals_array, const nlohmann::json& stack_array) {
+    const detail::GoalReader in("goal stack");
+    if (!goals_array.is_array()) in.fail("goals", "expected an array");
+    if (!stack_array.is_array()) in.fail("stack", "expected an array");
+    const auto* goals = &goals_array;
+    const auto* stack = &stack_array;
     GoalStack out;
     for (std::size_t i = 0; i < goals->size(); ++i) {
       Goal g = goal_from_json((*goals)[i], fmt::format("goal stack: goals[{}]", i));
