@@ -92,6 +92,13 @@ TEST_CASE("remove, subtree and depth") {
   REQUIRE(s.ids() == Strings{"g1"});
   s.remove({});
   REQUIRE(s.ids() == Strings{"g1"});
+  s.push_id("g2");
+  s.push_id("g3");
+  s.remove_one("g2");  // not the top
+  REQUIRE(s.ids() == Strings{"g1", "g3"});
+  s.remove_one("g3");  // the top
+  s.remove_one("g4");  // not on the stack: nothing happens
+  REQUIRE(s.ids() == Strings{"g1"});
 }
 
 TEST_CASE("a copy is independent of the original") {

@@ -453,7 +453,7 @@ class GoalEngine {
       }
       stack_.remove(off);
     } else {
-      stack_.remove(id);
+      stack_.remove_one(id);
     }
     if (g->parent.empty()) {
       if (!announce_root) return;

@@ -151,7 +151,7 @@ class GoalStack {
   }
 
   /// Takes goal `id` off the stack (a no-op when it is not on it).
-  void remove(const std::string& id) {
+  void remove_one(const std::string& id) {
     if (!stack_.empty() && stack_.back() == id) {
       stack_.pop_back();
       return;
