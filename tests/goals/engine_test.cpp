@@ -774,6 +774,10 @@ TEST_CASE("an engine restored mid-conversation continues exactly as the original
                                                 "version 1) is not in the store");
     REQUIRE(empty.artifact_count() == 0);
     REQUIRE_THROWS_AS(other.restore_text("{\"format\": "), cairn::parse_error);
+    cairn::GoalEngineOptions shallow;
+    shallow.max_depth = 0;
+    GoalEngine flat(rig.ctx, rig.tools, {rig.interpreter, train_planner()}, shallow);
+    REQUIRE_THROWS_WITH(flat.restore(state), "goal engine state: goal g2 is deeper than max_depth 0");
     REQUIRE(other.to_json() == before);
   }
 }

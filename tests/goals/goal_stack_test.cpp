@@ -163,6 +163,20 @@ TEST_CASE("an inconsistent tree is rejected with the goal named") {
                         j["goals"][1]["decomposition"] = {{"kind", "AND"}, {"children", {"g1"}}};
                       })),
                       "goal stack: goal g1: its parent ids form a cycle");
+  // a long chain is checked in linear time, and a loop at its top is still found
+  json chain = {{"goals", json::array()}, {"stack", json::array()}};
+  const int n = 20000;
+  for (int i = 1; i <= n; ++i) {
+    json g = {{"id", "c" + std::to_string(i)}, {"gloss", "link"}, {"status", "achieved"},
+              {"predicate", {{"name", i == n ? "execute" : "composite"}}}};
+    if (i > 1) g["parent"] = "c" + std::to_string(i - 1);
+    if (i < n) g["decomposition"] = {{"kind", "AND"}, {"children", {"c" + std::to_string(i + 1)}}};
+    chain["goals"].push_back(g);
+  }
+  REQUIRE(GoalStack::from_json(chain).depth("c20000") == 19999);
+  chain["goals"][0]["parent"] = "c2";
+  chain["goals"][1]["decomposition"]["children"] = {"c3", "c1"};
+  REQUIRE_THROWS_WITH(GoalStack::from_json(chain), "goal stack: goal c1: its parent ids form a cycle");
   REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) { j["stack"].push_back(4); })),
                       "goal stack: stack[3]: expected a goal id");
   REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) { j["stack"].push_back("g1"); })),

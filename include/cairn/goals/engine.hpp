@@ -196,6 +196,16 @@ class GoalEngine {
     if (!goals || !goals->is_array()) in.fail("goals", "expected an array");
     if (!on_stack || !on_stack->is_array()) in.fail("stack", "expected an array");
     GoalStack stack = GoalStack::from_json(*goals, *on_stack);
+    // The engine walks parent chains recursively when goals finish, so a state deeper than the limit is refused.
+    for (const Goal& g : stack.goals()) {
+      std::size_t depth = 0;
+      for (const Goal* p = &g; !p->parent.empty(); p = stack.find(p->parent)) {
+        if (++depth > options_.max_depth) {
+          throw invalid_goal(fmt::format("goal engine state: goal {} is deeper than max_depth {}", g.id,
+                                         options_.max_depth));
+        }
+      }
+    }
     std::vector<Binding> bindings;
     std::vector<std::pair<std::string, ArtifactPtr>> rebind;
     const auto* artifacts = detail::GoalReader::find(state, "artifacts");

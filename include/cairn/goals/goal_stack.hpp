@@ -253,14 +253,22 @@ class GoalStack {
         }
       }
     }
-    // Every goal names exactly one parent that lists it, so a walk up either reaches a root or loops.
+    // Every goal names exactly one parent that lists it, so a walk up either reaches a root or loops. Goals whose
+    // walk already ended at a root are remembered, so the whole check is linear in the number of goals.
+    std::unordered_set<const Goal*> rooted;
+    std::vector<const Goal*> path;
     for (const Goal& g : out.goals_) {
-      std::size_t steps = 0;
-      for (const Goal* p = &g; !p->parent.empty(); p = out.find(p->parent)) {
-        if (++steps > out.goals_.size()) {
+      path.clear();
+      const Goal* p = &g;
+      while (!rooted.count(p) && !p->parent.empty()) {
+        if (path.size() > out.goals_.size()) {
           throw invalid_goal(fmt::format("goal stack: goal {}: its parent ids form a cycle", g.id));
         }
+        path.push_back(p);
+        p = out.find(p->parent);
       }
+      rooted.insert(p);
+      rooted.insert(path.begin(), path.end());
     }
     std::unordered_set<std::string> on_stack;
     for (std::size_t i = 0; i < stack->size(); ++i) {
