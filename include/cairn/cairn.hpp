@@ -19,3 +19,5 @@
 #include "cairn/workflow/state_file.hpp"
 #include "cairn/workflow/tools.hpp"
 #include "cairn/workflow/artefact_recorder.hpp"
+#include "cairn/mcp/server.hpp"
+#include "cairn/mcp/artifact_tools.hpp"
