@@ -183,9 +183,15 @@ class Server {
 
   static nlohmann::json error_response(nlohmann::json id, int code, std::string message,
                                        std::optional<nlohmann::json> data = std::nullopt) {
-    nlohmann::json err = {{"code", code}, {"message", std::move(message)}};
+    nlohmann::json err = {{"code", code}, {"message", valid_utf8(std::move(message))}};
     if (data) err["data"] = std::move(*data);
     return {{"jsonrpc", "2.0"}, {"id", std::move(id)}, {"error", std::move(err)}};
+  }
+  // Error messages quote the input, which may hold invalid UTF-8 (the parser's "last read: ..." does): such bytes
+  // become U+FFFD, so every reply can be dumped strictly.
+  static std::string valid_utf8(std::string text) {
+    const auto dumped = nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return nlohmann::json::parse(dumped).get<std::string>();
   }
   static nlohmann::json result_response(nlohmann::json id, nlohmann::json result) {
     return {{"jsonrpc", "2.0"}, {"id", std::move(id)}, {"result", std::move(result)}};
