@@ -52,7 +52,7 @@ TEST_CASE("the constructor refuses a null store and an empty tenant") {
   CHECK_THROWS_AS(ArtifactTools(std::make_shared<cairn::InMemoryArtifactStore>(), ""), cairn::invalid_argument);
 }
 
-TEST_CASE("artifact_store stores versions; artifact_fetch returns latest, a version, or A2A") {
+TEST_CASE("artifact_store stores versions, artifact_fetch returns latest, a version, or A2A") {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   ArtifactTools t(store, "acme");
   auto s1 = ok(t, "artifact_store", {{"id", "report"}, {"type", "document"}, {"title", "Report"}, {"value", "draft"},
@@ -185,7 +185,7 @@ TEST_CASE("artifact_list pages with a cursor and filters by prefix, type and cre
   fails(t, "artifact_list", {{"page", 2}}, "unknown argument 'page'");
 }
 
-TEST_CASE("no argument reaches another tenant; another tenant's ids read as missing") {
+TEST_CASE("no argument reaches another tenant, and another tenant's ids read as missing") {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   ArtifactTools acme(store, "acme");
   ArtifactTools globex(store, "globex");

@@ -248,7 +248,7 @@ TEST_CASE("tools/call runs the tool and returns its CallToolResult") {
   CHECK(r.at("result").at("isError") == false);
 }
 
-TEST_CASE("tool failures are isError results; a bad call is -32602") {
+TEST_CASE("tool failures are isError results, a bad call is -32602") {
   cairn_test::TempWorkspace ws;
   auto s = ready_server(ws);
   auto r = must_reply(s, request(1, "tools/call", {{"name", "workflow_status"}, {"arguments", json::object()}}).dump());
