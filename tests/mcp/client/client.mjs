@@ -65,14 +65,16 @@ const transport = new StdioClientTransport({
   stderr: 'pipe',
 });
 transport.stderr.on('data', (d) => stderrLines.push(...d.toString().split('\n').filter(Boolean)));
+// The SDK asks for its newest version and tells the transport the version the server chose.
+let negotiated;
+transport.setProtocolVersion = (v) => { negotiated = v; };
 const client = new Client({ name: 'cairn-mcp-test', version: '1.0.0' });
 await client.connect(transport);
+assert.equal(negotiated, LATEST_PROTOCOL_VERSION);
 
 check(client.getServerVersion().name === 'cairn-mcp', 'serverInfo.name');
 assert.deepEqual(client.getServerCapabilities(), { tools: { listChanged: false } });
 check(/tenant 'acme'/.test(client.getInstructions() ?? ''), 'instructions name the tenant');
-// The SDK asks for its newest version; cairn-mcp speaks it.
-check(transport._process !== undefined, 'transport spawned a process');
 
 const { tools } = await client.listTools();
 assert.deepEqual(
