@@ -72,7 +72,7 @@ struct ServerConfig {
 class Server {
  public:
   /// Serves `tools`; throws cairn::invalid_argument for a tool without a name or handler, or a name given twice.
-  Server(std::vector<Tool> tools, ServerConfig config = {}) : tools_(std::move(tools)), config_(std::move(config)) {
+  explicit Server(std::vector<Tool> tools, ServerConfig config = {}) : tools_(std::move(tools)), config_(std::move(config)) {
     for (std::size_t i = 0; i < tools_.size(); ++i) {
       const auto& t = tools_[i];
       if (t.name.empty()) throw invalid_argument(fmt::format("mcp::Server: tools[{}] has no name", i));
