@@ -122,6 +122,10 @@ TEST_CASE("fetch, versions and delete report a missing id, and a missing version
   fails(t, "artifact_fetch", {{"id", "a"}, {"version", 0}}, "version must be an integer from 1");
   fails(t, "artifact_fetch", {{"id", "a"}, {"version", -1}}, "version must be an integer");
   fails(t, "artifact_fetch", {{"id", "a"}, {"version", 1.5}}, "version must be an integer");
+  fails(t, "artifact_fetch", {{"id", "a"}, {"version", 18446744073709551616.0}}, "version must be an integer");
+  fails(t, "artifact_fetch", {{"id", "a"}, {"version", 1e300}}, "version must be an integer");
+  fails(t, "artifact_fetch", {{"id", "a"}, {"version", 1e19}}, "artifact 'a' version 10000000000000000000 not found");
+  fails(t, "artifact_list", {{"limit", 1e300}}, "limit must be an integer from 1 to 1000");
   fails(t, "artifact_fetch", {{"id", "a"}, {"version", "1"}}, "version must be an integer");
   fails(t, "artifact_fetch", {{"id", "a"}, {"format", "xml"}}, "format must be \"record\" or \"a2a\"");
   fails(t, "artifact_fetch", {{"id", "a"}, {"format", 1}}, "format must be a string");
@@ -134,12 +138,15 @@ TEST_CASE("fetch, versions and delete report a missing id, and a missing version
 
 TEST_CASE("artifact_versions and artifact_delete") {
   ArtifactTools t(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
-  for (int i = 0; i < 3; ++i) ok(t, "artifact_store", {{"id", "doc"}, {"type", "document"}, {"title", "D"}, {"value", i}});
+  for (int i = 0; i < 3; ++i) {
+    ok(t, "artifact_store", {{"id", "doc"}, {"type", "document"}, {"title", "D"}, {"value", i}});
+  }
   CHECK(ok(t, "artifact_versions", {{"id", "doc"}}) == json{{"id", "doc"}, {"versions", {1, 2, 3}}});
   CHECK(ok(t, "artifact_delete", {{"id", "doc"}}) == json{{"deleted", "doc"}, {"versions_removed", 3}});
   fails(t, "artifact_fetch", {{"id", "doc"}}, "not found");
   // A new store of the same id starts again at version 1.
-  CHECK(ok(t, "artifact_store", {{"id", "doc"}, {"type", "document"}, {"title", "D"}, {"value", 9}}).at("version") == 1);
+  const auto again = ok(t, "artifact_store", {{"id", "doc"}, {"type", "document"}, {"title", "D"}, {"value", 9}});
+  CHECK(again.at("version") == 1);
 }
 
 TEST_CASE("artifact_list pages with a cursor and filters by prefix, type and creator") {

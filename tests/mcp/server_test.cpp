@@ -236,7 +236,8 @@ TEST_CASE("tools/list lists every tool with its input schema") {
 TEST_CASE("tools/call runs the tool and returns its CallToolResult") {
   cairn_test::TempWorkspace ws;
   auto s = ready_server(ws);
-  auto r = must_reply(s, request(1, "tools/call", {{"name", "workflow_start"}, {"arguments", {{"summary", "S"}}}}).dump());
+  auto r = must_reply(
+      s, request(1, "tools/call", {{"name", "workflow_start"}, {"arguments", {{"summary", "S"}}}}).dump());
   CHECK(r.at("result").at("isError") == false);
   CHECK(r.at("result").at("structuredContent").at("step") == "plan");
   CHECK(json::parse(r.at("result").at("content").at(0).at("text").get<std::string>()) ==
@@ -348,7 +349,8 @@ TEST_CASE("batches are served in 2025-03-26 and refused in every other version")
   small.max_batch = 2;
   Server limited(all_tools(ws), small);
   REQUIRE(must_reply(limited, initialize_request(1, "2025-03-26").dump()).contains("result"));
-  check_error(must_reply(limited, batch), nullptr, ec::invalid_request, "batch of 5 messages, more than the limit of 2");
+  check_error(must_reply(limited, batch), nullptr, ec::invalid_request,
+              "batch of 5 messages, more than the limit of 2");
 }
 
 TEST_CASE("serve reads line by line, skips an oversized line and keeps serving") {

@@ -7,6 +7,7 @@
 // reads exactly like a missing one.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -97,13 +98,14 @@ class ArtifactTools {
     if (it == a.end() || it->is_null()) return std::nullopt;
     // 3.0 is accepted as 3 (JSON has one number type); 2.5, "3", 0 and negatives are not.
     std::optional<std::uint64_t> v;
-    if (it->is_number_unsigned()) v = it->get<std::uint64_t>();
-    else if (it->is_number_integer() && it->get<std::int64_t>() > 0) v = static_cast<std::uint64_t>(it->get<std::int64_t>());
-    else if (it->is_number_float()) {
+    if (it->is_number_unsigned()) {
+      v = it->get<std::uint64_t>();
+    } else if (it->is_number_integer() && it->get<std::int64_t>() > 0) {
+      v = static_cast<std::uint64_t>(it->get<std::int64_t>());
+    } else if (it->is_number_float()) {
+      // Below 2^64 only: converting a larger double to an integer is undefined behaviour.
       const double d = it->get<double>();
-      if (d >= 1 && d <= static_cast<double>(max) && d == static_cast<double>(static_cast<std::uint64_t>(d))) {
-        v = static_cast<std::uint64_t>(d);
-      }
+      if (d >= 1 && d < 18446744073709551616.0 && std::floor(d) == d) v = static_cast<std::uint64_t>(d);
     }
     if (!v || *v == 0 || *v > max) {
       throw invalid_argument(fmt::format("{}: {} must be an integer from 1 to {} (got {})", tool, key, max,

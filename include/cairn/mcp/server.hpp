@@ -68,11 +68,13 @@ struct ServerConfig {
 ///
 ///     cairn::mcp::Server server(tools, {});
 ///     server.serve(std::cin, std::cout);       // until stdin closes
-///     auto reply = server.handle_line(R"({"jsonrpc":"2.0","id":1,"method":"ping"})");  // {"jsonrpc":"2.0","id":1,"result":{}}
+///     // {"id":1,"jsonrpc":"2.0","result":{}}
+///     auto reply = server.handle_line(R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
 class Server {
  public:
   /// Serves `tools`; throws cairn::invalid_argument for a tool without a name or handler, or a name given twice.
-  explicit Server(std::vector<Tool> tools, ServerConfig config = {}) : tools_(std::move(tools)), config_(std::move(config)) {
+  explicit Server(std::vector<Tool> tools, ServerConfig config = {})
+      : tools_(std::move(tools)), config_(std::move(config)) {
     for (std::size_t i = 0; i < tools_.size(); ++i) {
       const auto& t = tools_[i];
       if (t.name.empty()) throw invalid_argument(fmt::format("mcp::Server: tools[{}] has no name", i));
