@@ -31,3 +31,5 @@
 #include "cairn/goals/sop.hpp"
 #include "cairn/goals/model_adapters.hpp"
 #include "cairn/goals/dot.hpp"
+#include "cairn/mcp/server.hpp"
+#include "cairn/mcp/artifact_tools.hpp"

@@ -11,6 +11,10 @@ if(INSTALL_FROM)
       message(FATAL_ERROR "cmake --install did not produce cairnConfig.cmake under ${PREFIX}")
     endif()
   endif()
+  # A build that made the MCP server installs it too.
+  if(EXISTS "${INSTALL_FROM}/examples/cairn-mcp" AND NOT EXISTS "${PREFIX}/bin/cairn-mcp")
+    message(FATAL_ERROR "cmake --install did not install cairn-mcp into ${PREFIX}/bin")
+  endif()
 endif()
 file(REMOVE_RECURSE "${BUILD}")
 execute_process(COMMAND "${CMAKE_COMMAND}" -S "${CONSUMER}" -B "${BUILD}" -G "${GENERATOR}"

@@ -1,0 +1,129 @@
+// cairn-mcp — an MCP server over stdio that gives any MCP host (Claude Desktop, an IDE, an agent runtime) cairn's
+// workflow tools and artifact tools, without writing C++.
+//
+//   cairn-mcp --workspace /path/to/repo --workflow feature.yaml --tenant acme [--store memory:]
+//
+// stdout carries only JSON-RPC messages (one per line); every diagnostic goes to stderr. See docs/mcp.md.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <cairn/cairn.hpp>
+#include <cairn/mcp/artifact_tools.hpp>
+#include <cairn/mcp/server.hpp>
+#include <cairn/store/open_store.hpp>
+#if CAIRN_MCP_WITH_YAML
+#include <cairn/workflow/yaml.hpp>
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The store behind `--store <url>`: whatever cairn::open_store knows in this build (memory:, sqlite:, postgres:).
+std::shared_ptr<cairn::ArtifactStore> open_artifact_store(const std::string& url) {
+  try {
+    return cairn::open_store(url);
+  } catch (const cairn::error& e) {
+    throw cairn::invalid_argument(std::string("--store: ") + e.what());
+  }
+}
+
+// A workflow template from a .yaml/.yml file (when built with cairn::yaml) or a JSON file.
+cairn::WorkflowTemplate load_template(const fs::path& path) {
+  const auto ext = path.extension().string();
+  if (ext == ".yaml" || ext == ".yml") {
+#if CAIRN_MCP_WITH_YAML
+    return cairn::load_template_yaml_file(path);
+#else
+    throw cairn::invalid_argument(path.string() + ": YAML templates need cairn::yaml (build with CAIRN_WITH_YAML=ON)");
+#endif
+  }
+  constexpr std::uintmax_t max_bytes = 4u * 1024u * 1024u;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw cairn::storage_error(path.string() + ": " + ec.message());
+  if (size > max_bytes) {
+    throw cairn::limit_exceeded(path.string() + ": " + std::to_string(size) + " bytes, more than the limit of " +
+                                std::to_string(max_bytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw cairn::storage_error(path.string() + ": cannot be read");
+  try {
+    return cairn::WorkflowTemplate::parse(text.str());
+  } catch (const cairn::error& e) {
+    throw cairn::invalid_template(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cairn-mcp: cairn's workflow and artifact tools as an MCP server over stdio", "cairn-mcp"};
+  std::string workspace = ".";
+  std::string workflow;
+  std::string tenant = "default";
+  std::string store_url = "memory:";
+  bool quiet = false;
+  app.add_option("--workspace", workspace,
+                 "Folder the workflow works in: holds workflow-state.json; register_artefacts paths resolve in it")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  app.add_option("--workflow", workflow, "Workflow template (.json, or .yaml/.yml); without it no workflow tools")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tenant", tenant, "The one tenant every artifact tool works in")->capture_default_str();
+  app.add_option("--store", store_url, "Artifact store URL (memory:)")->capture_default_str();
+  app.add_flag("--quiet", quiet, "No diagnostics on stderr");
+  app.set_version_flag("--version", std::string("cairn-mcp ") + cairn::version_string());
+  CLI11_PARSE(app, argc, argv);
+
+  auto log = [quiet](std::string_view message) {
+    if (!quiet) std::cerr << "cairn-mcp: " << message << std::endl;
+  };
+
+  std::vector<cairn::mcp::Tool> tools;
+  try {
+    if (tenant.empty()) throw cairn::invalid_argument("--tenant must not be empty");
+    auto store = open_artifact_store(store_url);
+    if (!workflow.empty()) {
+      const auto root = fs::canonical(workspace);
+      // Registered files are also stored as `file` artifacts of the tenant, so artifact_list finds them.
+      cairn::WorkflowTools wf(cairn::StateFile(root), load_template(workflow),
+                              cairn::artefact_recorder(store, tenant));
+      tools = wf.tools();
+      log("workflow '" + workflow + "' in " + root.string());
+    }
+    cairn::mcp::ArtifactTools artifacts(store, tenant);
+    tools.insert(tools.end(), artifacts.tools().begin(), artifacts.tools().end());
+  } catch (const std::exception& e) {
+    std::cerr << "cairn-mcp: " << e.what() << "\n";
+    return 2;
+  }
+
+  cairn::mcp::ServerConfig config;
+  config.title = "cairn";
+  config.instructions =
+      "cairn keeps what agents produce and steers what they do next. "
+      "Workflow tools (when a workflow is configured): call workflow_start, follow the instructions of each step, "
+      "call workflow_advance with what you did, register files you create with register_artefacts. "
+      "Artifact tools store, fetch, list, version and delete artifacts of tenant '" + tenant + "'.";
+  config.log = log;
+  cairn::mcp::Server server(std::move(tools), config);
+
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up ends the loop through a failed write, not a signal
+  std::ios::sync_with_stdio(false);
+  std::cin.tie(nullptr);
+  log("serving " + std::to_string(server.tools().size()) + " tools to tenant '" + tenant + "' on stdio");
+  server.serve(std::cin, std::cout);
+  log("stdin closed; bye");
+  return 0;
+}
