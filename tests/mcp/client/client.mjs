@@ -459,7 +459,7 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   reply = await b.request(tool(3, 'artifact_store', { id: 'plan', type: 'document', title: 'B plan', value: 'from b' }));
   assert.equal(reply.result.structuredContent.version, 1, JSON.stringify(reply.result));
   reply = await a.request(tool(3, 'artifact_list', {}));
-  assert.deepEqual(reply.result.structuredContent.items.map((r) => r.value), ['from a']);
+  assert.deepEqual(reply.result.structuredContent.artifacts.map((r) => r.title), ["A plan"]);
   await a.close();
   await b.close();
   const a2 = new Raw(['--store', `sqlite:${db}`, '--tenant', 'tenant-a']);
