@@ -18,6 +18,7 @@
 
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
+#include "cairn/detail/text.hpp"
 
 namespace cairn {
 namespace {
@@ -180,23 +181,8 @@ std::optional<std::string> utf8_upper_bound(const std::string& prefix) {
   if (cps.empty()) return std::nullopt;
   cps.back() = cps.back() == 0xD7FF ? 0xE000 : cps.back() + 1;
   std::string out;
-  for (std::uint32_t cp : cps) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
+  for (std::uint32_t cp : cps) detail::append_utf8(out, cp);
+
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cairn/detail/text.hpp"
 #include "cairn/handoff/artifact_block.hpp"
 
 namespace cairn {
@@ -61,24 +62,6 @@ void scan_references(std::string_view text, OnReference&& on_reference);
 std::vector<ArtifactReference> find_references(std::string_view text);
 
 namespace detail::handoff {
-
-inline void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 /// Reads the numeric character reference `&#…;` / `&#x…;` at `entity` (which includes `&` and `;`).
 inline std::optional<std::uint32_t> numeric_reference(std::string_view entity) noexcept {
@@ -251,7 +234,7 @@ inline std::string xml_unescape(std::string_view text) {
     else if (entity == "&gt;") out.push_back('>');
     else if (entity == "&quot;") out.push_back('"');
     else if (entity == "&apos;") out.push_back('\'');
-    else if (const auto cp = detail::handoff::numeric_reference(entity)) detail::handoff::append_utf8(out, *cp);
+    else if (const auto cp = detail::handoff::numeric_reference(entity)) detail::append_utf8(out, *cp);
     else {
       out.push_back('&');
       i = amp + 1;
