@@ -117,3 +117,12 @@ TEST_CASE("from_a2a rejects what is not an A2A Artifact, naming the member") {
   CHECK_THROWS_WITH(bad(R"({"artifactId":"x","name":7,"parts":[{"kind":"text","text":"a"}]})"),
                     "A2A Artifact.name: expected a string, got number");
 }
+
+TEST_CASE("from_a2a reads cairn's flags only when they are booleans") {
+  // Found by tests/fuzz/fuzz_record (corpus/record/regression-a2a-flag-not-boolean.json): a string where a boolean
+  // flag was expected escaped as a raw nlohmann::json::type_error.
+  auto r = from_a2a(json::parse(R"({"artifactId":"a1","name":"Notes","parts":[{"kind":"data","data":{"value":[1,2]},
+    "metadata":{"cairn_wrapped":"acme"}}],"metadata":{"cairn":{"type":"data","untitled":"yes"}}})"), "t");
+  CHECK(r->value() == json({{"value", {1, 2}}}));  // not unwrapped
+  CHECK(r->title() == "Notes");                    // not untitled
+}

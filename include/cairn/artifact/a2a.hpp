@@ -16,6 +16,14 @@
 
 namespace cairn {
 
+namespace detail {
+/// True only when `obj[key]` is the JSON boolean true (outside data may put anything there).
+inline bool flag(const nlohmann::json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+}  // namespace detail
+
 /// The record as an A2A v0.3.0 Artifact (JSON that validates against `#/definitions/Artifact`).
 inline nlohmann::json to_a2a(const ArtifactRecord& r) {
   nlohmann::json parts = nlohmann::json::array();
@@ -112,7 +120,7 @@ inline ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& tenant_i
     } else if (const auto* d = std::get_if<DataPart>(&part)) {
       saw_data = true;
       const auto m = p.find("metadata");
-      const bool wrapped = m != p.end() && m->is_object() && m->value("cairn_wrapped", false);
+      const bool wrapped = m != p.end() && m->is_object() && detail::flag(*m, "cairn_wrapped");
       contents.push_back(wrapped && d->data.contains("value") ? d->data["value"] : d->data);
     } else if (const auto* f = std::get_if<FilePart>(&part)) {
       if (saw_file) continue;
@@ -148,7 +156,7 @@ inline ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& tenant_i
     if (detail::member(m, "schema_url")) b.schema_url(detail::string_field(m, "schema_url"));
     if (detail::member(m, "created_by")) b.created_by(detail::string_field(m, "created_by"));
     if (const auto* v = detail::member(m, "metadata")) metadata = *v;
-    if (!(m.value("untitled", false))) b.title(name.value_or(id));
+    if (!detail::flag(m, "untitled")) b.title(name.value_or(id));
   } else {
     b.type(saw_file ? ArtifactType::file : saw_data ? ArtifactType::structured : ArtifactType::document);
     b.title(name ? *name : id);
