@@ -87,7 +87,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto log = [quiet](std::string_view message) {
-    if (!quiet) std::cerr << "cairn-mcp: " << message << std::endl;
+    if (quiet) return;
+    // One write per line: a reader of the pipe never sees half a line, even when it reads between our writes.
+    std::string line = "cairn-mcp: ";
+    line.append(message).push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
   };
 
   std::vector<cairn::mcp::Tool> tools;

@@ -58,13 +58,14 @@ function check(cond, message) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Part 1: the official client over stdio.
-const stderrLines = [];
+let stderrText = '';
 const transport = new StdioClientTransport({
   command: server,
   args: ['--workspace', workspace, '--workflow', templatePath, '--tenant', 'acme'],
   stderr: 'pipe',
 });
-transport.stderr.on('data', (d) => stderrLines.push(...d.toString().split('\n').filter(Boolean)));
+// Pipe reads can end anywhere in a line, so keep the text and split it into lines when checking.
+transport.stderr.on('data', (d) => { stderrText += d.toString(); });
 // The SDK asks for its newest version and tells the transport the version the server chose.
 let negotiated;
 transport.setProtocolVersion = (v) => { negotiated = v; };
@@ -295,7 +296,7 @@ assert.equal((await call('artifact_fetch', { id: 'report' })).version, 2);
 await client.ping();
 
 await client.close();
-check(stderrLines.some((l) => l.startsWith('cairn-mcp: serving 11 tools')), 'diagnostics go to stderr');
+check(stderrText.split('\n').some((l) => l.startsWith('cairn-mcp: serving 11 tools')), 'diagnostics go to stderr');
 
 // ---------------------------------------------------------------------------------------------------------------
 // Part 2: raw JSON-RPC, for what the SDK never sends. Every stdout line must be one JSON-RPC message.
@@ -329,7 +330,7 @@ class Raw {
   }
   async close() {
     this.proc.stdin.end();
-    const code = await new Promise((r) => this.proc.on('exit', r));
+    const code = await new Promise((r) => this.proc.on('close', r));
     assert.equal(code, 0, `cairn-mcp exited with ${code}: ${this.stderr}`);
     assert.equal(this.lines.length, 0, `unexpected extra replies: ${JSON.stringify(this.lines)}`);
   }
