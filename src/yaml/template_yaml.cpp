@@ -4,6 +4,7 @@
 // the depth limit before yaml-cpp recurses any deeper, and aliases are expanded with their node counts charged.
 #include "cairn/workflow/yaml.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -61,18 +62,25 @@ nlohmann::json resolve_plain(const std::string& v) {
   if (v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL") return nullptr;
   if (v == "true" || v == "True" || v == "TRUE") return true;
   if (v == "false" || v == "False" || v == "FALSE") return false;
+  // from_chars: no locale, no exceptions, and no leading '+' (skipped here; the text checks allow one).
+  const char* first = v.data() + (v[0] == '+' ? 1 : 0);
+  const char* last = v.data() + v.size();
+  const auto whole = [last](std::from_chars_result r) { return r.ec == std::errc() && r.ptr == last; };
   if (is_int_text(v)) {
-    try {
-      if (v[0] == '-') return std::stoll(v);
-      return std::stoull(v[0] == '+' ? v.substr(1) : v);
-    } catch (const std::out_of_range&) {
-      return std::stod(v);
+    if (v[0] == '-') {
+      std::int64_t i = 0;
+      if (whole(std::from_chars(first, last, i))) return i;
+    } else {
+      std::uint64_t u = 0;
+      if (whole(std::from_chars(first, last, u))) return u;
     }
+    // Too big for a 64-bit integer: read as a double below, like a JSON parser would.
   }
-  if (is_float_text(v)) {
-    const double d = std::stod(v);
-    // JSON has no infinity: an overflowing number stays text rather than turning into null.
-    if (std::isfinite(d)) return d;
+  if (is_int_text(v) || is_float_text(v)) {
+    double d = 0;
+    // A number beyond double's range either way (1e999, 1e-999) stays text: JSON has no infinity, and turning it
+    // into 0 or null would change what the author wrote without a word.
+    if (whole(std::from_chars(first, last, d)) && std::isfinite(d)) return d;
   }
   return v;
 }

@@ -1,6 +1,9 @@
 #include "cairn/workflow/yaml.hpp"
 
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -76,6 +79,16 @@ TEST_CASE("plain scalars are typed by the core schema, quoted ones stay strings"
   CHECK(j.at("k") == "5");
   CHECK(j.at("l") == 0.5);
   CHECK(j.at("m").is_number_float());
+  CHECK(j.at("m").get<double>() == 1e23);
+  CHECK(yaml_to_json("+7") == 7);
+  CHECK(yaml_to_json("-9223372036854775808") == std::numeric_limits<std::int64_t>::min());
+  CHECK(yaml_to_json("18446744073709551615") == std::numeric_limits<std::uint64_t>::max());
+  CHECK(yaml_to_json("-.25") == -0.25);
+  CHECK(yaml_to_json("[1e999, -1e999, 1e-999]") == json::array({"1e999", "-1e999", "1e-999"}));
+  CHECK(yaml_to_json(std::string(400, '4')) == std::string(400, '4'));
+  const std::string big(300, '4');
+  CHECK(yaml_to_json(big).get<double>() == std::strtod(big.c_str(), nullptr));
+  CHECK(yaml_to_json("[1.2.3, 1e, +, -, .e5, 0x1A]") == json::array({"1.2.3", "1e", "+", "-", ".e5", "0x1A"}));
   CHECK(yaml_to_json("[1, [2, {x: y}]]") == json::parse(R"([1, [2, {"x": "y"}]])"));
   CHECK(yaml_to_json("1: one") == json{{"1", "one"}});
   CHECK(yaml_to_json("") == nullptr);
