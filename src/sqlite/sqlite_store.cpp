@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -342,7 +343,14 @@ struct SqliteArtifactStore::Impl {
       return -1;
     }
     if (!c.query_text("SELECT max(version) FROM cairn_schema", out) || out.empty()) return -1;
-    return std::stoi(out);
+    int version = -1;
+    const auto r = std::from_chars(out.data(), out.data() + out.size(), version);
+    if (r.ec != std::errc() || r.ptr != out.data() + out.size() || version < 0) {
+      throw storage_error(fmt::format("{}: cairn_schema holds version '{}', which is not a schema version; "
+                                      "the file was changed by something other than cairn",
+                                      where, out));
+    }
+    return version;
   }
 
   std::string path;

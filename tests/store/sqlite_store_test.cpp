@@ -139,6 +139,25 @@ TEST_CASE("a file of a newer cairn is refused, and left as it was") {
   CHECK(raw.scalar("SELECT value FROM cairn_artifacts WHERE id = 'keep'") == "\"kept\"");
 }
 
+TEST_CASE("a file whose schema version is not a number is refused, and left as it was") {
+  TempDir dir;
+  const auto path = dir.file("edited.db");
+  { SqliteArtifactStore store(path); store.store(*note("t", "keep", "kept")); }
+  for (const std::string bad : {"'two'", "-3", "99999999999999999999", "'7x'"}) {
+    { RawDb raw(path); raw.exec("UPDATE cairn_schema SET version = " + bad); }
+    try {
+      SqliteArtifactStore store(path);
+      FAIL("opening a file with schema version " << bad << " did not throw");
+    } catch (const storage_error& e) {
+      CHECK_THAT(e.what(), cairn_test::ContainsSubstring("is not a schema version"));
+      CHECK_THAT(e.what(), cairn_test::ContainsSubstring(path));
+    }
+  }
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "7x");
+  CHECK(raw.scalar("SELECT value FROM cairn_artifacts WHERE id = 'keep'") == "\"kept\"");
+}
+
 TEST_CASE("a file that is not a SQLite database is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("notes.txt");
