@@ -3,6 +3,7 @@
 
 #include "cairn/version.hpp"
 #include "cairn/error.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/artifact/type.hpp"
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/message_part.hpp"
