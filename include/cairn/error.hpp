@@ -4,6 +4,7 @@
 // failures in one place. Messages name the thing that was wrong and where it was.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -61,6 +62,21 @@ class limit_exceeded : public error {
 class parse_error : public error {
  public:
   using error::error;
+};
+
+/// A conditional write lost a race: what is stored had moved on from what the caller expected. Nothing was written.
+/// `expected()` is the version (or journal sequence number) the caller named, `actual()` the one it found; the
+/// caller re-reads and decides again. Thrown by ArtifactStore::store_if and RunJournal::append.
+class conflict : public error {
+ public:
+  conflict(const std::string& what, std::uint64_t expected, std::uint64_t actual)
+      : error(what), expected_(expected), actual_(actual) {}
+  std::uint64_t expected() const noexcept { return expected_; }
+  std::uint64_t actual() const noexcept { return actual_; }
+
+ private:
+  std::uint64_t expected_;
+  std::uint64_t actual_;
 };
 
 /// A durable backend failed (I/O, SQL, connection).

@@ -85,6 +85,9 @@ constexpr const char* record_columns =
 
 enum Stmt : std::size_t {
   store_version,
+  store_create,
+  store_replace,
+  head_version,
   find_token,
   fetch_latest,
   fetch_version,
@@ -96,7 +99,7 @@ enum Stmt : std::size_t {
 };
 
 constexpr std::array<const char*, statement_count> statement_names = {
-    "cairn_store", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
+    "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
     "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open"};
 
 std::string statement_sql(Stmt s) {
@@ -111,6 +114,15 @@ std::string statement_sql(Stmt s) {
       "WHERE h.tenant_id = $1::text AND h.id >= $2::text {{}} AND h.id > $4::text "
       "AND ($5::text IS NULL OR h.type = $5::text) AND ($6::text IS NULL OR h.created_by = $6::text) "
       "ORDER BY h.id LIMIT $7::bigint");
+  // The version row is inserted from what the head statement returned: when a conditional head statement
+  // matches nothing (the id exists, or moved on), nothing at all is written and the statement returns no row.
+  const std::string insert_version =
+      "INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
+      "value_text, storage_url, mime_type, created_by, size_bytes, schema_url, created_at, metadata, "
+      "metadata_text, write_token) "
+      "SELECT $1::text, $2::text, head.latest, $3::text, $4::text, $5::text, $6::text, $7::jsonb, $8::text, "
+      "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text "
+      "FROM head RETURNING version";
   switch (s) {
     case store_version:
       return "WITH head AS ("
@@ -118,13 +130,24 @@ std::string statement_sql(Stmt s) {
              "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
              "ON CONFLICT (tenant_id, id) DO UPDATE "
              "SET latest = h.latest + 1, type = EXCLUDED.type, created_by = EXCLUDED.created_by "
-             "RETURNING latest) "
-             "INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
-             "value_text, storage_url, mime_type, created_by, size_bytes, schema_url, created_at, metadata, "
-             "metadata_text, write_token) "
-             "SELECT $1::text, $2::text, head.latest, $3::text, $4::text, $5::text, $6::text, $7::jsonb, $8::text, "
-             "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text "
-             "FROM head RETURNING version";
+             "RETURNING latest) " +
+             insert_version;
+    case store_create:
+      // ON CONFLICT DO NOTHING waits for a concurrent creator of the same id and then does nothing.
+      return "WITH head AS ("
+             "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by) "
+             "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
+             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest) " +
+             insert_version;
+    case store_replace:
+      // Under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock re-checks its WHERE clause
+      // on the row that writer left: if it moved the version on, this matches nothing.
+      return "WITH head AS ("
+             "UPDATE cairn_heads SET latest = latest + 1, type = $3::text, created_by = $11::text "
+             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $18::bigint RETURNING latest) " +
+             insert_version;
+    case head_version:
+      return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
     case find_token:
       return "SELECT version FROM cairn_artifacts "
              "WHERE tenant_id = $1::text AND id = $2::text AND write_token = $3::text";
@@ -238,9 +261,9 @@ struct PostgresArtifactStore::Impl {
     Connection& operator=(const Connection&) = delete;
   };
 
-  /// Up to 17 text parameters; null pointers are SQL NULLs.
+  /// Up to 18 text parameters; null pointers are SQL NULLs.
   struct Params {
-    std::array<const char*, 17> values{};
+    std::array<const char*, 18> values{};
     int count = 0;
     Params& add(const std::string& s) {
       values[static_cast<std::size_t>(count++)] = s.c_str();
@@ -491,7 +514,14 @@ void require_pg_text(const char* field, const std::optional<std::string>& v) {
 
 }  // namespace
 
-ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) {
+ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) { return put(record, nullptr); }
+
+ArtifactPtr PostgresArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
+  detail::check_store_if(record, expected_version);
+  return put(record, &expected_version);
+}
+
+ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::uint64_t* expected) {
   // Everything that can fail on bad input fails before anything is sent.
   require_pg_text("tenant_id", record.tenant_id());
   require_pg_text("id", record.id());
@@ -513,6 +543,10 @@ ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) {
       record.size_bytes() ? std::optional<std::string>(std::to_string(detail::to_sql_int(*record.size_bytes())))
                           : std::nullopt;
   const std::string token = detail::uuid_v4();
+  const std::optional<std::string> expected_text =
+      expected && *expected != absent ? std::optional<std::string>(std::to_string(*expected)) : std::nullopt;
+  const Stmt statement = !expected ? store_version : *expected == absent ? store_create : store_replace;
+  std::optional<std::uint64_t> lost_to;  // set when a conditional store found another version
 
   const std::int64_t version = impl_->with_connection([&](Impl::Connection& c, bool retry) -> std::int64_t {
     if (retry) {
@@ -540,12 +574,19 @@ ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) {
         .add(metadata.jsonb)
         .add(metadata.text)
         .add(token);
+    if (expected_text) p.add(expected_text);
     // The statement assigns versions without races under READ COMMITTED; a database whose default isolation is
     // stricter may still report a conflict, and the statement, rolled back as a whole, can run again.
     for (int attempt = 1;; ++attempt) {
       try {
-        auto res = impl_->run(c, store_version, p);
-        return to_int64(PQgetvalue(res.get(), 0, 0));
+        auto res = impl_->run(c, statement, p);
+        if (PQntuples(res.get()) == 1) return to_int64(PQgetvalue(res.get(), 0, 0));
+        // Only a conditional store returns no row: the id was not at the expected version, nothing was written.
+        Impl::Params q;
+        q.add(record.tenant_id()).add(id);
+        auto head = impl_->run(c, head_version, q);
+        lost_to = PQntuples(head.get()) == 1 ? static_cast<std::uint64_t>(to_int64(PQgetvalue(head.get(), 0, 0))) : 0;
+        return 0;
       } catch (const write_conflict&) {
         if (attempt == 50) throw;
         std::this_thread::sleep_for(std::chrono::milliseconds(std::min(attempt * 2, 50)));
@@ -553,6 +594,7 @@ ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) {
     }
   });
 
+  if (lost_to) throw detail::version_conflict(record, *expected, *lost_to);
   auto b = record.to_builder();
   b.id(id).version(static_cast<std::uint64_t>(version)).created_at(created_at);
   return b.build();

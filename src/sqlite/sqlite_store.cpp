@@ -353,6 +353,8 @@ struct SqliteArtifactStore::Impl {
     return version;
   }
 
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected);
+
   std::string path;
   SqliteOptions options;
   std::string where;
@@ -380,9 +382,16 @@ SqliteArtifactStore::~SqliteArtifactStore() = default;
 
 const std::string& SqliteArtifactStore::path() const noexcept { return impl_->path; }
 
-ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) {
+ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) { return impl_->put(record, nullptr); }
+
+ArtifactPtr SqliteArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
+  detail::check_store_if(record, expected_version);
+  return impl_->put(record, &expected_version);
+}
+
+ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const std::uint64_t* expected) {
   // Everything that can fail on bad input fails before the transaction starts.
-  const auto& limits = impl_->options.json_limits;
+  const auto& limits = options.json_limits;
   const std::optional<std::string> value =
       record.has_value() ? std::optional<std::string>(detail::dump_json_column(record.value(), "value", limits))
                          : std::nullopt;
@@ -390,23 +399,28 @@ ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) {
   std::string id = record.id().empty() ? detail::uuid_v4() : record.id();
   const std::int64_t created_at = record.created_at() == 0 ? detail::now_ms() : record.created_at();
 
-  auto conn = impl_->pool.acquire();
+  auto conn = pool.acquire();
   std::int64_t version = 1;
   {
-    Impl::WriteTransaction tx(*conn);
+    WriteTransaction tx(*conn);
     {
-      Impl::Query q(*conn, head_latest);
+      Query q(*conn, head_latest);
       q.bind(1, record.tenant_id()).bind(2, id);
       if (q.step()) version = q.int64(0) + 1;
     }
-    Impl::Query(*conn, version == 1 ? head_insert : head_update)
+    // Checked inside the write transaction, which holds the database's write lock: nobody can move the id on
+    // between this check and the insert.
+    if (expected && static_cast<std::uint64_t>(version - 1) != *expected) {
+      throw detail::version_conflict(record, *expected, static_cast<std::uint64_t>(version - 1));
+    }
+    Query(*conn, version == 1 ? head_insert : head_update)
         .bind(1, record.tenant_id())
         .bind(2, id)
         .bind(3, version)
         .bind(4, record.type().str())
         .bind(5, record.created_by())
         .run();
-    Impl::Query ins(*conn, artifact_insert);
+    Query ins(*conn, artifact_insert);
     ins.bind(1, record.tenant_id())
         .bind(2, id)
         .bind(3, version)

@@ -82,7 +82,6 @@ TEST_CASE("a taken id is retried; when every id is taken the error is clear and 
   }
   // One free id in 36: 5,000 attempts find it except with probability (35/36)^5000, about 1e-61.
   Handoff one_left(store, "t", with_prefix("a", 1, 5000));
-  CHECK(one_left.new_id() == "a_a");
   const auto stored = one_left.accept_reply("ARTIFACT\nSUMMARY: s\nnew content", "writer");
   REQUIRE(stored.artifact);
   CHECK(stored.artifact->id() == "a_a");
@@ -90,12 +89,47 @@ TEST_CASE("a taken id is retried; when every id is taken the error is clear and 
 
   Handoff full(store, "t", with_prefix("a", 1, 50));
   CHECK_THROWS_AS(full.accept_reply("ARTIFACT\nSUMMARY: s\nmore", "writer"), limit_exceeded);
-  CHECK_THROWS_WITH(full.new_id(), "handoff: no free artifact id 'a_' + 1 random characters after 50 attempts in "
+  CHECK_THROWS_WITH(full.accept_reply("ARTIFACT\nSUMMARY: s\nmore", "writer"), "handoff: no free artifact id 'a_' + 1 random characters after 50 attempts in "
                                    "tenant 't'; raise HandoffOptions::id_length");
   CHECK(count(*store, "t") == 36);
   for (char c : alphabet) CHECK(store->versions(std::string("a_") + c, "t") == std::vector<std::uint64_t>{1});
   // Another tenant has all of its ids free.
-  CHECK(Handoff(store, "u", with_prefix("a", 1)).new_id().size() == 3);
+  CHECK(Handoff(store, "u", with_prefix("a", 1)).accept_reply("ARTIFACT\nx", "w").artifact->version() == 1);
+}
+
+TEST_CASE("handoffs racing for the same ids never share one: each id is taken once, at version 1") {
+  // 36 possible ids and 8 threads drawing them: collisions happen all the time, and each must be a fresh draw,
+  // never a version 2 over another agent's artifact.
+  auto store = std::make_shared<InMemoryArtifactStore>();
+  Handoff handoff(store, "t", with_prefix("r", 1, 1000));
+  constexpr int threads = 8;
+  std::vector<std::vector<std::pair<std::string, std::string>>> got(threads);  // id, content
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) {
+    pool.emplace_back([&, i] {
+      for (int k = 0; k < 10; ++k) {
+        const std::string body = "from " + std::to_string(i) + "/" + std::to_string(k);
+        try {
+          got[i].emplace_back(handoff.accept_reply("ARTIFACT\n" + body, "w").artifact->id(), body);
+        } catch (const limit_exceeded&) {
+          // every id is taken
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  std::set<std::string> ids;
+  std::size_t stored = 0;
+  for (const auto& per_thread : got) {
+    for (const auto& [id, body] : per_thread) {
+      ids.insert(id);
+      ++stored;
+      CHECK(store->fetch(id, "t")->value() == body);  // what this agent's reference shows is what it handed off
+      CHECK(store->versions(id, "t") == std::vector<std::uint64_t>{1});
+    }
+  }
+  CHECK(stored == ids.size());  // no id handed to two agents
+  CHECK(stored == 36);          // 80 handoffs for 36 ids: every id was taken in the end
 }
 
 TEST_CASE("an ARTIFACT reply is stored as a document and replaced by its reference") {

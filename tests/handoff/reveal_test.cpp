@@ -31,6 +31,7 @@ class CountingStore final : public ArtifactStore {
  public:
   using ArtifactStore::store;
   ArtifactPtr store(const ArtifactRecord& r) override { return inner_.store(r); }
+  ArtifactPtr store_if(const ArtifactRecord& r, std::uint64_t v) override { return inner_.store_if(r, v); }
   ArtifactPtr fetch(const std::string& id, const std::string& tenant, std::uint64_t version) const override {
     ++fetches;
     return inner_.fetch(id, tenant, version);

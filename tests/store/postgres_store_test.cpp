@@ -425,3 +425,10 @@ TEST_CASE("postgres: a server restart in the middle of a run loses no acknowledg
     CHECK(fresh.versions(id, t) == consecutive);
   }
 }
+
+TEST_CASE("postgres store_if: threads of two processes racing on one id, exactly one wins each time") {
+  store_test::TempDir dir;
+  store_test::check_store_if_race_across_processes(
+      [] { return std::make_unique<PostgresArtifactStore>(base_conninfo(), PostgresOptions{4, 15000, {}}); },
+      random_name("cond-"), dir.file("child.txt"));
+}

@@ -385,3 +385,12 @@ TEST_CASE("threads of two processes storing versions of the same ids get distinc
   for (auto ver : store.versions("shared-a", "t")) writers.insert(store.fetch("shared-a", "t", ver)->value()["who"].get<std::string>());
   CHECK(writers == std::set<std::string>{"child", "parent"});
 }
+
+TEST_CASE("store_if: threads of two processes racing on one id, exactly one wins each time") {
+  TempDir dir;
+  const auto path = dir.file("cond.db");
+  { SqliteArtifactStore init(path); }
+  store_test::check_store_if_race_across_processes(
+      [&] { return std::make_unique<SqliteArtifactStore>(path, SqliteOptions{30000, 4, SqliteOptions::Synchronous::normal, {}}); },
+      "t", dir.file("child.txt"));
+}

@@ -3,10 +3,18 @@
 #pragma once
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <thread>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -160,6 +168,99 @@ inline void check_tenant_isolation(cairn::ArtifactStore& s) {
   REQUIRE(after.items.size() == before.items.size());
   for (std::size_t i = 0; i < after.items.size(); ++i) CHECK(*after.items[i] == *before.items[i]);
   for (const auto& id : ids) CHECK(s.versions(id, owner) == std::vector<std::uint64_t>{1, 2});
+}
+
+/// Two processes, each with `threads` threads and its own store object from `open`, race conditional writes on
+/// one tenant: every thread tries to create each of `ids` ids, then runs read-modify-write rounds on one counter.
+/// Checks that each id was created exactly once and that each counter version was won by exactly one writer, that
+/// every win was a replacement of the version the winner read, and that the store holds exactly the won versions.
+inline void check_store_if_race_across_processes(const std::function<std::unique_ptr<cairn::ArtifactStore>()>& open,
+                                                 const std::string& tenant, const std::string& scratch_file,
+                                                 int threads = 4, int ids = 30, int rounds = 40) {
+  using nlohmann::json;
+  auto note = [&](const std::string& id, json v) {
+    return cairn::ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title(id).value(std::move(v))
+        .build();
+  };
+  // Returns "c <id>" for each creation won and "r <version>" for each replacement won; "bad" for a wrong answer.
+  auto race = [&](const std::string& who) {
+    auto store = open();
+    std::vector<std::vector<std::string>> wins(static_cast<std::size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        auto& mine = wins[static_cast<std::size_t>(t)];
+        for (int k = 0; k < ids; ++k) {
+          const std::string id = "created-" + std::to_string(k);
+          try {
+            store->store_if(*note(id, json{{"who", who}, {"t", t}}), cairn::ArtifactStore::absent);
+            mine.push_back("c " + id);
+          } catch (const cairn::conflict& c) {
+            if (c.expected() != 0 || c.actual() != 1) mine.push_back("bad");
+          }
+        }
+        for (int k = 0; k < rounds; ++k) {
+          const auto seen = store->fetch("counter", tenant);
+          const std::uint64_t v = seen ? seen->version() : 0;
+          try {
+            const auto got = store->store_if(*note("counter", json{{"who", who}, {"t", t}, {"k", k}}), v);
+            mine.push_back(got->version() == v + 1 ? "r " + std::to_string(got->version()) : "bad");
+          } catch (const cairn::conflict& c) {
+            if (c.expected() != v || c.actual() <= v) mine.push_back("bad");
+          }
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    std::vector<std::string> all;
+    for (auto& w : wins) all.insert(all.end(), w.begin(), w.end());
+    return all;
+  };
+
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    int code = 0;
+    try {
+      std::ofstream out(scratch_file);
+      for (const auto& line : race("child")) out << line << '\n';
+    } catch (...) {
+      code = 1;
+    }
+    _exit(code);
+  }
+  auto wins = race("parent");
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::ifstream in(scratch_file);
+  for (std::string line; std::getline(in, line);) wins.push_back(line);
+
+  CHECK(std::count(wins.begin(), wins.end(), "bad") == 0);
+  std::vector<std::string> created;
+  std::vector<std::uint64_t> replaced;
+  for (const auto& w : wins) {
+    if (w.rfind("c ", 0) == 0) created.push_back(w.substr(2));
+    if (w.rfind("r ", 0) == 0) replaced.push_back(std::stoull(w.substr(2)));
+  }
+  std::sort(created.begin(), created.end());
+  CHECK(created.size() == static_cast<std::size_t>(ids));
+  CHECK(std::adjacent_find(created.begin(), created.end()) == created.end());
+  std::sort(replaced.begin(), replaced.end());
+  REQUIRE(!replaced.empty());
+  CHECK(std::adjacent_find(replaced.begin(), replaced.end()) == replaced.end());
+  CHECK(replaced.front() == 1);
+  CHECK(replaced.back() == replaced.size());
+  auto store = open();
+  CHECK(store->versions("counter", tenant).size() == replaced.size());
+  for (int k = 0; k < ids; ++k) CHECK(store->versions("created-" + std::to_string(k), tenant).size() == 1);
+  // Both processes won some of the races.
+  std::set<std::string> winners;
+  for (auto v : store->versions("counter", tenant)) {
+    winners.insert(store->fetch("counter", tenant, v)->value()["who"].get<std::string>());
+  }
+  CHECK(winners.size() == 2);
 }
 
 }  // namespace store_test

@@ -30,19 +30,11 @@ class InMemoryArtifactStore final : public ArtifactStore {
 
   using ArtifactStore::store;
 
-  ArtifactPtr store(const ArtifactRecord& record) override {
-    const std::string& tenant_id = record.tenant_id();
-    Shard& shard = shard_for(tenant_id);
-    std::string id = record.id().empty() ? detail::uuid_v4() : record.id();
-    std::unique_lock lock(shard.mutex);
-    auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
-    Entry& entry = it->second;
-    if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
-    const std::uint64_t version = entry.latest ? entry.latest->version() + 1 : 1;
-    auto stored = detail::stamp(record, std::move(id), version);
-    if (entry.latest) entry.older.push_back(std::move(entry.latest));
-    entry.latest = stored;
-    return stored;
+  ArtifactPtr store(const ArtifactRecord& record) override { return put(record, nullptr); }
+
+  ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
+    detail::check_store_if(record, expected_version);
+    return put(record, &expected_version);
   }
 
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
@@ -105,6 +97,28 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
 
  private:
+  // store() and store_if(): with `expected` set, the id's latest version must be *expected (0: none), checked under
+  // the shard's write lock together with the write.
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected) {
+    const std::string& tenant_id = record.tenant_id();
+    Shard& shard = shard_for(tenant_id);
+    std::string id = record.id().empty() ? detail::uuid_v4() : record.id();
+    std::unique_lock lock(shard.mutex);
+    if (expected) {
+      const auto found = shard.entries.find(composite_key(tenant_id, id));
+      const std::uint64_t actual = found == shard.entries.end() ? 0 : found->second.latest->version();
+      if (actual != *expected) throw detail::version_conflict(record, *expected, actual);
+    }
+    auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
+    Entry& entry = it->second;
+    if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
+    const std::uint64_t version = entry.latest ? entry.latest->version() + 1 : 1;
+    auto stored = detail::stamp(record, std::move(id), version);
+    if (entry.latest) entry.older.push_back(std::move(entry.latest));
+    entry.latest = stored;
+    return stored;
+  }
+
   // The versions of one artifact. The latest is kept apart so that the common fetch touches one object.
   struct Entry {
     ArtifactPtr latest;

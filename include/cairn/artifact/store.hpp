@@ -51,6 +51,19 @@ class ArtifactStore {
   /// ignored), and a created_at of 0 becomes the current time.
   virtual ArtifactPtr store(const ArtifactRecord& record) = 0;
 
+  /// Asks store_if to create: the id must have no version yet.
+  static constexpr std::uint64_t absent = 0;
+
+  /// Stores `record` only when the latest version of its id is `expected_version` — `absent` (0): the id must not
+  /// exist in the tenant; N: its latest version must be N — checked and written atomically, so of any number of
+  /// writers racing with the same expectation exactly one wins. Throws cairn::conflict (nothing stored) when the
+  /// latest version is something else, naming both. An empty id with `absent` stores under a fresh UUID; an empty id
+  /// with a version is a cairn::invalid_argument.
+  ///
+  ///     auto v1 = store.store_if(*draft, cairn::ArtifactStore::absent);  // create, never overwrite
+  ///     store.store_if(*draft_2, v1->version());                          // replace only what we read
+  virtual ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) = 0;
+
   /// The given version (latest by default) of `id` in `tenant_id`, or null when there is none.
   virtual ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                             std::uint64_t version = latest) const = 0;
@@ -101,6 +114,24 @@ inline bool matches_filters(const ArtifactRecord& r, const ListQuery& q) {
   if (q.type && r.type() != *q.type) return false;
   if (q.created_by && r.created_by() != q.created_by) return false;
   return true;
+}
+
+/// Rejects store_if calls that cannot be meant; the backends share the check and the conflict text.
+inline void check_store_if(const ArtifactRecord& r, std::uint64_t expected_version) {
+  if (r.id().empty() && expected_version != ArtifactStore::absent) {
+    throw invalid_argument(fmt::format(
+        "store_if: a record without an id can only be created (expected_version {} needs an id)", expected_version));
+  }
+}
+
+/// The conflict a conditional store that lost throws: "artifact 'x' in tenant 't': expected latest version 2, found
+/// 3" (absent reads as "no version").
+inline conflict version_conflict(const ArtifactRecord& r, std::uint64_t expected, std::uint64_t actual) {
+  auto word = [](std::uint64_t v) { return v == 0 ? std::string("no version") : fmt::format("version {}", v); };
+  return conflict(fmt::format("store_if: artifact '{}' in tenant '{}': expected {}{}, found {}", excerpt(r.id(), 300),
+                              excerpt(r.tenant_id(), 300), expected == 0 ? "" : "latest ", word(expected),
+                              word(actual)),
+                  expected, actual);
 }
 
 /// The record as stored: `id` and `version` set, created_at stamped when unset. Shares the value and metadata.

@@ -93,11 +93,12 @@ class Handoff {
   /// Stores a parsed block as a `document` record under a fresh id: the summary is its description, the first
   /// line of the summary (or of the content, when there is no summary) cut to 500 characters its title, `agent`
   /// its created_by, a Markdown/JSON/... fence's info string its mime_type. Throws cairn::invalid_artifact for
-  /// an agent name that is not a valid created_by.
+  /// an agent name that is not a valid created_by, and cairn::limit_exceeded after `max_id_attempts` ids that were
+  /// all taken.
   ArtifactPtr store_artifact(const ArtifactBlock& block, const std::string& agent) const;
 
-  /// A random id of the configured form that the tenant does not use yet. Throws cairn::limit_exceeded after
-  /// `max_id_attempts` ids that were all taken.
+  /// A random id of the configured form (`<id_prefix>_<id_length characters>`); store_artifact takes it only if
+  /// the tenant does not use it yet.
   std::string new_id() const;
 
   /// reveal() and expand_references() in this handoff's store and tenant.
@@ -214,14 +215,7 @@ inline RevealResult Handoff::expand_references(std::string_view text) const {
 }
 
 inline std::string Handoff::new_id() const {
-  for (int attempt = 0; attempt < options_.max_id_attempts; ++attempt) {
-    std::string id = options_.id_prefix + "_" + detail::random_string(options_.id_length, detail::handoff::id_alphabet);
-    if (!store_->fetch(id, tenant_id_)) return id;
-  }
-  throw limit_exceeded(fmt::format(
-      "handoff: no free artifact id '{}_' + {} random characters after {} attempts in tenant '{}'; "
-      "raise HandoffOptions::id_length",
-      options_.id_prefix, options_.id_length, options_.max_id_attempts, detail::excerpt(tenant_id_)));
+  return options_.id_prefix + "_" + detail::random_string(options_.id_length, detail::handoff::id_alphabet);
 }
 
 inline ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, const std::string& agent) const {
@@ -245,7 +239,18 @@ inline ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, const std
     }
   }
   builder.build();  // validate before taking an id, so a bad agent name costs no store round trip
-  return store_->store(*builder.id(new_id()).build());
+  // Creating with store_if(absent) checks and takes the id in one atomic step: two handoffs that draw the same id
+  // at once cannot both have it; the loser draws again.
+  for (int attempt = 0; attempt < options_.max_id_attempts; ++attempt) {
+    try {
+      return store_->store_if(*builder.id(new_id()).build(), ArtifactStore::absent);
+    } catch (const conflict&) {
+    }
+  }
+  throw limit_exceeded(fmt::format(
+      "handoff: no free artifact id '{}_' + {} random characters after {} attempts in tenant '{}'; "
+      "raise HandoffOptions::id_length",
+      options_.id_prefix, options_.id_length, options_.max_id_attempts, detail::excerpt(tenant_id_)));
 }
 
 inline HandoffResult Handoff::accept_reply(std::string_view reply, const std::string& agent) const {

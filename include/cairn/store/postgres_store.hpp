@@ -53,6 +53,7 @@ class PostgresArtifactStore final : public ArtifactStore {
 
   using ArtifactStore::store;
   ArtifactPtr store(const ArtifactRecord& record) override;
+  ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override;
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                     std::uint64_t version = latest) const override;
   void remove(const std::string& id, const std::string& tenant_id) override;
@@ -63,6 +64,8 @@ class PostgresArtifactStore final : public ArtifactStore {
   std::uint64_t reconnects() const noexcept;
 
  private:
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

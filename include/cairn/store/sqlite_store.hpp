@@ -58,6 +58,7 @@ class SqliteArtifactStore final : public ArtifactStore {
 
   using ArtifactStore::store;
   ArtifactPtr store(const ArtifactRecord& record) override;
+  ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override;
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                     std::uint64_t version = latest) const override;
   void remove(const std::string& id, const std::string& tenant_id) override;

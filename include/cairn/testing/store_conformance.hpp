@@ -344,6 +344,98 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
     CAIRN_CONFORM(s.versions("shared", t).size() == threads * per_thread);
   }});
 
+  checks.push_back({"store_if creates only what is absent and replaces only the version it names", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("cond");
+    const auto v1 = s.store_if(*note(t, "doc", "one").build(), ArtifactStore::absent);
+    CAIRN_CONFORM(v1->version() == 1);
+    // Creating again loses, names both versions, and stores nothing.
+    conflict lost("", 0, 0);
+    try {
+      s.store_if(*note(t, "doc", "again").build(), ArtifactStore::absent);
+    } catch (const conflict& e) {
+      lost = e;
+    }
+    CAIRN_CONFORM(lost.expected() == 0 && lost.actual() == 1);
+    CAIRN_CONFORM(std::string(lost.what()).find("'doc'") != std::string::npos);
+    CAIRN_CONFORM((s.versions("doc", t) == std::vector<std::uint64_t>{1}));
+    CAIRN_CONFORM(s.fetch("doc", t)->value() == "one");
+    // Replacing the version read wins once; the same expectation a second time loses.
+    CAIRN_CONFORM(s.store_if(*note(t, "doc", "two").build(), 1)->version() == 2);
+    try {
+      s.store_if(*note(t, "doc", "stale").build(), 1);
+      lost = conflict("", 0, 0);
+    } catch (const conflict& e) {
+      lost = e;
+    }
+    CAIRN_CONFORM(lost.expected() == 1 && lost.actual() == 2);
+    CAIRN_CONFORM_THROWS(conflict, s.store_if(*note(t, "doc", "ahead").build(), 7));
+    CAIRN_CONFORM_THROWS(conflict, s.store_if(*note(t, "never", "x").build(), 1));
+    CAIRN_CONFORM((s.versions("doc", t) == std::vector<std::uint64_t>{1, 2}));
+    CAIRN_CONFORM(s.fetch("doc", t)->value() == "two");
+    CAIRN_CONFORM(s.fetch("never", t) == nullptr);
+    // Another tenant's id does not count; a removed id can be created again.
+    CAIRN_CONFORM(s.store_if(*note(fresh_tenant("cond-other"), "doc", "b").build(), ArtifactStore::absent)->version() == 1);
+    s.remove("doc", t);
+    CAIRN_CONFORM(s.store_if(*note(t, "doc", "reborn").build(), ArtifactStore::absent)->version() == 1);
+    // No id: creating draws a fresh one; anything else cannot be meant.
+    const auto anon = s.store_if(*note(t, "", "anon").build(), ArtifactStore::absent);
+    CAIRN_CONFORM(!anon->id().empty() && anon->version() == 1);
+    CAIRN_CONFORM_THROWS(invalid_argument, s.store_if(*note(t, "", "anon").build(), 1));
+  }});
+
+  checks.push_back({"store_if races: exactly one writer wins each expectation", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("cond-race");
+    constexpr int threads = 8;
+    constexpr int ids = 20;
+    constexpr int attempts = 25;
+    std::vector<int> creations(threads, 0);
+    std::vector<std::vector<std::uint64_t>> replaced(threads);
+    std::atomic<bool> failed{false};
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) {
+      pool.emplace_back([&, i] {
+        try {
+          // Every thread tries to create every id: one creation each.
+          for (int k = 0; k < ids; ++k) {
+            try {
+              s.store_if(*note(t, fmt::format("c{}", k), i).build(), ArtifactStore::absent);
+              ++creations[static_cast<std::size_t>(i)];
+            } catch (const conflict&) {
+            }
+          }
+          // Read-modify-write on one id: a version is replaced by exactly one writer.
+          for (int k = 0; k < attempts; ++k) {
+            const auto seen = s.fetch("counter", t);
+            const std::uint64_t v = seen ? seen->version() : ArtifactStore::absent;
+            try {
+              const auto stored = s.store_if(*note(t, "counter", json{{"thread", i}, {"k", k}}).build(), v);
+              if (stored->version() != v + 1) failed = true;  // replaced a version it had not read
+              replaced[static_cast<std::size_t>(i)].push_back(stored->version());
+            } catch (const conflict& e) {
+              if (e.expected() != v || e.actual() == v) failed = true;
+            }
+          }
+        } catch (...) {
+          failed = true;
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    CAIRN_CONFORM(!failed);
+    int created = 0;
+    for (int c : creations) created += c;
+    CAIRN_CONFORM(created == ids);
+    for (int k = 0; k < ids; ++k) CAIRN_CONFORM(s.versions(fmt::format("c{}", k), t).size() == 1);
+    std::vector<std::uint64_t> won;
+    for (const auto& r : replaced) won.insert(won.end(), r.begin(), r.end());
+    std::sort(won.begin(), won.end());
+    CAIRN_CONFORM(!won.empty());
+    CAIRN_CONFORM(std::adjacent_find(won.begin(), won.end()) == won.end());  // no version won twice
+    CAIRN_CONFORM(won.front() == 1);
+    CAIRN_CONFORM(won.back() == won.size());  // 1..n, none lost
+    CAIRN_CONFORM(s.versions("counter", t).size() == won.size());
+  }});
+
   return checks;
 }
 
