@@ -1,0 +1,314 @@
+// cairn — RunJournal: the append-only history of an agent run, per tenant and run id, on any backend.
+//
+// A run is journalled as small entries: a name bound, a message appended, a tool call intended / finished /
+// failed, a goal-engine or workflow change, now and then a snapshot of everything. Every append names the sequence
+// number it expects to follow; when another writer got there first the append fails with cairn::conflict and
+// nothing is written, so two workers can never fork one run. fork() starts a new run from any past sequence number
+// of another in O(1): the new run reads the source's entries up to that point and has its own after it.
+//
+// The backends (InMemoryRunJournal here, the SQLite and PostgreSQL journals in cairn::sqlite / cairn::postgres)
+// implement a few primitives on a run's *own* entries; this class builds reading through forks, pruning and
+// sweeping on top of them, so every backend behaves the same. cairn/testing/journal_conformance.hpp checks it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/clock.hpp"
+#include "cairn/detail/text.hpp"
+#include "cairn/error.hpp"
+
+namespace cairn {
+
+/// One entry of a run's journal.
+struct JournalEntry {
+  std::uint64_t seq = 0;  ///< 1, 2, 3, ... within the run; assigned by append
+  std::string kind;       ///< what changed: "context.bind", "tool.finished", "snapshot", or a host's own kind
+  nlohmann::json data;    ///< the change itself
+  std::int64_t time = 0;  ///< milliseconds since the Unix epoch; 0 asks append to stamp it with the journal's clock
+
+  friend bool operator==(const JournalEntry& a, const JournalEntry& b) {
+    return a.seq == b.seq && a.kind == b.kind && a.data == b.data && a.time == b.time;
+  }
+  friend bool operator!=(const JournalEntry& a, const JournalEntry& b) { return !(a == b); }
+};
+
+inline void to_json(nlohmann::json& j, const JournalEntry& e) {
+  j = {{"seq", e.seq}, {"kind", e.kind}, {"data", e.data}, {"time", e.time}};
+}
+
+/// The kind of the entries that hold a whole state: reading a run for a restore starts at the newest one.
+inline constexpr const char* snapshot_kind = "snapshot";
+
+/// Where a run stands.
+struct RunInfo {
+  std::string run_id;
+  std::uint64_t last_seq = 0;   ///< the newest entry's sequence number (0: none yet)
+  std::uint64_t kept_from = 1;  ///< own entries below this were pruned
+  std::optional<std::string> forked_from;  ///< the run this one was forked from
+  std::uint64_t fork_seq = 0;   ///< entries 1..fork_seq are forked_from's
+  std::int64_t created_at = 0;  ///< milliseconds since the epoch
+  std::int64_t updated_at = 0;  ///< of the last append (or the creation)
+};
+
+/// A run that was forked from another, and where.
+struct RunFork {
+  std::string run_id;
+  std::uint64_t fork_seq = 0;
+};
+
+/// The journal interface. Every call is tenant-scoped: another tenant's run behaves exactly like a missing one.
+/// Implementations are thread-safe, and the durable ones may be shared by many processes and machines.
+class RunJournal {
+ public:
+  static constexpr std::uint64_t max_seq = std::numeric_limits<std::int64_t>::max();
+  static constexpr std::size_t max_run_id_length = 256;
+
+  virtual ~RunJournal() = default;
+
+  /// Appends `entries` after sequence number `expected_seq` — the newest the caller has seen, 0 for a run that
+  /// does not exist yet (the append creates it) — as expected_seq + 1, + 2, ...; all or nothing. Returns the new
+  /// last sequence number. Throws cairn::conflict (nothing written) when the run's last sequence number is not
+  /// `expected_seq`, cairn::invalid_argument for an empty tenant, a malformed run id, no entries or an empty kind.
+  std::uint64_t append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
+                       std::vector<JournalEntry> entries) {
+    check_ids(tenant_id, run_id, "append");
+    if (entries.empty()) throw invalid_argument(fmt::format("append to run '{}': no entries", excerpt(run_id)));
+    if (expected_seq > max_seq - entries.size()) {
+      throw invalid_argument(fmt::format("append to run '{}': sequence number out of range", excerpt(run_id)));
+    }
+    const std::int64_t now = detail::now_ms(clock_.get());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      JournalEntry& e = entries[i];
+      if (e.kind.empty() || e.kind.size() > 128 || detail::has_control_char(e.kind) || !detail::is_valid_utf8(e.kind)) {
+        throw invalid_argument(fmt::format("append to run '{}': entries[{}].kind must be 1 to 128 printable "
+                                           "UTF-8 bytes (got '{}')",
+                                           excerpt(run_id), i, excerpt(e.kind)));
+      }
+      e.seq = expected_seq + 1 + i;
+      if (e.time == 0) e.time = now;
+    }
+    do_append(tenant_id, run_id, expected_seq, entries, now);
+    return expected_seq + entries.size();
+  }
+
+  /// Where the run stands, or nothing when the tenant has no such run.
+  std::optional<RunInfo> info(const std::string& tenant_id, const std::string& run_id) const {
+    check_ids(tenant_id, run_id, "info");
+    return head(tenant_id, run_id);
+  }
+
+  /// The run's entries with `from_seq <= seq <= to_seq`, oldest first, following forks: a forked run's entries up
+  /// to its fork point come from the run it was forked from. Throws cairn::not_found for a missing run and
+  /// cairn::state_error when part of the range was pruned.
+  std::vector<JournalEntry> read(const std::string& tenant_id, const std::string& run_id, std::uint64_t from_seq = 1,
+                                 std::uint64_t to_seq = max_seq) const {
+    check_ids(tenant_id, run_id, "read");
+    std::vector<JournalEntry> out;
+    read_chain(tenant_id, run_id, std::max<std::uint64_t>(from_seq, 1), to_seq, out, 0);
+    return out;
+  }
+
+  /// What a restore at `at_seq` (the newest by default) needs: the entries from the newest snapshot at or before
+  /// `at_seq` (or from the start, when there is none) up to `at_seq`. Its length is bounded by how often the
+  /// writer snapshots, not by the run's length. Throws like read(), and cairn::invalid_argument when `at_seq` is
+  /// beyond the run's end.
+  std::vector<JournalEntry> read_for_restore(const std::string& tenant_id, const std::string& run_id,
+                                             std::uint64_t at_seq = max_seq) const {
+    check_ids(tenant_id, run_id, "read_for_restore");
+    const RunInfo run = require(tenant_id, run_id, "read_for_restore");
+    if (at_seq == max_seq) at_seq = run.last_seq;
+    if (at_seq > run.last_seq) {
+      throw invalid_argument(fmt::format("read_for_restore: run '{}' ends at seq {} (asked for {})", excerpt(run_id),
+                                         run.last_seq, at_seq));
+    }
+    const std::uint64_t from = snapshot_at(tenant_id, run, at_seq, 0);
+    std::vector<JournalEntry> out;
+    if (at_seq > 0) read_chain(tenant_id, run_id, from == 0 ? 1 : from, at_seq, out, 0);
+    return out;
+  }
+
+  /// Starts run `new_run_id` as a copy of `source_run_id` up to `at_seq`, in O(1): nothing is copied, the new run
+  /// records where it came from. Appends to the new run then expect `at_seq`. Throws cairn::not_found for a
+  /// missing source, cairn::conflict when `new_run_id` exists, cairn::invalid_argument when `at_seq` is beyond the
+  /// source's end or below what was pruned from it.
+  void fork(const std::string& tenant_id, const std::string& source_run_id, std::uint64_t at_seq,
+            const std::string& new_run_id) {
+    check_ids(tenant_id, source_run_id, "fork");
+    check_ids(tenant_id, new_run_id, "fork");
+    const RunInfo source = require(tenant_id, source_run_id, "fork");
+    if (at_seq > source.last_seq || (at_seq > source.fork_seq && at_seq < source.kept_from)) {
+      throw invalid_argument(fmt::format("fork: run '{}' holds seq {} to {}; cannot fork at {}", excerpt(source_run_id),
+                                         source.kept_from, source.last_seq, at_seq));
+    }
+    do_create_fork(tenant_id, new_run_id, source_run_id, at_seq, detail::now_ms(clock_.get()));
+  }
+
+  /// Removes the run and all its own entries. Throws cairn::not_found for a missing run, and cairn::state_error
+  /// while other runs are forks of it (they read its entries): remove them first.
+  void remove(const std::string& tenant_id, const std::string& run_id) {
+    check_ids(tenant_id, run_id, "remove");
+    require(tenant_id, run_id, "remove");
+    refuse_if_forked(tenant_id, run_id, "remove");
+    do_remove(tenant_id, run_id);
+  }
+
+  /// Drops the run's own entries that no restore needs any more: everything before its newest snapshot, except
+  /// what its forks still read. Returns how many entries went. A restore at the newest state, and of every fork,
+  /// works as before; time travel to before the kept snapshot is what prune gives up.
+  std::size_t prune(const std::string& tenant_id, const std::string& run_id) {
+    check_ids(tenant_id, run_id, "prune");
+    const RunInfo run = require(tenant_id, run_id, "prune");
+    std::uint64_t keep = own_snapshot_at(tenant_id, run, run.last_seq);
+    if (keep == 0) return 0;
+    for (const RunFork& f : forks(tenant_id, run_id)) {
+      if (f.fork_seq <= run.fork_seq) continue;  // reads our source's entries, not ours
+      const std::uint64_t need = own_snapshot_at(tenant_id, run, f.fork_seq);
+      keep = std::min(keep, need == 0 ? run.kept_from : need);
+    }
+    if (keep <= run.kept_from) return 0;
+    return do_prune(tenant_id, run_id, keep);
+  }
+
+  /// Removes every run of the tenant not appended to since `updated_before` (milliseconds since the epoch), except
+  /// runs that newer runs were forked from. Returns the ids removed.
+  std::vector<std::string> sweep(const std::string& tenant_id, std::int64_t updated_before) {
+    detail_check_tenant(tenant_id);
+    std::vector<std::string> removed;
+    // Children first: a stale fork removed in one pass may free its stale source for the next.
+    for (bool again = true; again;) {
+      again = false;
+      for (const std::string& run_id : stale_runs(tenant_id, updated_before)) {
+        if (!forks(tenant_id, run_id).empty()) continue;
+        do_remove(tenant_id, run_id);
+        removed.push_back(run_id);
+        again = true;
+      }
+    }
+    return removed;
+  }
+
+  /// The clock that stamps entries and run times (null: the system clock).
+  void set_clock(std::shared_ptr<Clock> clock) { clock_ = std::move(clock); }
+
+ protected:
+  RunJournal() = default;
+  explicit RunJournal(std::shared_ptr<Clock> clock) : clock_(std::move(clock)) {}
+
+  // ---- what a backend implements: its own entries and run rows, each call atomic ------------------------------
+
+  /// Appends entries (seq and time filled in) after `expected_seq`, creating the run when `expected_seq` is 0 and
+  /// it does not exist; sets updated_at to `now`. Throws cairn::conflict with the actual last seq otherwise.
+  virtual void do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
+                         const std::vector<JournalEntry>& entries, std::int64_t now) = 0;
+  /// The run's row, or nothing.
+  virtual std::optional<RunInfo> head(const std::string& tenant_id, const std::string& run_id) const = 0;
+  /// The run's own entries with from_seq <= seq <= to_seq, oldest first.
+  virtual std::vector<JournalEntry> own_entries(const std::string& tenant_id, const std::string& run_id,
+                                                std::uint64_t from_seq, std::uint64_t to_seq) const = 0;
+  /// The newest own entry of kind snapshot_kind with seq <= at_seq, or 0.
+  virtual std::uint64_t own_snapshot_at(const std::string& tenant_id, const RunInfo& run,
+                                        std::uint64_t at_seq) const = 0;
+  /// Creates the run row of a fork (no entries, last_seq = fork_seq). Throws cairn::conflict when it exists.
+  virtual void do_create_fork(const std::string& tenant_id, const std::string& run_id, const std::string& source,
+                              std::uint64_t fork_seq, std::int64_t now) = 0;
+  /// Removes the run row and its own entries (the run exists and has no forks).
+  virtual void do_remove(const std::string& tenant_id, const std::string& run_id) = 0;
+  /// Removes own entries with seq < keep_from and records kept_from; returns how many went.
+  virtual std::size_t do_prune(const std::string& tenant_id, const std::string& run_id, std::uint64_t keep_from) = 0;
+  /// Runs forked from `run_id`.
+  virtual std::vector<RunFork> forks(const std::string& tenant_id, const std::string& run_id) const = 0;
+  /// Runs whose updated_at is below `updated_before`.
+  virtual std::vector<std::string> stale_runs(const std::string& tenant_id, std::int64_t updated_before) const = 0;
+
+  static std::string excerpt(const std::string& s) { return detail::excerpt(s, 80); }
+
+ private:
+  static void detail_check_tenant(const std::string& tenant_id) {
+    if (tenant_id.empty()) throw invalid_argument("tenant_id: must not be empty");
+  }
+
+  static void check_ids(const std::string& tenant_id, const std::string& run_id, const char* call) {
+    detail_check_tenant(tenant_id);
+    if (run_id.empty() || run_id.size() > max_run_id_length || detail::has_control_char(run_id) ||
+        !detail::is_valid_utf8(run_id)) {
+      throw invalid_argument(fmt::format("{}: run id '{}' must be 1 to {} bytes of printable UTF-8", call,
+                                         excerpt(run_id), max_run_id_length));
+    }
+  }
+
+  RunInfo require(const std::string& tenant_id, const std::string& run_id, const char* call) const {
+    auto run = head(tenant_id, run_id);
+    if (!run) {
+      throw not_found(fmt::format("{}: run '{}' not found in tenant '{}'", call, excerpt(run_id), excerpt(tenant_id)));
+    }
+    return *std::move(run);
+  }
+
+  void refuse_if_forked(const std::string& tenant_id, const std::string& run_id, const char* call) const {
+    const auto children = forks(tenant_id, run_id);
+    if (children.empty()) return;
+    std::string names;
+    for (std::size_t i = 0; i < children.size() && i < 5; ++i) {
+      names += (i ? ", '" : "'") + excerpt(children[i].run_id) + "'";
+    }
+    if (children.size() > 5) names += fmt::format(" and {} more", children.size() - 5);
+    throw state_error(fmt::format("{}: run '{}' has forks that read its entries ({}); remove them first", call,
+                                  excerpt(run_id), names));
+  }
+
+  // The newest snapshot at or before at_seq that the run sees (its own, else its source's up to the fork), or 0.
+  std::uint64_t snapshot_at(const std::string& tenant_id, const RunInfo& run, std::uint64_t at_seq,
+                            int depth) const {
+    if (at_seq > run.fork_seq) {
+      if (const std::uint64_t own = own_snapshot_at(tenant_id, run, at_seq); own != 0) return own;
+    }
+    if (!run.forked_from || run.fork_seq == 0) return 0;
+    check_depth(run, depth);
+    const auto source = head(tenant_id, *run.forked_from);
+    if (!source) return 0;
+    return snapshot_at(tenant_id, *source, std::min(at_seq, run.fork_seq), depth + 1);
+  }
+
+  void read_chain(const std::string& tenant_id, const std::string& run_id, std::uint64_t from, std::uint64_t to,
+                  std::vector<JournalEntry>& out, int depth) const {
+    const RunInfo run = require(tenant_id, run_id, "read");
+    to = std::min(to, run.last_seq);
+    if (from > to) return;
+    if (from <= run.fork_seq && run.forked_from) {
+      check_depth(run, depth);
+      read_chain(tenant_id, *run.forked_from, from, std::min(to, run.fork_seq), out, depth + 1);
+    }
+    const std::uint64_t own_from = std::max(from, run.fork_seq + 1);
+    if (own_from > to) return;
+    if (own_from < run.kept_from) {
+      throw state_error(fmt::format("read: run '{}' was pruned below seq {}; seq {} is gone", excerpt(run_id),
+                                    run.kept_from, own_from));
+    }
+    auto own = own_entries(tenant_id, run_id, own_from, to);
+    if (own.size() != to - own_from + 1) {
+      throw storage_error(fmt::format("read: run '{}' should hold seq {} to {} but has {} of them", excerpt(run_id),
+                                      own_from, to, own.size()));
+    }
+    out.insert(out.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+  }
+
+  static void check_depth(const RunInfo& run, int depth) {
+    if (depth >= 1000) {
+      throw state_error(fmt::format("read: run '{}' is a fork of a fork ... more than 1000 deep", excerpt(run.run_id)));
+    }
+  }
+
+  std::shared_ptr<Clock> clock_;
+};
+
+}  // namespace cairn

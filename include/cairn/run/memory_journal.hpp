@@ -1,0 +1,158 @@
+// cairn — InMemoryRunJournal: the embedded RunJournal, for tests and for hosts whose runs need not outlive the
+// process (it keeps them as long as it lives).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cairn/run/journal.hpp"
+
+namespace cairn {
+
+/// Thread-safe, in-process RunJournal. One reader/writer lock guards all runs: appends are short (a few entries
+/// moved into a vector), so the lock is held briefly.
+class InMemoryRunJournal final : public RunJournal {
+ public:
+  /// `clock` stamps entries and run times (null: the system clock).
+  explicit InMemoryRunJournal(std::shared_ptr<Clock> clock = nullptr) : RunJournal(std::move(clock)) {}
+
+ protected:
+  void do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
+                 const std::vector<JournalEntry>& entries, std::int64_t now) override {
+    std::unique_lock lock(mutex_);
+    auto it = runs_.find(Key{tenant_id, run_id});
+    const std::uint64_t actual = it == runs_.end() ? 0 : it->second.info.last_seq;
+    if (actual != expected_seq || (it == runs_.end() && expected_seq != 0)) {
+      throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}",
+                                 excerpt(run_id), expected_seq, actual),
+                     expected_seq, actual);
+    }
+    if (it == runs_.end()) {
+      Run fresh;
+      fresh.info.run_id = run_id;
+      fresh.info.created_at = now;
+      it = runs_.emplace(Key{tenant_id, run_id}, std::move(fresh)).first;
+    }
+    Run& run = it->second;
+    run.entries.insert(run.entries.end(), entries.begin(), entries.end());
+    for (const JournalEntry& e : entries) {
+      if (e.kind == snapshot_kind) run.snapshots.push_back(e.seq);
+    }
+    run.info.last_seq = entries.back().seq;
+    run.info.updated_at = now;
+  }
+
+  std::optional<RunInfo> head(const std::string& tenant_id, const std::string& run_id) const override {
+    std::shared_lock lock(mutex_);
+    const auto it = runs_.find(Key{tenant_id, run_id});
+    if (it == runs_.end()) return std::nullopt;
+    return it->second.info;
+  }
+
+  std::vector<JournalEntry> own_entries(const std::string& tenant_id, const std::string& run_id,
+                                        std::uint64_t from_seq, std::uint64_t to_seq) const override {
+    std::shared_lock lock(mutex_);
+    std::vector<JournalEntry> out;
+    const auto it = runs_.find(Key{tenant_id, run_id});
+    if (it == runs_.end()) return out;
+    const auto& entries = it->second.entries;
+    auto first = std::lower_bound(entries.begin(), entries.end(), from_seq,
+                                  [](const JournalEntry& e, std::uint64_t s) { return e.seq < s; });
+    for (; first != entries.end() && first->seq <= to_seq; ++first) out.push_back(*first);
+    return out;
+  }
+
+  std::uint64_t own_snapshot_at(const std::string& tenant_id, const RunInfo& run,
+                                std::uint64_t at_seq) const override {
+    std::shared_lock lock(mutex_);
+    const auto it = runs_.find(Key{tenant_id, run.run_id});
+    if (it == runs_.end()) return 0;
+    const auto& snapshots = it->second.snapshots;
+    auto pos = std::upper_bound(snapshots.begin(), snapshots.end(), at_seq);
+    return pos == snapshots.begin() ? 0 : *std::prev(pos);
+  }
+
+  void do_create_fork(const std::string& tenant_id, const std::string& run_id, const std::string& source,
+                      std::uint64_t fork_seq, std::int64_t now) override {
+    std::unique_lock lock(mutex_);
+    const auto existing = runs_.find(Key{tenant_id, run_id});
+    if (existing != runs_.end()) {
+      throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0,
+                     existing->second.info.last_seq);
+    }
+    Run fork;
+    fork.info.run_id = run_id;
+    fork.info.last_seq = fork_seq;
+    fork.info.forked_from = source;
+    fork.info.fork_seq = fork_seq;
+    fork.info.created_at = now;
+    fork.info.updated_at = now;
+    runs_.emplace(Key{tenant_id, run_id}, std::move(fork));
+  }
+
+  void do_remove(const std::string& tenant_id, const std::string& run_id) override {
+    std::unique_lock lock(mutex_);
+    runs_.erase(Key{tenant_id, run_id});
+  }
+
+  std::size_t do_prune(const std::string& tenant_id, const std::string& run_id, std::uint64_t keep_from) override {
+    std::unique_lock lock(mutex_);
+    const auto it = runs_.find(Key{tenant_id, run_id});
+    if (it == runs_.end()) return 0;
+    Run& run = it->second;
+    const auto cut = std::lower_bound(run.entries.begin(), run.entries.end(), keep_from,
+                                      [](const JournalEntry& e, std::uint64_t s) { return e.seq < s; });
+    const auto gone = static_cast<std::size_t>(cut - run.entries.begin());
+    run.entries.erase(run.entries.begin(), cut);
+    run.snapshots.erase(run.snapshots.begin(),
+                        std::lower_bound(run.snapshots.begin(), run.snapshots.end(), keep_from));
+    run.info.kept_from = std::max(run.info.kept_from, keep_from);
+    return gone;
+  }
+
+  std::vector<RunFork> forks(const std::string& tenant_id, const std::string& run_id) const override {
+    std::shared_lock lock(mutex_);
+    std::vector<RunFork> out;
+    for (auto it = runs_.lower_bound(Key{tenant_id, ""}); it != runs_.end() && it->first.tenant == tenant_id; ++it) {
+      if (it->second.info.forked_from == run_id) out.push_back(RunFork{it->first.run, it->second.info.fork_seq});
+    }
+    return out;
+  }
+
+  std::vector<std::string> stale_runs(const std::string& tenant_id, std::int64_t updated_before) const override {
+    std::shared_lock lock(mutex_);
+    std::vector<std::string> out;
+    for (auto it = runs_.lower_bound(Key{tenant_id, ""}); it != runs_.end() && it->first.tenant == tenant_id; ++it) {
+      if (it->second.info.updated_at < updated_before) out.push_back(it->first.run);
+    }
+    return out;
+  }
+
+ private:
+  struct Key {
+    std::string tenant;
+    std::string run;
+    friend bool operator<(const Key& a, const Key& b) {
+      return a.tenant != b.tenant ? a.tenant < b.tenant : a.run < b.run;
+    }
+  };
+  struct Run {
+    RunInfo info;
+    std::vector<JournalEntry> entries;    // own entries, ascending seq
+    std::vector<std::uint64_t> snapshots;  // seqs of own snapshot entries, ascending
+  };
+
+  mutable std::shared_mutex mutex_;
+  std::map<Key, Run> runs_;
+};
+
+}  // namespace cairn
