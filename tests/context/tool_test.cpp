@@ -358,3 +358,15 @@ TEST_CASE("ToolCall::from_json rejects a value nested too deep without recursing
   REQUIRE(ToolCall::from_json({{"tool", "t"}, {"inputs", {{"a", {1}}}}}, limits).inputs == json{{"a", {1}}});
   REQUIRE_THROWS_AS(ToolCall::from_json({{"tool", "t"}, {"inputs", {{"a", {{1}}}}}}, limits), cairn::limit_exceeded);
 }
+
+TEST_CASE("a tool call may carry an id; a malformed one is a located error") {
+  const auto call = ToolCall::parse(R"({"id": "call_7Xk", "tool": "t", "inputs": {}})");
+  CHECK(call.id == "call_7Xk");
+  CHECK(nlohmann::json(call).at("id") == "call_7Xk");
+  CHECK(ToolCall::parse(R"({"tool": "t"})").id.empty());
+  CHECK(ToolCall::parse(R"({"tool": "t", "id": null})").id.empty());
+  CHECK_THROWS_WITH(ToolCall::parse(R"({"tool": "t", "id": 7})"), "tool call: id: expected a string, got number");
+  CHECK_THROWS_WITH(ToolCall::parse(R"({"tool": "t", "id": ""})"),
+                    "tool call: id: '' is not a valid call id (1 to 256 bytes of printable UTF-8)");
+  CHECK_THROWS_AS(ToolCall::parse(R"({"tool": "t", "id": "a\nb"})"), cairn::parse_error);
+}

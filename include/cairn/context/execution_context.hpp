@@ -10,10 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
+#include "cairn/run/run.hpp"
 
 namespace cairn {
 
@@ -69,6 +72,32 @@ inline void to_json(nlohmann::json& j, const Message& m) {
   j = {{"role", to_string(m.role)}, {"content", m.content}, {"timestamp", m.timestamp}};
 }
 
+inline void from_json(const nlohmann::json& j, Message& m) {
+  m.role = role_from_string(j.at("role").get<std::string>());
+  m.content = j.at("content").get<std::string>();
+  m.timestamp = j.at("timestamp").get<std::int64_t>();
+}
+
+/// A tool call as the run journal knows it (see execute() in tool.hpp).
+struct RecordedCall {
+  enum class Status { intended, finished, failed };
+  std::string call_id;
+  std::string tool;
+  std::string input_hash;  ///< of the resolved inputs, to tell a re-issued call from a different one
+  Status status = Status::intended;
+  std::vector<std::pair<std::string, std::pair<std::string, std::uint64_t>>> outputs;  ///< name -> (id, version)
+  std::string error;                                                                    ///< why it failed
+};
+
+inline std::string_view to_string(RecordedCall::Status s) noexcept {
+  switch (s) {
+    case RecordedCall::Status::intended: return "intended";
+    case RecordedCall::Status::finished: return "finished";
+    case RecordedCall::Status::failed: return "failed";
+  }
+  return "intended";
+}
+
 /// A name and the stored record it is bound to.
 struct NamedArtifact {
   std::string name;
@@ -88,7 +117,7 @@ struct NamedArtifact {
 ///                                         .description("Server configuration")
 ///                                         .value({{"port", 3000}}));
 ///     ctx.resolve({{"env", "@app_config"}});  // {"env": {"port": 3000}}
-class ExecutionContext {
+class ExecutionContext : private RunParticipant {
  public:
   /// Throws cairn::invalid_argument for a null store or an empty tenant.
   ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id)
@@ -104,10 +133,16 @@ class ExecutionContext {
   // A copy would share trie nodes under one edit token; fork() is the way to copy.
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;
-  /// A moved-from context may only be destroyed or assigned to.
-  ExecutionContext(ExecutionContext&&) noexcept = default;
-  ExecutionContext& operator=(ExecutionContext&&) noexcept = default;
-  ~ExecutionContext() = default;
+  /// A moved-from context may only be destroyed or assigned to. A context attached to a run stays attached.
+  ExecutionContext(ExecutionContext&& other) noexcept { take(std::move(other)); }
+  ExecutionContext& operator=(ExecutionContext&& other) noexcept {
+    if (this != &other) {
+      detach();
+      take(std::move(other));
+    }
+    return *this;
+  }
+  ~ExecutionContext() override { detach(); }
 
   const std::shared_ptr<ArtifactStore>& store() const noexcept { return store_; }
   const std::string& tenant_id() const noexcept { return tenant_id_; }
@@ -179,10 +214,13 @@ class ExecutionContext {
 
   /// Appends a message stamped with the current time.
   void add_message(Role role, std::string content) {
-    log_.push_back(Message{role, std::move(content), detail::now_ms()});
+    add_message(Message{role, std::move(content), detail::now_ms()});
   }
   /// Appends a message as given (its own timestamp).
-  void add_message(Message message) { log_.push_back(std::move(message)); }
+  void add_message(Message message) {
+    if (run_) run_->record("context", "message", message);
+    log_.push_back(std::move(message));
+  }
 
   std::size_t message_count() const noexcept { return log_.size(); }
   /// The message at `index` (0 is the oldest); throws cairn::invalid_argument when out of range.
@@ -238,23 +276,139 @@ class ExecutionContext {
         throw invalid_argument("merge: a child is not a fork of this context");
       }
     }
+    // Work out the whole merge first, so that an attached run records it as one append (all or nothing) before
+    // anything changes here.
+    std::vector<std::pair<std::string, Binding>> rebinds;
+    std::unordered_map<std::string_view, std::size_t> rebound;  // name -> index in rebinds
+    std::vector<Message> messages;
     for (ExecutionContext& c : children) {
       std::unordered_set<std::string_view> done;
       for (const std::string& name : c.written_) {
         if (!done.insert(name).second) continue;
-        const auto* theirs = c.bindings_.find(name);
+        Binding b = c.bindings_.find(name)->value;
+        const auto earlier = rebound.find(name);  // an earlier child of this merge bound it too
         const auto* mine = bindings_.find(name);
-        if (mine && mine->value.write_seq >= theirs->value.write_seq) continue;
-        Binding b = theirs->value;
-        if (mine) b.first_seq = mine->value.first_seq;
-        bindings_.set(name, std::move(b));
-        if (parent_id_ != 0) written_.push_back(name);
+        const Binding* current = earlier != rebound.end() ? &rebinds[earlier->second].second
+                                 : mine                   ? &mine->value
+                                                          : nullptr;
+        if (current && current->write_seq >= b.write_seq) continue;
+        if (current) b.first_seq = current->first_seq;
+        if (earlier != rebound.end()) {
+          rebinds[earlier->second].second = std::move(b);
+        } else {
+          rebound.emplace(name, rebinds.size());
+          rebinds.emplace_back(name, std::move(b));
+        }
       }
-      for (std::size_t i = c.merged_messages_; i < c.log_.size(); ++i) log_.push_back(c.log_[i]);
+      for (std::size_t i = c.merged_messages_; i < c.log_.size(); ++i) messages.push_back(c.log_[i]);
+    }
+    if (run_ && (!rebinds.empty() || !messages.empty())) {
+      std::vector<JournalEntry> entries;
+      for (const auto& [name, b] : rebinds) entries.push_back(entry("bind", bind_json(name, b)));
+      for (const auto& m : messages) entries.push_back(entry("message", m));
+      run_->record_entries(std::move(entries));
+    }
+    for (auto& [name, b] : rebinds) {
+      bindings_.set(name, std::move(b));
+      if (parent_id_ != 0) written_.push_back(name);
+    }
+    for (auto& m : messages) log_.push_back(std::move(m));
+    for (ExecutionContext& c : children) {
       c.written_.clear();
       c.merged_messages_ = c.log_.size();
     }
   }
+
+  // ---- durable runs ---------------------------------------------------------------------------------------------
+
+  /// Records this context in `run` from now on (see cairn/run/run.hpp): when the run holds a context already, this
+  /// context's bindings, log and tool calls are replaced by the run's (the records are fetched from this context's
+  /// store, which must hold them); otherwise what the context holds now is recorded. Every later binding, message
+  /// and tool call is committed to the run before it takes effect here. Throws what Run::attach throws, and
+  /// cairn::state_error when a bound record is missing from the store. The run must outlive the attachment
+  /// (detach() or the context's end).
+  void attach(Run& run) {
+    if (run_) throw invalid_argument("attach: the context is attached to a run already");
+    run.attach(static_cast<RunParticipant&>(*this));
+    run_ = &run;
+  }
+  /// Stops recording (the run keeps what was recorded).
+  void detach() noexcept {
+    if (run_) run_->detach(static_cast<const RunParticipant&>(*this));
+    run_ = nullptr;
+  }
+  /// The run this context records into, or null.
+  Run* run() const noexcept { return run_; }
+
+  /// The context as JSON: `{"bindings": [{"name", "id", "version", "first", "write"}...], "messages": [...],
+  /// "calls": {...}}`, bindings in list_artifacts() order with the ordering keys merge() uses. A context restored
+  /// from a run gives the same JSON, byte for byte, as the original did at the same point of the run.
+  nlohmann::json state() const { return participant_state(); }
+
+  /// The tool call `call_id` as the attached run recorded it, or nothing.
+  std::optional<RecordedCall> recorded_call(const std::string& call_id) const {
+    const auto it = calls_.find(call_id);
+    if (it == calls_.end()) return std::nullopt;
+    return it->second;
+  }
+  /// Calls that were recorded as intended but never as finished or failed: the process running them stopped in
+  /// between, and whether the tool's effect happened is unknown. execute() will not run them again by itself.
+  std::vector<RecordedCall> in_doubt_calls() const {
+    std::vector<RecordedCall> out;
+    for (const auto& [id, call] : calls_) {
+      if (call.status == RecordedCall::Status::intended) out.push_back(call);
+    }
+    return out;
+  }
+
+  /// For execute(): records that `call` is about to run, before it runs.
+  void record_call_intended(const std::string& call_id, const std::string& tool, const std::string& input_hash) {
+    RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::intended, {}, {}};
+    if (run_) run_->record("context", "tool_intended", call_json(c));
+    calls_[call_id] = std::move(c);
+  }
+  /// For execute(): binds the stored outputs, logs one message per output and marks the call finished, as one
+  /// recorded change.
+  void record_call_finished(const std::string& call_id, const std::string& tool, const std::string& input_hash,
+                            const std::vector<NamedArtifact>& outputs, const std::vector<Message>& messages) {
+    RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::finished, {}, {}};
+    std::vector<std::pair<std::string, Binding>> binds;
+    for (const auto& o : outputs) {
+      check_name(o.name);
+      c.outputs.push_back({o.name, {o.record->id(), o.record->version()}});
+      const std::uint64_t seq = tick();
+      const auto* existing = bindings_.find(o.name);
+      binds.emplace_back(o.name, Binding{o.record, existing ? existing->value.first_seq : seq, seq});
+    }
+    if (run_) {
+      nlohmann::json data = call_json(c);
+      nlohmann::json bj = nlohmann::json::array();
+      for (const auto& [name, b] : binds) bj.push_back(bind_json(name, b));
+      data["bindings"] = std::move(bj);
+      data["messages"] = messages;
+      run_->record("context", "tool_finished", std::move(data));
+    }
+    for (auto& [name, b] : binds) {
+      bindings_.set(name, std::move(b));
+      if (parent_id_ != 0) written_.push_back(name);
+    }
+    for (const auto& m : messages) log_.push_back(m);
+    calls_[call_id] = std::move(c);
+  }
+  /// For execute(): logs the failure message and marks the call failed, as one recorded change.
+  void record_call_failed(const std::string& call_id, const std::string& tool, const std::string& input_hash,
+                          const std::string& error, const Message& message) {
+    RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::failed, {}, error};
+    if (run_) {
+      nlohmann::json data = call_json(c);
+      data["message"] = message;
+      run_->record("context", "tool_failed", std::move(data));
+    }
+    log_.push_back(message);
+    calls_[call_id] = std::move(c);
+  }
+  /// A fresh call id for a call that came without one: `call-<n>`, counting the calls this context recorded.
+  std::string next_call_id() const { return fmt::format("call-{}", calls_.size() + 1); }
 
   // ---- resolution -----------------------------------------------------------------------------------------------
 
@@ -298,9 +452,133 @@ class ExecutionContext {
   ArtifactPtr bind_stored(const std::string& name, ArtifactPtr stored) {
     const std::uint64_t seq = tick();
     const auto* existing = bindings_.find(name);
-    bindings_.set(name, Binding{stored, existing ? existing->value.first_seq : seq, seq});
+    Binding b{stored, existing ? existing->value.first_seq : seq, seq};
+    if (run_) run_->record("context", "bind", bind_json(name, b));
+    bindings_.set(name, std::move(b));
     if (parent_id_ != 0) written_.push_back(name);  // only a fork is ever merged
     return stored;
+  }
+
+  // ---- RunParticipant --------------------------------------------------------------------------------------------
+
+  static JournalEntry entry(const char* kind, nlohmann::json data) {
+    JournalEntry e;
+    e.kind = std::string("context.") + kind;
+    e.data = std::move(data);
+    return e;
+  }
+  static nlohmann::json bind_json(const std::string& name, const Binding& b) {
+    return {{"name", name}, {"id", b.record->id()}, {"version", b.record->version()}, {"first", b.first_seq},
+            {"write", b.write_seq}};
+  }
+  static nlohmann::json call_json(const RecordedCall& c) {
+    nlohmann::json outputs = nlohmann::json::array();
+    for (const auto& [name, ref] : c.outputs) outputs.push_back({{"name", name}, {"id", ref.first}, {"version", ref.second}});
+    nlohmann::json j = {{"call", c.call_id}, {"tool", c.tool}, {"input_hash", c.input_hash},
+                        {"status", to_string(c.status)}, {"outputs", std::move(outputs)}};
+    if (!c.error.empty()) j["error"] = c.error;
+    return j;
+  }
+  static RecordedCall call_from_json(const nlohmann::json& j, RecordedCall::Status status) {
+    RecordedCall c;
+    c.call_id = j.at("call").get<std::string>();
+    c.tool = j.at("tool").get<std::string>();
+    c.input_hash = j.at("input_hash").get<std::string>();
+    c.status = status;
+    for (const auto& o : j.at("outputs")) {
+      c.outputs.push_back({o.at("name").get<std::string>(), {o.at("id").get<std::string>(), o.at("version").get<std::uint64_t>()}});
+    }
+    if (const auto it = j.find("error"); it != j.end()) c.error = it->get<std::string>();
+    return c;
+  }
+
+  // Binds as a recorded entry says, with the recorded ordering keys; the shared counter moves past them.
+  void apply_bind(const nlohmann::json& j) {
+    const std::string name = j.at("name").get<std::string>();
+    const std::string id = j.at("id").get<std::string>();
+    const auto version = j.at("version").get<std::uint64_t>();
+    auto record = store_->fetch(id, tenant_id_, version);
+    if (!record) {
+      throw state_error(fmt::format("binding '{}': artifact '{}' version {} is not in the store of tenant '{}'",
+                                    detail::excerpt(name), detail::excerpt(id), version, detail::excerpt(tenant_id_)));
+    }
+    Binding b{std::move(record), j.at("first").get<std::uint64_t>(), j.at("write").get<std::uint64_t>()};
+    std::uint64_t seen = clock_->load(std::memory_order_relaxed);
+    while (seen <= b.write_seq && !clock_->compare_exchange_weak(seen, b.write_seq + 1, std::memory_order_relaxed)) {
+    }
+    bindings_.set(name, std::move(b));
+  }
+
+  std::string participant_name() const override { return "context"; }
+
+  nlohmann::json participant_state() const override {
+    std::vector<const Bindings::Entry*> entries;
+    entries.reserve(bindings_.size());
+    bindings_.for_each([&entries](const Bindings::Entry& e) { entries.push_back(&e); });
+    std::sort(entries.begin(), entries.end(),
+              [](const auto* a, const auto* b) { return a->value.first_seq < b->value.first_seq; });
+    nlohmann::json bindings = nlohmann::json::array();
+    for (const auto* e : entries) bindings.push_back(bind_json(e->key, e->value));
+    nlohmann::json messages = nlohmann::json::array();
+    for (std::size_t i = 0; i < log_.size(); ++i) messages.push_back(log_[i]);
+    nlohmann::json calls = nlohmann::json::object();
+    for (const auto& [id, c] : calls_) calls[id] = call_json(c);
+    return {{"bindings", std::move(bindings)}, {"messages", std::move(messages)}, {"calls", std::move(calls)}};
+  }
+
+  void restore_participant(const nlohmann::json& state) override {
+    const std::uint64_t edit = tick();
+    bindings_ = Bindings(edit);
+    log_ = Log(edit);
+    written_.clear();
+    merged_messages_ = 0;
+    calls_.clear();
+    for (const auto& b : state.at("bindings")) apply_bind(b);
+    for (const auto& m : state.at("messages")) log_.push_back(m.get<Message>());
+    for (const auto& [id, c] : state.at("calls").items()) {
+      const std::string status = c.at("status").get<std::string>();
+      calls_[id] = call_from_json(c, status == "finished" ? RecordedCall::Status::finished
+                                     : status == "failed" ? RecordedCall::Status::failed
+                                                          : RecordedCall::Status::intended);
+    }
+  }
+
+  void apply_participant_entry(std::string_view kind, const JournalEntry& e) override {
+    const nlohmann::json& d = e.data;
+    if (kind == "bind") {
+      apply_bind(d);
+    } else if (kind == "message") {
+      log_.push_back(d.get<Message>());
+    } else if (kind == "tool_intended") {
+      auto c = call_from_json(d, RecordedCall::Status::intended);
+      calls_[c.call_id] = std::move(c);
+    } else if (kind == "tool_finished") {
+      for (const auto& b : d.at("bindings")) apply_bind(b);
+      for (const auto& m : d.at("messages")) log_.push_back(m.get<Message>());
+      auto c = call_from_json(d, RecordedCall::Status::finished);
+      calls_[c.call_id] = std::move(c);
+    } else if (kind == "tool_failed") {
+      log_.push_back(d.at("message").get<Message>());
+      auto c = call_from_json(d, RecordedCall::Status::failed);
+      calls_[c.call_id] = std::move(c);
+    } else {
+      throw state_error(fmt::format("context: unknown journal entry kind 'context.{}'", kind));
+    }
+  }
+
+  void take(ExecutionContext&& other) noexcept {
+    store_ = std::move(other.store_);
+    tenant_id_ = std::move(other.tenant_id_);
+    clock_ = std::move(other.clock_);
+    id_ = other.id_;
+    parent_id_ = other.parent_id_;
+    bindings_ = std::move(other.bindings_);
+    log_ = std::move(other.log_);
+    written_ = std::move(other.written_);
+    merged_messages_ = other.merged_messages_;
+    calls_ = std::move(other.calls_);
+    run_ = std::exchange(other.run_, nullptr);
+    if (run_) run_->moved(static_cast<const RunParticipant&>(other), static_cast<RunParticipant&>(*this));
   }
 
   std::shared_ptr<ArtifactStore> store_;
@@ -313,6 +591,8 @@ class ExecutionContext {
   mutable Log log_;
   std::vector<std::string> written_;  // names bound since the fork or the last merge into the parent
   std::size_t merged_messages_ = 0;   // messages up to here are the parent's, or were merged already
+  std::map<std::string, RecordedCall> calls_;  // tool calls recorded while attached to a run
+  Run* run_ = nullptr;
 };
 
 }  // namespace cairn

@@ -55,6 +55,9 @@ struct Tool {
   std::string description;
   nlohmann::json input_schema = nlohmann::json{{"type", "object"}};  ///< a JSON Schema object, shown to the model
   ToolFunction function;
+  /// Running it twice with the same inputs has the effect of running it once (a read, a PUT, an upsert keyed by
+  /// the inputs). A durable run retries such a tool's in-doubt calls by itself; others go to the host.
+  bool idempotent = false;
 };
 
 /// True when `name` is 1 to 128 characters of [A-Za-z0-9_.-].
@@ -127,6 +130,10 @@ struct ToolCall {
   std::string tool;
   nlohmann::json inputs = nlohmann::json::object();
   std::vector<OutputSpec> outputs;
+  /// Names the call within a run (a model's tool_call_id, or a step name the host chooses). In a context attached
+  /// to a run, a call whose id was recorded as finished never runs again: execute() answers it from the journal.
+  /// Empty: execute() numbers the call itself (`call-<n>`).
+  std::string id = {};
 
   /// Reads a call from its JSON form. Throws cairn::parse_error naming what is missing or mistyped and where:
   /// "tool call: outputs[1].name: expected a string, got number". Unknown members are ignored; `inputs` and
@@ -147,6 +154,7 @@ inline void to_json(nlohmann::json& j, const OutputSpec& o) {
 
 inline void to_json(nlohmann::json& j, const ToolCall& c) {
   j = {{"tool", c.tool}, {"inputs", c.inputs}, {"outputs", c.outputs}};
+  if (!c.id.empty()) j["id"] = c.id;
 }
 
 namespace detail {
@@ -191,6 +199,13 @@ class ModelInput {
 inline ToolCall tool_call_from_json(const nlohmann::json& j, const ModelInput& in) {
   if (!j.is_object()) in.fail("", fmt::format("expected a JSON object, got {}", j.type_name()));
   ToolCall call;
+  if (const auto* id = in.member(j, "id"); id && !id->is_null()) {
+    if (!id->is_string()) in.fail("id", fmt::format("expected a string, got {}", id->type_name()));
+    call.id = id->get<std::string>();
+    if (call.id.empty() || call.id.size() > 256 || has_control_char(call.id) || !is_valid_utf8(call.id)) {
+      in.fail("id", fmt::format("'{}' is not a valid call id (1 to 256 bytes of printable UTF-8)", excerpt(call.id)));
+    }
+  }
   call.tool = in.string_member(j, "tool", "tool");
   if (!is_valid_tool_name(call.tool)) {
     in.fail("tool", fmt::format("'{}' is not a valid tool name (expected 1 to 128 characters of [A-Za-z0-9_.-])",
@@ -275,7 +290,50 @@ struct ExecutionResult {
   ToolResult result;                   ///< what the tool returned (a failure with the reason when it threw)
   std::string error;                   ///< why the call failed; empty on success
   std::vector<NamedArtifact> outputs;  ///< the stored and bound outputs, in the call's order
+  std::string call_id;                 ///< the call's id in the attached run ("" when the context has no run)
+  bool replayed = false;               ///< answered from the run's journal: the tool did not run this time
 };
+
+/// A call the attached run recorded as intended but never as finished or failed: the process running it stopped
+/// in between, so whether its effect happened is unknown. execute() throws this for such a call of a tool that is
+/// not idempotent, unless ExecuteOptions::in_doubt decides. The host decides: check the effect, then retry or give
+/// up (see docs/runs.md).
+class call_in_doubt : public state_error {
+ public:
+  call_in_doubt(const std::string& what, RecordedCall call) : state_error(what), call_(std::move(call)) {}
+  const RecordedCall& call() const noexcept { return call_; }
+
+ private:
+  RecordedCall call_;
+};
+
+/// What to do with a call that is in doubt.
+enum class InDoubtDecision {
+  retry,    ///< run the tool again (its effect may then happen twice)
+  give_up,  ///< record the call as failed ("in doubt after a crash") without running it
+};
+
+/// How execute() runs a call.
+struct ExecuteOptions {
+  ResolveOptions resolve{};
+  /// Asked about a call in doubt (see call_in_doubt). Unset: idempotent tools are retried, others throw.
+  std::function<InDoubtDecision(const RecordedCall&)> in_doubt;
+};
+
+namespace detail {
+
+/// FNV-1a (64 bit) of the resolved inputs' JSON text, as 16 hex digits: tells a re-issued call from another one
+/// under the same id. Not a security measure.
+inline std::string input_hash(const nlohmann::json& inputs) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : inputs.dump()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace detail
 
 /// Runs `call` against `ctx`:
 ///  1. checks the call (throws cairn::not_found "Tool not found: <name>", cairn::invalid_argument for malformed or
@@ -288,8 +346,15 @@ struct ExecutionResult {
 ///     `Executed <tool> and stored output as @<name>` (role assistant). The value is `data[name]` when data is an
 ///     object with that member (even 0, false, "" or null), else `data` itself. An output whose value would be
 ///     null fails the call as in step 2. Bindings are all-or-nothing: every record is stored before any is bound.
+///
+/// In a context attached to a run (ExecutionContext::attach), the call is journalled around its effect: an
+/// "intended" entry (call id, tool, hash of the resolved inputs) is committed before the tool runs, and the outputs,
+/// their bindings and log messages are committed as one "finished" (or "failed") entry after. A call whose id the
+/// run recorded as finished or failed is answered from the journal (ExecutionResult::replayed) and never runs
+/// again; the same id with another tool or other inputs is a cairn::state_error. A call recorded as intended only
+/// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt`, or throws call_in_doubt.
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
-                               const ResolveOptions& options = {}) {
+                               const ExecuteOptions& options) {
   const auto tool = registry.find(call.tool);
   if (!tool) throw not_found(fmt::format("Tool not found: {}", detail::excerpt(call.tool)));
   std::unordered_set<std::string_view> names;
@@ -302,8 +367,8 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
       throw invalid_argument(fmt::format("{}: output name '{}' is given twice", call.tool, o.name));
     }
   }
-  nlohmann::json inputs = ctx.resolve(call.inputs, options);
-  std::vector<std::string> input_artifacts = references(call.inputs, options);  // cannot throw once resolve passed
+  nlohmann::json inputs = ctx.resolve(call.inputs, options.resolve);
+  std::vector<std::string> input_artifacts = references(call.inputs, options.resolve);  // cannot throw now
   if (const auto it = tool->input_schema.find("required"); it != tool->input_schema.end() && it->is_array()) {
     for (const auto& key : *it) {
       if (key.is_string() && !(inputs.is_object() && inputs.contains(key.get_ref<const std::string&>()))) {
@@ -315,6 +380,58 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
 
   ExecutionResult out;
   out.tool = call.tool;
+  const bool durable = ctx.run() != nullptr;
+  std::string hash;
+  if (durable) {
+    out.call_id = call.id.empty() ? ctx.next_call_id() : call.id;
+    hash = detail::input_hash(inputs);
+    if (auto seen = ctx.recorded_call(out.call_id)) {
+      if (seen->tool != call.tool || seen->input_hash != hash) {
+        throw state_error(fmt::format(
+            "call '{}': the run recorded it as a call of {} with inputs {}; now it is {} with inputs {} (give each "
+            "call its own id)",
+            detail::excerpt(out.call_id), seen->tool, seen->input_hash, call.tool, hash));
+      }
+      if (seen->status != RecordedCall::Status::intended) {
+        out.replayed = true;
+        out.success = seen->status == RecordedCall::Status::finished;
+        out.error = seen->error;
+        out.result = out.success ? ToolResult::ok(nullptr) : ToolResult::failure(seen->error);
+        for (const auto& [name, ref] : seen->outputs) {
+          auto record = ctx.store()->fetch(ref.first, ctx.tenant_id(), ref.second);
+          if (!record) {
+            throw state_error(fmt::format("call '{}': output '{}' (artifact '{}' version {}) is not in the store",
+                                          detail::excerpt(out.call_id), name, detail::excerpt(ref.first), ref.second));
+          }
+          out.outputs.push_back(NamedArtifact{name, std::move(record)});
+        }
+        return out;
+      }
+      // In doubt: the intended entry is there, its outcome is not.
+      InDoubtDecision decision = InDoubtDecision::retry;
+      if (options.in_doubt) {
+        decision = options.in_doubt(*seen);
+      } else if (!tool->idempotent) {
+        throw call_in_doubt(
+            fmt::format("call '{}' of {} is in doubt: it was started and never finished (the process stopped); its "
+                        "effect may or may not have happened. Check, then decide with ExecuteOptions::in_doubt",
+                        detail::excerpt(out.call_id), call.tool),
+            *seen);
+      }
+      if (decision == InDoubtDecision::give_up) {
+        out.success = false;
+        out.error = "in doubt after a crash; the host gave up on it";
+        out.result = ToolResult::failure(out.error);
+        ctx.record_call_failed(out.call_id, call.tool, hash, out.error,
+                               Message{Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error),
+                                       detail::now_ms()});
+        return out;
+      }
+    } else {
+      ctx.record_call_intended(out.call_id, call.tool, hash);
+    }
+  }
+
   try {
     out.result = tool->function(inputs);
   } catch (const std::exception& e) {
@@ -326,7 +443,12 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   auto fail = [&](std::string why) {
     out.success = false;
     out.error = std::move(why);
-    ctx.add_message(Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error));
+    Message m{Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error), detail::now_ms()};
+    if (durable) {
+      ctx.record_call_failed(out.call_id, call.tool, hash, out.error, m);
+    } else {
+      ctx.add_message(std::move(m));
+    }
     return out;
   };
   if (!out.result.success) return fail(out.result.error.empty() ? "no reason given" : out.result.error);
@@ -358,14 +480,30 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   std::vector<ArtifactPtr> stored;
   stored.reserve(records.size());
   for (const ArtifactPtr& r : records) stored.push_back(ctx.store()->store(*r));
-  for (std::size_t i = 0; i < stored.size(); ++i) {
-    ctx.bind(call.outputs[i].name, stored[i]);
-    ctx.add_message(Role::assistant,
-                    fmt::format("Executed {} and stored output as @{}", call.tool, call.outputs[i].name));
-    out.outputs.push_back(NamedArtifact{call.outputs[i].name, stored[i]});
+  for (std::size_t i = 0; i < stored.size(); ++i) out.outputs.push_back(NamedArtifact{call.outputs[i].name, stored[i]});
+  if (durable) {
+    std::vector<Message> messages;
+    for (const auto& o : out.outputs) {
+      messages.push_back(Message{Role::assistant, fmt::format("Executed {} and stored output as @{}", call.tool, o.name),
+                                 detail::now_ms()});
+    }
+    ctx.record_call_finished(out.call_id, call.tool, hash, out.outputs, messages);
+  } else {
+    for (const auto& o : out.outputs) {
+      ctx.bind(o.name, o.record);
+      ctx.add_message(Role::assistant, fmt::format("Executed {} and stored output as @{}", call.tool, o.name));
+    }
   }
   out.success = true;
   return out;
+}
+
+/// The same with only resolve options.
+inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                               const ResolveOptions& options = {}) {
+  ExecuteOptions o;
+  o.resolve = options;
+  return execute(call, ctx, registry, o);
 }
 
 }  // namespace cairn
