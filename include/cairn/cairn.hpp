@@ -1,4 +1,15 @@
-// cairn — everything in one include. Layers added later (context, handoff, goals, workflow) join this list.
+// cairn — the whole header-only core in one include (target cairn::cairn): artifacts and the in-memory store,
+// handoff, workflow, context, goals and the MCP server pieces.
+//
+// Not included, on purpose — include them yourself where you need them:
+//   cairn/store/sqlite_store.hpp, cairn/store/postgres_store.hpp, cairn/workflow/yaml.hpp
+//       declare the compiled parts; using them needs cairn::sqlite, cairn::postgres or cairn::yaml linked.
+//   cairn/store/open_store.hpp
+//       its body depends on which of those parts the including file links (CAIRN_HAS_SQLITE, CAIRN_HAS_POSTGRES).
+//   cairn/testing/store_conformance.hpp
+//       the conformance suite for a host's own ArtifactStore: test code, not program code.
+//   cairn/detail/..., cairn/context/detail/...
+//       internals, included by the headers that need them.
 #pragma once
 
 #include "cairn/version.hpp"

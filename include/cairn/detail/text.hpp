@@ -11,13 +11,14 @@ namespace cairn::detail {
 /// Number of Unicode code points in UTF-8 text (bytes that do not start a sequence are not counted).
 inline std::size_t utf8_length(std::string_view s) noexcept {
   std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  for (const char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
   return n;
 }
 
 /// True when `s` holds an ASCII control character (U+0000–U+001F or U+007F).
 inline bool has_control_char(std::string_view s) noexcept {
-  for (unsigned char c : s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7F) return true;
   }
   return false;
@@ -27,7 +28,8 @@ inline bool has_control_char(std::string_view s) noexcept {
 inline std::string excerpt(std::string_view s, std::size_t max = 60) {
   std::string out;
   const bool cut = s.size() > max;
-  for (unsigned char c : s.substr(0, max)) {
+  for (const char ch : s.substr(0, max)) {
+    const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7F) {
       static constexpr char hex[] = "0123456789abcdef";
       out += "\\x";

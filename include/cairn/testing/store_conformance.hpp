@@ -325,7 +325,8 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
       pool.emplace_back([&, i] {
         try {
           for (int k = 0; k < per_thread; ++k) {
-            got[i].push_back(s.store(*note(t, "shared", json{{"thread", i}, {"k", k}}).build())->version());
+            const auto stored = s.store(*note(t, "shared", json{{"thread", i}, {"k", k}}).build());
+            got[static_cast<std::size_t>(i)].push_back(stored->version());
             s.fetch("shared", t);
           }
         } catch (...) {

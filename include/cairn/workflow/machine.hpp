@@ -253,8 +253,9 @@ inline void to_json(nlohmann::json& j, const ArtefactRegistration& r) {
 inline std::optional<std::string> WorkflowMachine::sanitize_summary(std::string_view text) {
   std::string s;
   s.reserve(text.size());
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c != 0x7F) s.push_back(static_cast<char>(c));
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7F) s.push_back(ch);
   }
   const auto first = s.find_first_not_of(' ');
   if (first == std::string::npos) return std::nullopt;

@@ -28,8 +28,8 @@ namespace cairn::detail {
 struct NameHash {
   std::size_t operator()(std::string_view s) const noexcept {
     std::uint64_t h = 14695981039346656037ull;
-    for (unsigned char c : s) {
-      h ^= c;
+    for (const char ch : s) {
+      h ^= static_cast<unsigned char>(ch);
       h *= 1099511628211ull;
     }
     h ^= h >> 33;
