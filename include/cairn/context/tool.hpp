@@ -326,8 +326,8 @@ namespace detail {
 /// under the same id. Not a security measure.
 inline std::string input_hash(const nlohmann::json& inputs) {
   std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : inputs.dump()) {
-    h ^= c;
+  for (char c : inputs.dump()) {
+    h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ULL;
   }
   return fmt::format("{:016x}", h);
