@@ -364,7 +364,7 @@ class ExecutionContext : private RunParticipant {
   /// For execute(): records that `call` is about to run, before it runs.
   void record_call_intended(const std::string& call_id, const std::string& tool, const std::string& input_hash) {
     RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::intended, {}, {}};
-    if (run_) run_->record("context", "tool_intended", call_json(c));
+    if (run_) run_->record("context", "tool_intended", call_json(c), /*sync=*/true);  // committed before it runs
     calls_[call_id] = std::move(c);
   }
   /// For execute(): binds the stored outputs, logs one message per output and marks the call finished, as one

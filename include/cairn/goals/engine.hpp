@@ -108,7 +108,7 @@ inline std::string default_presentation(const Goal& goal, const nlohmann::json& 
 ///     cairn::GoalEngine engine(ctx, tools, {interpreter, std::make_shared<cairn::SopPlanner>(sops)});
 ///     for (const auto& line : engine.handle("Find me a train to Paris")) std::cout << line << '\n';
 ///     auto saved = engine.to_json();   // later: engine2.restore(saved) continues where this one stopped
-class GoalEngine {
+class GoalEngine : private RunParticipant {
  public:
   /// Throws cairn::invalid_argument when the interpreter or the planner is missing.
   GoalEngine(ExecutionContext& context, const ToolRegistry& tools, GoalEngineParts parts,
@@ -121,11 +121,40 @@ class GoalEngine {
 
   GoalEngine(const GoalEngine&) = delete;
   GoalEngine& operator=(const GoalEngine&) = delete;
+  ~GoalEngine() override { detach(); }
+
+  /// Records this engine in `run` from now on (see cairn/run/run.hpp): when the run holds a goal engine already,
+  /// this engine's state is replaced by the run's. Attach the context first: the engine's artifacts are bound in
+  /// it. Each turn (handle) is recorded as one append: the context's entries of the turn and a JSON Patch
+  /// (RFC 6902) from the engine's state before the turn to its state after, so storage grows with what a turn
+  /// changed, not with the goal tree. A tool call inside a turn still commits its intended entry before the tool
+  /// runs. The run must outlive the attachment (detach() or the engine's end).
+  void attach(Run& run) {
+    if (run_) throw invalid_argument("attach: the goal engine is attached to a run already");
+    run.attach(static_cast<RunParticipant&>(*this));
+    run_ = &run;
+    recorded_ = to_json();
+  }
+  void detach() noexcept {
+    if (run_) run_->detach(static_cast<const RunParticipant&>(*this));
+    run_ = nullptr;
+  }
+  Run* run() const noexcept { return run_; }
 
   /// Runs one turn for `message` and returns what the assistant says, in order (also logged in the context).
   /// Throws what the interpreter throws, and cairn::invalid_argument for an interpretation that cannot be applied,
   /// before anything changes.
   std::vector<std::string> handle(const std::string& message) {
+    if (!run_) return handle_turn(message);
+    auto turn = run_->batch();
+    auto said = handle_turn(message);
+    record_change();
+    turn.commit();
+    return said;
+  }
+
+ private:
+  std::vector<std::string> handle_turn(const std::string& message) {
     const Goal* current = stack_.peek();
     const nlohmann::json evidence = current ? visible_evidence(current->id) : nlohmann::json::object();
     Interpretation in = parts_.interpreter->interpret(message, current, evidence);
@@ -151,6 +180,29 @@ class GoalEngine {
     return said;
   }
 
+  // Records the change since the last recorded state as a patch (nothing when the state did not change).
+  void record_change() {
+    nlohmann::json now = to_json();
+    nlohmann::json patch = nlohmann::json::diff(recorded_, now);
+    if (patch.empty()) return;
+    run_->record("goals", "patch", std::move(patch));
+    recorded_ = std::move(now);
+  }
+
+  std::string participant_name() const override { return "goals"; }
+  nlohmann::json participant_state() const override { return to_json(); }
+  void restore_participant(const nlohmann::json& state) override {
+    restore_state(state);
+    recorded_ = state;
+  }
+  void apply_participant_entry(std::string_view kind, const JournalEntry& e) override {
+    if (kind != "patch") throw state_error(fmt::format("goals: unknown journal entry kind 'goals.{}'", kind));
+    nlohmann::json state = recorded_.patch(e.data);
+    restore_state(state);
+    recorded_ = std::move(state);
+  }
+
+ public:
   /// All goals and the stack.
   const GoalStack& goals() const noexcept { return stack_; }
   const GoalEngineOptions& options() const noexcept { return options_; }
@@ -182,6 +234,15 @@ class GoalEngine {
   /// cairn::parse_error / cairn::invalid_goal for a malformed or inconsistent state and cairn::state_error for an
   /// artifact the store no longer has; nothing changes then.
   void restore(const nlohmann::json& state) {
+    restore_state(state);
+    if (run_) {
+      run_->record("goals", "state", state);
+      recorded_ = state;
+    }
+  }
+
+ private:
+  void restore_state(const nlohmann::json& state) {
     const detail::GoalReader in("goal engine state");
     in.object(state, "");
     if (in.string(state, "format", "") != "cairn.goal_engine") in.fail("format", "expected \"cairn.goal_engine\"");
@@ -237,6 +298,8 @@ class GoalEngine {
     for (std::size_t i = 0; i < artifacts_.size(); ++i) binding_index_[artifacts_[i].name] = i;
   }
 
+
+ public:
   /// The same from text (a file, a database column), parsed within `limits`.
   void restore_text(std::string_view text, const JsonLimits& limits = {}) {
     restore(detail::parse_json(text, limits, "goal engine state"));
@@ -766,9 +829,12 @@ class GoalEngine {
     }
     escape_references(args);
     const std::string key = tool_output_key(g);
+    // The call is named after its goal, so a turn re-handled after a crash asks for the same call, which a durable
+    // run then answers from its journal instead of running the tool again.
     ToolCall call{tool_name, std::move(args),
                   {OutputSpec{key, ArtifactType::data, fmt::format("Result from {}", tool_name),
-                              fmt::format("Evidence {} for goal '{}'", key, g.gloss)}}};
+                              fmt::format("Evidence {} for goal '{}'", key, g.gloss)}},
+                  "goal-" + id};
     ExecutionResult result;
     try {
       result = execute(call, ctx_, tools_);
@@ -795,6 +861,8 @@ class GoalEngine {
   std::vector<Binding> artifacts_;
   std::unordered_map<std::string, std::size_t> binding_index_;
   std::vector<std::string>* said_ = nullptr;  // the messages of the turn being handled
+  Run* run_ = nullptr;
+  nlohmann::json recorded_;  // the state as the run last recorded it (the base of the next patch)
 };
 
 }  // namespace cairn

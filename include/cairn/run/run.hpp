@@ -140,15 +140,27 @@ class Run {
   /// Records one change of participant `participant`: commits the entry `<participant>.<kind>` after this run's
   /// last sequence number, then maybe a snapshot. Throws cairn::conflict when another writer moved the run on
   /// (nothing was written; reopen the run), and what the journal throws.
-  std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data) {
+  std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data,
+                       bool sync = false) {
     JournalEntry e;
     e.kind = participant + "." + std::string(kind);
     e.data = std::move(data);
-    return record_entries({std::move(e)});
+    std::vector<JournalEntry> entries;
+    entries.push_back(std::move(e));
+    return record_entries(std::move(entries), sync);
   }
 
   /// Records several changes in one append: all or none of them are committed.
-  std::uint64_t record_entries(std::vector<JournalEntry> entries) {
+  ///
+  /// Inside a batch (see batch()) the entries wait in memory and are appended with the batch, unless `sync` asks
+  /// for them (and everything waiting before them) to be committed now — a tool call's intended entry must be
+  /// committed before the tool runs.
+  std::uint64_t record_entries(std::vector<JournalEntry> entries, bool sync = false) {
+    if (batch_depth_ > 0 && !sync) {
+      for (auto& e : entries) pending_.push_back(std::move(e));
+      return seq_;
+    }
+    flush();
     // A snapshot that is due is written before the new entries, while every participant's state still matches the
     // journal (a participant records a change before applying it).
     if (options_.snapshot_every != 0 && since_snapshot_ >= options_.snapshot_every) snapshot();
@@ -158,11 +170,61 @@ class Run {
     return seq_;
   }
 
+  /// Groups what the participants record until the returned object is destroyed (or flush() is called) into one
+  /// append: one round trip, all or nothing. A goal-engine turn is recorded this way. Until then the changes are
+  /// in memory only: a crash loses the whole group, never half of it. Batches nest; the outermost one appends.
+  ///
+  ///     { auto group = run.batch(); ctx.add_message(...); ctx.add_message(...); }  // one append
+  class Batch {
+   public:
+    explicit Batch(Run& run) : run_(&run) { ++run.batch_depth_; }
+    Batch(Batch&& o) noexcept : run_(std::exchange(o.run_, nullptr)) {}
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    Batch& operator=(Batch&&) = delete;
+    /// Appends what waits, when this is the outermost batch. Throws what the journal throws.
+    void commit() {
+      if (!run_) return;
+      Run& run = *std::exchange(run_, nullptr);
+      if (--run.batch_depth_ == 0) run.flush();
+    }
+    /// Commits; an error is lost here (call commit() to see it): the participants then hold changes the journal
+    /// does not, and the run must be reopened, as after any conflict.
+    ~Batch() {
+      try {
+        commit();
+      } catch (...) {
+      }
+    }
+
+   private:
+    Run* run_;
+  };
+  Batch batch() { return Batch(*this); }
+
+  /// Appends what a batch holds now.
+  void flush() {
+    if (pending_.empty()) return;
+    std::vector<JournalEntry> entries;
+    entries.swap(pending_);
+    if (options_.snapshot_every != 0 && since_snapshot_ >= options_.snapshot_every) {
+      // The participants already hold the pending changes: the journal must get them before a snapshot.
+      const std::size_t n = entries.size();
+      seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(entries));
+      since_snapshot_ += n;
+      snapshot();
+      return;
+    }
+    const std::size_t n = entries.size();
+    seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(entries));
+    since_snapshot_ += n;
+  }
+
   /// Writes a snapshot of every attached participant now (call it between changes, not from inside one). Skipped (returns false) while the run holds entries of
   /// a participant that is not attached in this process: its state is not known here, and a snapshot without it
   /// would lose it. Restores still work then; they only read further back.
   bool snapshot() {
-    if (attached_.empty()) return false;
+    if (attached_.empty() || !pending_.empty()) return false;
     for (const auto& name : loaded_names_) {
       bool present = false;
       for (const auto* p : attached_) present = present || p->participant_name() == name;
@@ -241,6 +303,8 @@ class Run {
   std::vector<JournalEntry> loaded_;       // what a restore needs, from the newest snapshot on
   std::vector<std::string> loaded_names_;  // participants with entries in loaded_
   std::vector<RunParticipant*> attached_;
+  std::vector<JournalEntry> pending_;  // recorded inside a batch, not appended yet
+  int batch_depth_ = 0;
 };
 
 }  // namespace cairn
