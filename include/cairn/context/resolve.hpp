@@ -69,19 +69,6 @@ struct ResolveOptions {
 
 namespace detail {
 
-inline void append_pointer_token(std::string& out, std::string_view token) {
-  out.push_back('/');
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
 inline std::string where_text(const std::string& pointer) {
   return pointer.empty() ? std::string("the top level") : excerpt(pointer, 500);
 }
