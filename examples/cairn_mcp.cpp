@@ -84,7 +84,21 @@ int main(int argc, char** argv) {
   app.add_option("--store", store_url, "Artifact store URL (memory:)")->capture_default_str();
   app.add_flag("--quiet", quiet, "No diagnostics on stderr");
   app.set_version_flag("--version", std::string("cairn-mcp ") + cairn::version_string());
-  CLI11_PARSE(app, argc, argv);
+  // A bad command line exits 2 with one line on stderr, as docs/mcp.md promises (CLI11's own codes, 105 to 114,
+  // and its multi-line usage text are not what a script checking the status expects); --help and --version exit 0.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string line = std::string("cairn-mcp: ") + e.what();
+    for (char& c : line) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    line += " (see cairn-mcp --help)\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return 2;
+  }
 
   auto log = [quiet](std::string_view message) {
     if (quiet) return;
@@ -110,7 +124,12 @@ int main(int argc, char** argv) {
     cairn::mcp::ArtifactTools artifacts(store, tenant);
     tools.insert(tools.end(), artifacts.tools().begin(), artifacts.tools().end());
   } catch (const std::exception& e) {
-    std::cerr << "cairn-mcp: " << e.what() << "\n";
+    std::string line = std::string("cairn-mcp: ") + e.what();
+    for (char& c : line) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    line.push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), stderr);
     return 2;
   }
 

@@ -209,6 +209,51 @@ std::optional<std::string> utf8_upper_bound(const std::string& prefix) {
   return out;
 }
 
+/// The ids that start with the bytes of a list() prefix, as a range [lower, upper) of PostgreSQL text ("C"
+/// collation: byte order, which for UTF-8 is code point order); no upper bound when `upper` is unset.
+struct PrefixRange {
+  std::string lower;
+  std::optional<std::string> upper;
+};
+
+/// The range of valid UTF-8 strings that start with the bytes of `prefix`, or nothing when none can (stored ids
+/// are valid UTF-8). list() matches prefixes byte-wise on every backend, so a prefix cut inside a UTF-8 sequence
+/// ("caf\xC3", the start of "café") matches the ids whose next code point begins with those bytes; PostgreSQL text
+/// cannot hold the cut prefix itself, so the range is spelled with whole code points.
+std::optional<PrefixRange> prefix_range(const std::string& prefix) {
+  const std::size_t head = detail::valid_utf8_prefix_length(prefix);
+  if (head == prefix.size()) return PrefixRange{prefix, utf8_upper_bound(prefix)};
+  const std::string_view tail = std::string_view(prefix).substr(head);
+  const auto lead = static_cast<unsigned char>(tail[0]);
+  const std::size_t len = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
+                          : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  // A byte that cannot start a sequence, or a whole (so invalid) sequence, or more text after a cut one.
+  if (len == 0 || tail.size() >= len) return std::nullopt;
+  std::uint32_t lo = lead & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
+  for (std::size_t k = 1; k < tail.size(); ++k) {
+    const auto c = static_cast<unsigned char>(tail[k]);
+    if ((c & 0xC0) != 0x80) return std::nullopt;
+    lo = (lo << 6) | (c & 0x3Fu);
+  }
+  std::uint32_t hi = lo;
+  for (std::size_t k = tail.size(); k < len; ++k) {
+    lo <<= 6;
+    hi = (hi << 6) | 0x3Fu;
+  }
+  // Only the code points this length may encode (no overlong forms), and no surrogates.
+  lo = std::max(lo, len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u);
+  hi = std::min(hi, len == 2 ? 0x7FFu : len == 3 ? 0xFFFFu : 0x10FFFFu);
+  if (lo >= 0xD800 && lo <= 0xDFFF) lo = 0xE000;
+  if (hi >= 0xD800 && hi <= 0xDFFF) hi = 0xD7FF;
+  if (lo > hi) return std::nullopt;
+  PrefixRange range{prefix.substr(0, head), std::nullopt};
+  detail::append_utf8(range.lower, lo);
+  std::string top = prefix.substr(0, head);
+  detail::append_utf8(top, hi);
+  range.upper = utf8_upper_bound(top);
+  return range;
+}
+
 /// A JSON value as the two columns keep it: `jsonb` for SQL, `text` only when jsonb would change it.
 struct JsonColumns {
   std::optional<std::string> jsonb;
@@ -653,27 +698,36 @@ std::vector<std::uint64_t> PostgresArtifactStore::versions(const std::string& id
 ListPage PostgresArtifactStore::list(const std::string& tenant_id, const ListQuery& query) const {
   detail::check_tenant(tenant_id);
   detail::check_list_query(query);
-  if (!fits_pg_text(tenant_id) || !fits_pg_text(query.prefix) || (query.created_by && !fits_pg_text(*query.created_by))) {
+  const auto range = query.prefix.find('\0') == std::string::npos ? prefix_range(query.prefix) : std::nullopt;
+  if (!fits_pg_text(tenant_id) || !range || (query.created_by && !fits_pg_text(*query.created_by))) {
     return {};  // no stored id or creator can match
   }
   if (!fits_pg_text(query.cursor)) {
     throw invalid_argument("list: cursor is not a cursor this store handed out (not valid UTF-8)");
   }
-  const auto upper = utf8_upper_bound(query.prefix);
+  const auto& upper = range->upper;
   const std::optional<std::string> type = query.type ? std::optional<std::string>(query.type->str()) : std::nullopt;
   const std::string limit_text = std::to_string(query.limit + 1);  // one more says whether another page follows
   return impl_->with_connection([&](Impl::Connection& c, bool) {
     Impl::Params p;
-    p.add(tenant_id).add(query.prefix).add(upper).add(query.cursor).add(type).add(query.created_by).add(limit_text);
+    p.add(tenant_id).add(range->lower).add(upper).add(query.cursor).add(type).add(query.created_by).add(limit_text);
     auto res = impl_->run(c, upper ? list_bounded : list_open, p);
     ListPage page;
     const int n = PQntuples(res.get());
+    bool last_readable = true;
     for (int i = 0; i < n; ++i) {
-      if (page.items.size() == query.limit) {
-        page.next_cursor = page.items.back()->id();
+      if (static_cast<std::size_t>(i) == query.limit) {
+        page.next_cursor = last_readable ? page.items.back()->id() : page.unreadable.back();
         break;
       }
-      page.items.push_back(impl_->decode(res.get(), i));
+      // One row that no longer makes a valid record must not make the whole tenant unlistable.
+      try {
+        page.items.push_back(impl_->decode(res.get(), i));
+        last_readable = true;
+      } catch (const storage_error&) {
+        page.unreadable.emplace_back(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+        last_readable = false;
+      }
     }
     return page;
   });

@@ -496,12 +496,22 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
   q.bind(1, tenant_id).bind(2, std::string_view(lower)).bind(3, upper).bind(4, type).bind(5, query.created_by);
   q.bind(6, static_cast<std::int64_t>(query.limit) + 1);  // one more than asked says whether another page follows
   ListPage page;
+  std::size_t rows = 0;
+  bool last_readable = true;
   while (q.step()) {
-    if (page.items.size() == query.limit) {
-      page.next_cursor = page.items.back()->id();
+    if (rows == query.limit) {
+      page.next_cursor = last_readable ? page.items.back()->id() : page.unreadable.back();
       break;
     }
-    page.items.push_back(q.record(*impl_));
+    ++rows;
+    // One row that no longer makes a valid record must not make the whole tenant unlistable.
+    try {
+      page.items.push_back(q.record(*impl_));
+      last_readable = true;
+    } catch (const storage_error&) {
+      page.unreadable.emplace_back(q.text(1));
+      last_readable = false;
+    }
   }
   return page;
 }

@@ -126,3 +126,15 @@ TEST_CASE("from_a2a reads cairn's flags only when they are booleans") {
   CHECK(r->value() == json({{"value", {1, 2}}}));  // not unwrapped
   CHECK(r->title() == "Notes");                    // not untitled
 }
+
+TEST_CASE("from_a2a refuses an artifactId that is not a valid record id") {
+  json a = to_a2a(*base().value("hello").build());
+  a["artifactId"] = "";
+  CHECK_THROWS_WITH(from_a2a(a, "acme"), "A2A Artifact.artifactId: must not be empty");
+  a["artifactId"] = std::string(257, 'i');
+  CHECK_THROWS_WITH(from_a2a(a, "acme"), "A2A Artifact.artifactId: must be at most 256 bytes (got 257)");
+  a["artifactId"] = std::string(256, 'i');
+  CHECK(from_a2a(a, "acme")->id() == std::string(256, 'i'));
+  a["artifactId"] = "a\nb";
+  CHECK_THROWS_AS(from_a2a(a, "acme"), cairn::invalid_artifact);
+}

@@ -39,3 +39,15 @@ TEST_CASE("bad parts are rejected with the part and member named") {
   CHECK_THROWS_WITH(parse(R"({"kind":"artifact"})"), "ArtifactPart: missing required member 'artifact_id'");
   CHECK_THROWS_WITH(parse(R"("text")"), "MessagePart: expected a JSON object, got string");
 }
+
+TEST_CASE("an ArtifactPart id follows the rules of record ids") {
+  auto parse = [](const json& j) { return message_part_from_json(j); };
+  CHECK_THROWS_WITH(parse(json{{"kind", "artifact"}, {"artifact_id", std::string(257, 'i')}}),
+                    "ArtifactPart.artifact_id: must be at most 256 bytes (got 257)");
+  CHECK_THROWS_WITH(parse(json{{"kind", "artifact"}, {"artifact_id", " x"}}),
+                    "ArtifactPart.artifact_id: must not start or end with a space (' x')");
+  CHECK_THROWS_WITH(parse(json{{"kind", "artifact"}, {"artifact_id", "a\tb"}}),
+                    "ArtifactPart.artifact_id: must not contain control characters ('a\\x09b')");
+  CHECK(std::get<ArtifactPart>(parse(json{{"kind", "artifact"}, {"artifact_id", std::string(256, 'i')}})).artifact_id ==
+        std::string(256, 'i'));
+}

@@ -45,7 +45,9 @@ TEST_CASE("format_conversation_history: Role: content lines, newest `limit` mess
   REQUIRE(cairn::format_conversation_history(ctx, 2) ==
           "System: Budget left: 2 calls\n"
           "Tool: Tool file_read failed: no such file");
-  REQUIRE(cairn::format_conversation_history(ctx, 0) == "No previous conversation.");
+  // A limit of 0 means no limit, as the catalog's max_chars of 0 does.
+  REQUIRE(cairn::format_conversation_history(ctx, 0) == cairn::format_conversation_history(ctx, 4));
+  REQUIRE(cairn::format_conversation_history(make_context(), 0) == "No previous conversation.");
 
   for (int i = 0; i < 12; ++i) ctx.add_message(Role::user, "m" + std::to_string(i));
   REQUIRE(cairn::format_conversation_history(ctx) ==
@@ -200,15 +202,43 @@ Important:
 Your response:)";
   REQUIRE(cairn::build_prompt("Start the server", ctx, tools) == expected);
 
-  // Options reach the sections: no history shown, a catalog budget.
+  // Options reach the sections: the history limit (0 = every message), a catalog budget.
   cairn::PromptOptions options;
   options.history_limit = 0;
   options.catalog.max_chars = 10;
   const std::string small = cairn::build_prompt("Start the server", ctx, tools, options);
   REQUIRE_THAT(small, cairn_test::ContainsSubstring(
-                          "## Conversation History\nNo previous conversation.\n\n## Available Artifacts\n"
+                          "## Conversation History\n" + cairn::format_conversation_history(ctx, 0) +
+                          "\n\n## Available Artifacts\n"
                           "Available Artifacts (1):\n(1 older artifact not shown)\n\n## Available Tools"));
   REQUIRE_THAT(cairn::build_prompt("t", make_context(), cairn::ToolRegistry{}),
                cairn_test::ContainsSubstring("No artifacts available.\n\n## Available Tools\nNo tools available.\n\n"
                                              "## Current Task\nt\n"));
+}
+
+TEST_CASE("a history limit of 0 shows every message, also through build_prompt") {
+  ExecutionContext ctx = make_context();
+  for (int i = 0; i < 30; ++i) ctx.add_message(Role::user, "m" + std::to_string(i));
+  const std::string all = cairn::format_conversation_history(ctx, 0);
+  CHECK(all.find("User: m0\n") == 0);
+  CHECK(all.size() >= 30 * 8);
+  cairn::PromptOptions options;
+  options.history_limit = 0;
+  CHECK(cairn::build_prompt("task", ctx, cairn::ToolRegistry{}, options).find(all) != std::string::npos);
+}
+
+TEST_CASE("the catalog budget counts Unicode code points, not bytes") {
+  ExecutionContext ctx = make_context();
+  // Each description holds 10 two-byte characters: the entry is 10 code points shorter than its byte size.
+  const std::string umlauts = "\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC";
+  add(ctx, "a0", "data", 0, umlauts);
+  add(ctx, "a1", "data", 1, umlauts);
+  const std::string full = cairn::format_artifacts_catalog(ctx);
+  const std::size_t chars = cairn::detail::utf8_length(full);
+  REQUIRE(chars + 40 == full.size());  // 2 entries x (description + purpose) x 10 extra bytes
+  cairn::CatalogOptions options;
+  options.max_chars = chars;  // fits exactly in code points, though not in bytes
+  CHECK(cairn::format_artifacts_catalog(ctx, options) == full);
+  options.max_chars = chars - 1;
+  CHECK(cairn::format_artifacts_catalog(ctx, options).find("(1 older artifact not shown)") != std::string::npos);
 }

@@ -211,3 +211,37 @@ TEST_CASE("references lists the names used, once each, in order of appearance") 
   REQUIRE(cairn::references("@solo") == std::vector<std::string>{"solo"});
   REQUIRE(cairn::references(json{{"x", 1}}).empty());
 }
+
+TEST_CASE("the resolved size is limited: 2,048 references to a 1 MiB artifact fail fast, naming where") {
+  ExecutionContext ctx(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
+  ctx.add_artifact("big", ArtifactRecord::builder().type("data").description("big").value(std::string(1 << 20, 'x')));
+  ctx.add_artifact("small", ArtifactRecord::builder().type("data").description("s").value(json{{"k", "v"}}));
+  json inputs = {{"args", json::array()}};
+  for (int i = 0; i < 2048; ++i) inputs["args"].push_back("@big");
+  // The default limit is 64 MiB of JSON text: the 65th copy crosses it (64 x (1 MiB + 2 quotes) > 64 MiB).
+  CHECK(cairn::ResolveOptions{}.max_resolved_bytes == 64u * 1024u * 1024u);
+  try {
+    ctx.resolve(inputs);
+    FAIL("expected cairn::limit_exceeded");
+  } catch (const cairn::limit_exceeded& e) {
+    CHECK(std::string(e.what()) ==
+          "resolve: @big at /args/63 would make the resolved input larger than the limit of 67108864 bytes "
+          "(1048578 more bytes on top of 66060414)");
+  }
+  // A smaller limit, the same on the iterative path (depth limit above 1,000) and for a pointer into a value.
+  cairn::ResolveOptions options;
+  options.max_resolved_bytes = 3u << 20;
+  CHECK_THROWS_WITH(ctx.resolve(inputs, options), cairn_test::ContainsSubstring("@big at /args/2 would make"));
+  options.max_depth = 5000;
+  CHECK_THROWS_WITH(ctx.resolve(inputs, options), cairn_test::ContainsSubstring("@big at /args/2 would make"));
+  options.max_resolved_bytes = 8;
+  CHECK_THROWS_WITH(ctx.resolve(json{"@small#/k", "@small#/k", "@small#/k"}, options),
+                    cairn_test::ContainsSubstring("@small at /2 would make"));
+  CHECK(ctx.resolve(json{"@small#/k", "@small#/k"}, options) == json{"v", "v"});  // 3 + 3 bytes fit
+  CHECK_THROWS_WITH(ctx.resolve(json("@big"), options), cairn_test::ContainsSubstring("@big at the top level would make"));
+  // 0 means no limit.
+  options.max_resolved_bytes = 0;
+  options.max_depth = 256;
+  json few = json::array({"@big", "@big", "@big"});
+  CHECK(ctx.resolve(few, options)[2].get_ref<const std::string&>().size() == 1u << 20);
+}

@@ -244,6 +244,40 @@ TEST_CASE("postgres: a damaged row is a storage_error naming the artifact") {
   CHECK(store.fetch("broken", "t") == nullptr);
 }
 
+TEST_CASE("postgres: one unreadable row never makes a tenant unlistable") {
+  // A value kept as JSON null without a storage_url (what an older cairn wrote for a top-level NaN) and a type
+  // that is not a type token: neither makes a record.
+  TempDatabase db;
+  PostgresArtifactStore store(db.conninfo());
+  for (const char* id : {"a", "b-nan", "c", "d-type", "e"}) store.store(*note("t", id, id));
+  store.store(*note("other", "x", 1));
+  RawPg raw(db.conninfo());
+  raw.scalar("UPDATE cairn_artifacts SET value = 'null'::jsonb, value_text = NULL, storage_url = NULL "
+             "WHERE id = 'b-nan'");
+  raw.scalar("UPDATE cairn_artifacts SET type = 'Not A Type' WHERE id = 'd-type'");
+  CHECK_THROWS_WITH(store.fetch("b-nan", "t"), cairn_test::ContainsSubstring("artifact 'b-nan' version 1"));
+  auto page = store.list("t");
+  CHECK(testing::detail::ids_of(page) == std::vector<std::string>{"a", "c", "e"});
+  CHECK(page.unreadable == std::vector<std::string>{"b-nan", "d-type"});
+  CHECK_FALSE(page.next_cursor);
+  ListQuery q;
+  q.limit = 2;
+  std::vector<std::string> seen;
+  for (int pages = 0; pages < 10; ++pages) {
+    const auto p = store.list("t", q);
+    for (const auto& r : p.items) seen.push_back(r->id());
+    for (const auto& id : p.unreadable) seen.push_back("!" + id);
+    if (!p.next_cursor) break;
+    q.cursor = *p.next_cursor;
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<std::string>{"!b-nan", "!d-type", "a", "c", "e"});
+  store.remove("b-nan", "t");
+  store.remove("d-type", "t");
+  CHECK(store.list("t").unreadable.empty());
+  CHECK(store.list("other").items.size() == 1);
+}
+
 TEST_CASE("postgres list: prefixes are ranges in byte order, whatever the database's locale") {
   PostgresArtifactStore store(base_conninfo());
   const auto t = random_name("list-");

@@ -207,9 +207,10 @@ TEST_CASE("bad values are refused before anything is written") {
   CHECK_THROWS_AS(store.store(*note("t", "doc", deep)), limit_exceeded);
   CHECK_THROWS_WITH(store.store(*note("t", "doc", std::string(2000, 'x'))),
                     cairn_test::ContainsSubstring("value: JSON text is 2002 bytes"));
-  auto bad_meta = ArtifactRecord::builder().tenant_id("t").id("doc").type("data").title("x").value(1)
-                      .metadata({{"k", std::string("\xc3\x28")}}).build();
-  CHECK_THROWS_WITH(store.store(*bad_meta), cairn_test::ContainsSubstring("metadata"));
+  // Invalid UTF-8 and non-finite numbers never reach the store: the builder refuses them (record_test.cpp).
+  CHECK_THROWS_WITH(ArtifactRecord::builder().tenant_id("t").id("doc").type("data").title("x").value(1)
+                        .metadata({{"k", std::string("\xc3\x28")}}).build(),
+                    cairn_test::ContainsSubstring("metadata"));
 
   CHECK(store.versions("doc", "t") == std::vector<std::uint64_t>{1});
   CHECK(store.fetch("doc", "t")->value() == "v1");
@@ -243,10 +244,52 @@ TEST_CASE("a damaged row is a storage_error naming the artifact, not a crash") {
   CHECK_THROWS_AS(store.fetch("broken", "t"), storage_error);
   CHECK_THROWS_WITH(store.fetch("broken", "t"), cairn_test::ContainsSubstring("artifact 'broken' version 1"));
   CHECK_THROWS_WITH(store.fetch("badtype", "t"), cairn_test::ContainsSubstring("type"));
-  CHECK_THROWS_AS(store.list("t"), storage_error);
+  // The listing skips what it cannot read and says so; it never fails because of one row.
+  const auto page = store.list("t");
+  CHECK(page.unreadable == std::vector<std::string>{"badtype", "broken", "deep"});
+  CHECK(page.items.size() == 2);
   CHECK(store.versions("broken", "t") == std::vector<std::uint64_t>{1});
   store.remove("broken", "t");  // a damaged artifact can still be removed
   CHECK(store.fetch("broken", "t") == nullptr);
+}
+
+TEST_CASE("one unreadable row never makes a tenant unlistable") {
+  // A value stored as JSON null without a storage_url (what an older cairn wrote for a top-level NaN), and a
+  // title that is not UTF-8 (which an older cairn took): neither makes a record any more.
+  TempDir dir;
+  const auto path = dir.file("unreadable.db");
+  SqliteArtifactStore store(path);
+  for (const char* id : {"a", "b-nan", "c", "d-utf8", "e"}) store.store(*note("t", id, id));
+  store.store(*note("other", "x", 1));
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_artifacts SET value = 'null', storage_url = NULL WHERE id = 'b-nan'");
+    raw.exec("UPDATE cairn_artifacts SET title = CAST(X'636166C3' AS TEXT) WHERE id = 'd-utf8'");
+  }
+  CHECK_THROWS_WITH(store.fetch("b-nan", "t"), cairn_test::ContainsSubstring("artifact 'b-nan' version 1"));
+  CHECK_THROWS_WITH(store.fetch("d-utf8", "t"), cairn_test::ContainsSubstring("title: is not valid UTF-8"));
+  auto page = store.list("t");
+  CHECK(testing::detail::ids_of(page) == std::vector<std::string>{"a", "c", "e"});
+  CHECK(page.unreadable == std::vector<std::string>{"b-nan", "d-utf8"});
+  CHECK_FALSE(page.next_cursor);
+  // Paging walks over them: every id is seen once, readable or not, and the cursor may be an unreadable id.
+  ListQuery q;
+  q.limit = 2;
+  std::vector<std::string> seen;
+  for (int pages = 0; pages < 10; ++pages) {
+    const auto p = store.list("t", q);
+    for (const auto& r : p.items) seen.push_back(r->id());
+    for (const auto& id : p.unreadable) seen.push_back("!" + id);
+    if (!p.next_cursor) break;
+    q.cursor = *p.next_cursor;
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<std::string>{"!b-nan", "!d-utf8", "a", "c", "e"});
+  // Removing them cleans the tenant up; other tenants never noticed.
+  store.remove("b-nan", "t");
+  store.remove("d-utf8", "t");
+  CHECK(store.list("t").unreadable.empty());
+  CHECK(store.list("other").items.size() == 1);
 }
 
 TEST_CASE("a writer that holds the lock longer than the busy timeout makes store fail cleanly") {
@@ -267,8 +310,8 @@ TEST_CASE("a writer that holds the lock longer than the busy timeout makes store
 TEST_CASE("list: prefixes are byte ranges, not LIKE patterns") {
   TempDir dir;
   SqliteArtifactStore store(dir.file("list.db"));
-  for (const std::string& id : std::vector<std::string>{"a%b", "a_b", "aXb", "a\\b", "ab", "b", std::string("\xff\xff", 2),
-                               std::string("\xff\xff" "a", 3), "\xc3\xa9t\xc3\xa9", "\xc3\xa9z"}) {
+  for (const std::string& id : std::vector<std::string>{"a%b", "a_b", "aXb", "a\\b", "ab", "b", "\xf4\x8f\xbf\xbf",
+                               "\xf4\x8f\xbf\xbf" "a", "\xc3\xa9t\xc3\xa9", "\xc3\xa9z"}) {
     store.store(*note("t", id, 1));
   }
   auto ids = [&](const ListQuery& q) {
@@ -280,8 +323,11 @@ TEST_CASE("list: prefixes are byte ranges, not LIKE patterns") {
   CHECK(ids({"a_", {}, {}, 100, ""}) == std::vector<std::string>{"a_b"});
   CHECK(ids({"a\\", {}, {}, 100, ""}) == std::vector<std::string>{"a\\b"});
   CHECK(ids({"a", {}, {}, 100, ""}) == std::vector<std::string>{"a%b", "aXb", "a\\b", "a_b", "ab"});
-  CHECK(ids({std::string("\xff\xff", 2), {}, {}, 100, ""}) ==
-        std::vector<std::string>{std::string("\xff\xff", 2), std::string("\xff\xff" "a", 3)});
+  // Ids are valid UTF-8 (the builder refuses anything else): U+10FFFF is the highest, and a prefix of 0xFF bytes
+  // (no upper bound) matches nothing.
+  CHECK(ids({"\xf4\x8f\xbf\xbf", {}, {}, 100, ""}) ==
+        std::vector<std::string>{"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "a"});
+  CHECK(ids({std::string("\xff\xff", 2), {}, {}, 100, ""}).empty());
   CHECK(ids({"\xc3\xa9", {}, {}, 100, ""}) == std::vector<std::string>{"\xc3\xa9t\xc3\xa9", "\xc3\xa9z"});
   // A cursor before the prefix starts at the prefix; one after it ends the listing.
   CHECK(ids({"b", {}, {}, 100, "a"}) == std::vector<std::string>{"b"});

@@ -74,6 +74,10 @@ inline nlohmann::json to_a2a(const ArtifactRecord& r) {
 inline ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& tenant_id) {
   if (!a.is_object()) throw parse_error(fmt::format("A2A Artifact: expected a JSON object, got {}", a.type_name()));
   const std::string id = detail::require_string(a, "A2A Artifact", "artifactId");
+  // An empty artifactId would let the store pick a new id: an artifact from outside keeps the id it names.
+  if (std::string problem = detail::identifier_problem(id); !problem.empty()) {
+    throw invalid_artifact(fmt::format("A2A Artifact.artifactId: {}", problem));
+  }
   const auto& parts = detail::require_member(a, "A2A Artifact", "parts");
   if (!parts.is_array()) {
     throw parse_error(fmt::format("A2A Artifact.parts: expected an array, got {}", parts.type_name()));

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 
 namespace cairn {
@@ -107,7 +108,10 @@ inline void to_json(nlohmann::json& j, const ArtifactPart& p) {
 }
 inline void from_json(const nlohmann::json& j, ArtifactPart& p) {
   p.artifact_id = detail::require_string(j, "ArtifactPart", "artifact_id");
-  if (p.artifact_id.empty()) throw parse_error("ArtifactPart.artifact_id: must not be empty");
+  // The id of a record: the same rules as ArtifactRecord ids (detail::identifier_problem).
+  if (std::string problem = detail::identifier_problem(p.artifact_id); !problem.empty()) {
+    throw parse_error(fmt::format("ArtifactPart.artifact_id: {}", problem));
+  }
   p.title = detail::optional_string(j, "ArtifactPart", "title");
 }
 

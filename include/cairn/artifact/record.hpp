@@ -5,6 +5,7 @@
 // held behind shared pointers too, so deriving a new version (or the store stamping an id) never copies them.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -41,7 +43,7 @@ class ArtifactRecord {
   class Builder;
 
   static constexpr std::size_t max_title_length = 500;  ///< in Unicode code points
-  static constexpr std::size_t max_id_length = 256;     ///< bytes, for id, tenant_id and created_by
+  static constexpr std::size_t max_id_length = detail::max_identifier_bytes;  ///< bytes: id, tenant_id, created_by
 
   /// A builder with nothing set.
   static Builder builder();
@@ -130,9 +132,17 @@ class ArtifactRecord::Builder {
   Builder& title(std::string v) { title_ = std::move(v); return *this; }
   Builder& description(std::string v) { description_ = std::move(v); return *this; }
   Builder& purpose(std::string v) { purpose_ = std::move(v); return *this; }
-  Builder& value(nlohmann::json v) { value_ = std::make_shared<const nlohmann::json>(std::move(v)); return *this; }
+  Builder& value(nlohmann::json v) {
+    value_ = std::make_shared<const nlohmann::json>(std::move(v));
+    value_checked_ = false;
+    return *this;
+  }
   /// Shares an existing value without copying it.
-  Builder& shared_value(std::shared_ptr<const nlohmann::json> v) { value_ = std::move(v); return *this; }
+  Builder& shared_value(std::shared_ptr<const nlohmann::json> v) {
+    value_ = std::move(v);
+    value_checked_ = false;
+    return *this;
+  }
   Builder& storage_url(std::string v) { storage_url_ = std::move(v); return *this; }
   Builder& mime_type(std::string v) { mime_type_ = std::move(v); return *this; }
   Builder& size_bytes(std::uint64_t v) { size_bytes_ = v; return *this; }
@@ -140,13 +150,18 @@ class ArtifactRecord::Builder {
   Builder& created_by(std::string v) { created_by_ = std::move(v); return *this; }
   Builder& created_at(std::int64_t ms) { created_at_ = ms; return *this; }
   /// Replaces the metadata; it must be a JSON object.
-  Builder& metadata(nlohmann::json v) { metadata_ = std::make_shared<const nlohmann::json>(std::move(v)); return *this; }
+  Builder& metadata(nlohmann::json v) {
+    metadata_ = std::make_shared<const nlohmann::json>(std::move(v));
+    metadata_checked_ = false;
+    return *this;
+  }
   /// Sets one metadata key, keeping the others.
   Builder& metadata(const std::string& key, nlohmann::json v) {
     nlohmann::json m = metadata_ ? *metadata_ : nlohmann::json::object();
     if (!m.is_object()) m = nlohmann::json::object();
     m[key] = std::move(v);
     metadata_ = std::make_shared<const nlohmann::json>(std::move(m));
+    metadata_checked_ = false;
     return *this;
   }
 
@@ -176,6 +191,9 @@ class ArtifactRecord::Builder {
   std::optional<std::string> created_by_;
   std::int64_t created_at_ = 0;
   std::shared_ptr<const nlohmann::json> metadata_;
+  // True while value_ / metadata_ are those of a built record (they were checked then and cannot change).
+  bool value_checked_ = false;
+  bool metadata_checked_ = false;
 };
 
 namespace detail {
@@ -224,27 +242,109 @@ inline bool is_mime_type(std::string_view s) noexcept {
 }
 
 inline void check_identifier(std::string_view field, const std::string& v, bool required) {
-  if (v.empty()) {
-    if (required) throw invalid_artifact(fmt::format("{}: must not be empty", field));
-    return;
+  if (v.empty() && !required) return;
+  if (std::string problem = identifier_problem(v); !problem.empty()) {
+    throw invalid_artifact(fmt::format("{}: {}", field, problem));
   }
-  if (v.size() > ArtifactRecord::max_id_length) {
-    throw invalid_artifact(fmt::format("{}: must be at most {} bytes (got {})", field, ArtifactRecord::max_id_length,
-                                       v.size()));
-  }
-  if (has_control_char(v)) {
-    throw invalid_artifact(fmt::format("{}: must not contain control characters ('{}')", field, excerpt(v)));
-  }
-  if (v.front() == ' ' || v.back() == ' ') {
-    throw invalid_artifact(fmt::format("{}: must not start or end with a space ('{}')", field, excerpt(v)));
-  }
+}
+
+/// Free text (title, description, purpose, URLs, MIME type) must be valid UTF-8: every store and every JSON
+/// form keeps text, and JSON text is UTF-8.
+inline void check_utf8(std::string_view field, std::string_view v) {
+  if (!is_valid_utf8(v)) throw invalid_artifact(fmt::format("{}: is not valid UTF-8 ('{}')", field, excerpt(v)));
 }
 
 inline void check_url(std::string_view field, const std::optional<std::string>& v) {
   if (!v) return;
   if (v->empty()) throw invalid_artifact(fmt::format("{}: must not be empty when set", field));
+  check_utf8(field, *v);
   if (has_control_char(*v)) {
     throw invalid_artifact(fmt::format("{}: must not contain control characters ('{}')", field, excerpt(*v)));
+  }
+}
+
+/// Checks what JSON text can hold, in one iterative pass over `root` (a record's value or metadata): every string
+/// and object key is valid UTF-8 and every number is finite (JSON has no NaN or Infinity). Throws
+/// cairn::invalid_artifact naming `field` and the JSON pointer of the first problem.
+inline void check_json_content(const char* field, const nlohmann::json& root) {
+  using json = nlohmann::json;
+  struct Frame {
+    const json* node;
+    json::object_t::const_iterator next, end;  // objects: the member after the current one
+    const std::string* key = nullptr;          // objects: the current member's key
+    std::size_t index = 0;                     // arrays: one past the current element
+  };
+  std::vector<Frame> frames;
+  // The pointer of the element the walk is at (escaped for the message: a bad key is part of it).
+  auto where = [&frames]() {
+    std::string ptr;
+    for (const Frame& f : frames) {
+      if (f.node->is_object()) {
+        append_pointer_token(ptr, *f.key);
+      } else {
+        ptr.push_back('/');
+        ptr += std::to_string(f.index - 1);
+      }
+    }
+    return ptr.empty() ? std::string("the top level") : excerpt(ptr, 300);
+  };
+  // A scalar's problem, or nothing; containers are opened by the caller.
+  auto check_scalar = [&](const json& v) {
+    if (v.is_string()) {
+      const std::string& s = *v.get_ptr<const json::string_t*>();
+      if (!is_valid_utf8(s)) {
+        throw invalid_artifact(
+            fmt::format("{}: holds a string that is not valid UTF-8 at {} ('{}')", field, where(), excerpt(s)));
+      }
+    } else if (v.is_number_float()) {
+      const double d = *v.get_ptr<const json::number_float_t*>();
+      if (!std::isfinite(d)) {
+        throw invalid_artifact(fmt::format("{}: holds a non-finite number ({}) at {}; JSON has no NaN or Infinity",
+                                           field, std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity",
+                                           where()));
+      }
+    }
+  };
+  auto open = [&frames](const json& node) {
+    if (node.is_object()) {
+      const auto& obj = *node.get_ptr<const json::object_t*>();
+      frames.push_back(Frame{&node, obj.begin(), obj.end()});
+    } else {
+      frames.push_back(Frame{&node, {}, {}});
+    }
+  };
+  if (!root.is_structured()) {
+    check_scalar(root);
+    return;
+  }
+  open(root);
+  while (!frames.empty()) {
+    Frame& f = frames.back();
+    const json* child = nullptr;
+    if (f.node->is_object()) {
+      if (f.next == f.end) {
+        frames.pop_back();
+        continue;
+      }
+      f.key = &f.next->first;
+      child = &f.next->second;
+      ++f.next;
+      if (!is_valid_utf8(*f.key)) {
+        throw invalid_artifact(fmt::format("{}: holds an object key that is not valid UTF-8 at {}", field, where()));
+      }
+    } else {
+      const auto& arr = *f.node->get_ptr<const json::array_t*>();
+      if (f.index == arr.size()) {
+        frames.pop_back();
+        continue;
+      }
+      child = &arr[f.index++];
+    }
+    if (child->is_structured()) {
+      open(*child);  // invalidates f
+    } else {
+      check_scalar(*child);
+    }
   }
 }
 
@@ -270,6 +370,9 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b)
   detail::check_identifier("id", id_, false);
   detail::check_identifier("tenant_id", tenant_id_, true);
   if (!b.type_) throw invalid_artifact("type: must be set");  // b.type_ was only moved from, still engaged
+  detail::check_utf8("title", title_);
+  detail::check_utf8("description", description_);
+  detail::check_utf8("purpose", purpose_);
   if (title_.empty() && description_.empty()) {
     throw invalid_artifact("title, description: at least one of them must be non-empty");
   }
@@ -282,6 +385,7 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b)
   if (!has_value() && !storage_url_) {
     throw invalid_artifact("value, storage_url: a record needs a value or a storage_url (or both)");
   }
+  if (mime_type_) detail::check_utf8("mime_type", *mime_type_);
   if (mime_type_ && !detail::is_mime_type(*mime_type_)) {
     throw invalid_artifact(fmt::format("mime_type: '{}' is not a MIME type of the form type/subtype",
                                        detail::excerpt(*mime_type_)));
@@ -291,6 +395,10 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b)
   if (!metadata_->is_object()) {
     throw invalid_artifact(fmt::format("metadata: must be a JSON object, got {}", metadata_->type_name()));
   }
+  // Last: the only checks that walk a whole value. A value or metadata shared from a built record (revise,
+  // to_builder) was checked when that record was built, and is immutable.
+  if (!b.value_checked_) detail::check_json_content("value", *value_);
+  if (!b.metadata_checked_) detail::check_json_content("metadata", *metadata_);
 }
 
 inline ArtifactRecord::Builder ArtifactRecord::builder() { return Builder{}; }
@@ -336,6 +444,8 @@ inline ArtifactRecord::Builder ArtifactRecord::revise() const {
   b.schema_url_ = schema_url_;
   b.created_by_ = created_by_;
   b.metadata_ = metadata_;
+  b.value_checked_ = true;
+  b.metadata_checked_ = true;
   return b;
 }
 

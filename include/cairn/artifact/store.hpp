@@ -36,6 +36,11 @@ struct ListQuery {
 struct ListPage {
   std::vector<ArtifactPtr> items;
   std::optional<std::string> next_cursor;  ///< set when more matching artifacts follow this page
+  /// Ids on this page whose latest version the store holds but cannot read back (a row edited behind the store's
+  /// back, or written by an older version that accepted what records now refuse). They take a place in the page
+  /// (so a page may hold fewer items than the limit) but never make the listing fail: fetch one to get the error,
+  /// remove it to clean up. Always empty for InMemoryArtifactStore.
+  std::vector<std::string> unreadable;
 };
 
 /// The store interface. Implementations are thread-safe; records come back as shared, immutable pointers.

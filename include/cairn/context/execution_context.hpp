@@ -415,7 +415,8 @@ class ExecutionContext : private RunParticipant {
   /// `inputs` with every `@name` / `@name#/pointer` replaced by (a part of) that artifact's value and every `@@x`
   /// by `@x`, at any depth (see resolve.hpp for what counts as a reference). Throws cairn::artifact_not_found
   /// ("Artifact not found: @name at /args/0"), cairn::not_found for a pointer to nothing, cairn::parse_error for a
-  /// malformed pointer and cairn::limit_exceeded for input nested deeper than `options.max_depth`.
+  /// malformed pointer and cairn::limit_exceeded for input nested deeper than `options.max_depth` or whose
+  /// references would insert more than `options.max_resolved_bytes` of JSON text (checked before copying).
   ///
   ///     ctx.resolve({{"command", "node"}, {"args", {"@server_file"}}})  // {"args": ["/tmp/server.js"], ...}
   nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const {

@@ -58,9 +58,9 @@ inline std::string_view role_label(Role role) noexcept {
 }
 
 /// The newest `limit` messages, one `Role: content` line each, oldest first; `No previous conversation.` when
-/// there is none to show (also for limit 0).
+/// there is none. A limit of 0 means no limit (every message), as CatalogOptions::max_chars of 0 does.
 inline std::string format_conversation_history(const ExecutionContext& ctx, std::size_t limit = 10) {
-  const std::vector<Message> messages = ctx.last_messages(limit);
+  const std::vector<Message> messages = limit == 0 ? ctx.messages() : ctx.last_messages(limit);
   if (messages.empty()) return "No previous conversation.";
   std::string out;
   for (const Message& m : messages) {
@@ -74,9 +74,10 @@ inline std::string format_conversation_history(const ExecutionContext& ctx, std:
 
 /// Options of format_artifacts_catalog.
 struct CatalogOptions {
-  /// Longest catalog text in bytes; 0 means no limit. Over the limit, the oldest entries are left out (the newest
-  /// kept whole) and a line `(N older artifacts not shown)` follows the heading. The heading and that line are
-  /// always shown, even when they alone exceed the limit.
+  /// Longest catalog text in characters (Unicode code points, as detail::utf8_length counts them; newlines count
+  /// one each); 0 means no limit. Over the limit, the oldest entries are left out (the newest kept whole, never
+  /// cut) and a line `(N older artifacts not shown)` follows the heading. The heading and that line are always
+  /// shown, even when they alone exceed the limit.
   std::size_t max_chars = 0;
 };
 
@@ -104,11 +105,12 @@ inline std::string format_artifacts_catalog(const ExecutionContext& ctx, const C
   };
   std::size_t kept = entries.size();
   if (options.max_chars != 0) {
-    // Keep the longest run of newest entries that fits, counting the heading, the note and the newlines.
+    // Keep the longest run of newest entries that fits, counting the heading, the note and the newlines, all in
+    // code points (the heading and the note are ASCII).
     kept = 0;
     std::size_t body = 0;
     while (kept < entries.size()) {
-      const std::size_t next_body = body + 1 + entries[entries.size() - 1 - kept].size();
+      const std::size_t next_body = body + 1 + detail::utf8_length(entries[entries.size() - 1 - kept]);
       const std::size_t omitted = entries.size() - kept - 1;
       const std::size_t total = heading.size() + next_body + (omitted ? 1 + note(omitted).size() : 0);
       if (total > options.max_chars) break;
@@ -131,7 +133,7 @@ inline std::string format_artifacts_catalog(const ExecutionContext& ctx, const C
 
 /// Options of build_prompt.
 struct PromptOptions {
-  std::size_t history_limit = 10;  ///< newest messages shown
+  std::size_t history_limit = 10;  ///< newest messages shown; 0 shows them all
   CatalogOptions catalog;
 };
 

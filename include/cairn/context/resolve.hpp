@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -65,22 +67,74 @@ struct ResolveOptions {
   /// Deepest nesting of arrays and objects accepted in the input; deeper input throws cairn::limit_exceeded
   /// before anything is copied. The walk is iterative, so the limit protects the caller, not the walk.
   int max_depth = 256;
+  /// Largest total size, in bytes of compact JSON text, of the values that references insert into one input; 0
+  /// means no limit. Checked before each value is copied, so an input that repeats a reference to a large artifact
+  /// fails with cairn::limit_exceeded naming the reference and where it was, instead of exhausting memory. The
+  /// text of the input itself is not counted (its parser limited it already).
+  std::size_t max_resolved_bytes = 64u * 1024u * 1024u;
 };
 
 namespace detail {
 
-inline void append_pointer_token(std::string& out, std::string_view token) {
-  out.push_back('/');
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out.push_back(c);
+/// The size of `value`'s compact JSON text (`dump()`), computed without building it: strings and keys exactly
+/// (escapes included), floating-point numbers as fmt writes them (within a few bytes of nlohmann's text).
+inline std::size_t json_text_size(const nlohmann::json& value) {
+  auto string_size = [](const std::string& str) {
+    std::size_t n = str.size() + 2;
+    for (unsigned char c : str) {
+      if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
+        n += 1;
+      } else if (c < 0x20) {
+        n += 5;  // \u00XX
+      }
+    }
+    return n;
+  };
+  std::size_t total = 0;
+  std::vector<const nlohmann::json*> todo{&value};
+  while (!todo.empty()) {
+    const nlohmann::json* node = todo.back();
+    todo.pop_back();
+    switch (node->type()) {
+      case nlohmann::json::value_t::object: {
+        const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
+        total += 2 + (obj.empty() ? 0 : obj.size() - 1);  // braces and commas
+        for (const auto& [key, child] : obj) {
+          total += string_size(key) + 1;  // and the colon
+          todo.push_back(&child);
+        }
+        break;
+      }
+      case nlohmann::json::value_t::array: {
+        const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
+        total += 2 + (arr.empty() ? 0 : arr.size() - 1);
+        for (const auto& child : arr) todo.push_back(&child);
+        break;
+      }
+      case nlohmann::json::value_t::string: total += string_size(node->get_ref<const std::string&>()); break;
+      case nlohmann::json::value_t::number_integer:
+        total += fmt::formatted_size("{}", node->get<std::int64_t>());
+        break;
+      case nlohmann::json::value_t::number_unsigned:
+        total += fmt::formatted_size("{}", node->get<std::uint64_t>());
+        break;
+      case nlohmann::json::value_t::number_float: total += fmt::formatted_size("{}", node->get<double>()); break;
+      case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4 : 5; break;
+      case nlohmann::json::value_t::binary: total += node->get_binary().size(); break;
+      case nlohmann::json::value_t::null:
+      case nlohmann::json::value_t::discarded: total += 4; break;
     }
   }
+  return total;
 }
+
+/// What the references of one resolve call have inserted so far, against ResolveOptions::max_resolved_bytes. The
+/// size of each inserted value is measured once per call (values are immutable while the call runs).
+struct ResolveBudget {
+  std::size_t limit = 0;  // 0: no limit
+  std::size_t used = 0;
+  std::unordered_map<const nlohmann::json*, std::size_t> sizes;
+};
 
 inline std::string where_text(const std::string& pointer) {
   return pointer.empty() ? std::string("the top level") : excerpt(pointer, 500);
@@ -125,7 +179,21 @@ inline limit_exceeded too_deep(int max_depth) {
 /// What one string stands for (itself, itself minus an escaping `@`, or an artifact's value). `lookup(name)`
 /// returns the artifact's value or null.
 template <typename Lookup, typename Frame>
-nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::vector<Frame>& frames) {
+nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::vector<Frame>& frames,
+                              ResolveBudget& budget) {
+  // Charges what a reference inserts to the budget before it is copied.
+  auto charge = [&budget, &frames](std::string_view name, const nlohmann::json& inserted) {
+    if (budget.limit == 0) return;
+    auto [it, fresh] = budget.sizes.try_emplace(&inserted, 0);
+    if (fresh) it->second = json_text_size(inserted);
+    if (it->second > budget.limit - budget.used) {
+      throw limit_exceeded(fmt::format(
+          "resolve: @{} at {} would make the resolved input larger than the limit of {} bytes ({} more bytes on top "
+          "of {})",
+          name, where_text(walk_pointer(frames)), budget.limit, it->second, budget.used));
+    }
+    budget.used += it->second;
+  };
   if (s.size() < 2 || s[0] != '@') return s;
   if (s[1] == '@') return s.substr(1);
   const auto ref = parse_reference(s);
@@ -134,7 +202,10 @@ nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::v
   if (!value) {
     throw artifact_not_found(fmt::format("Artifact not found: @{} at {}", ref->name, where_text(walk_pointer(frames))));
   }
-  if (!ref->pointer) return *value;
+  if (!ref->pointer) {
+    charge(ref->name, *value);
+    return *value;
+  }
   nlohmann::json::json_pointer pointer;
   try {
     pointer = nlohmann::json::json_pointer(std::string(*ref->pointer));
@@ -154,13 +225,15 @@ nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::v
     throw not_found(fmt::format("Artifact part not found: {} at {}", excerpt(s, 300),
                                 where_text(walk_pointer(frames))));
   }
+  charge(ref->name, *part);
   return *part;
 }
 
 /// Builds the resolved copy member by member with an explicit stack: no recursion at any depth. Used when the
 /// depth limit is too high for nlohmann::json's recursive copy to be safe.
 template <typename Lookup>
-nlohmann::json build_resolved(const nlohmann::json& inputs, Lookup& lookup, const ResolveOptions& options) {
+nlohmann::json build_resolved(const nlohmann::json& inputs, Lookup& lookup, const ResolveOptions& options,
+                              ResolveBudget& budget) {
   std::vector<WalkFrame> frames;
 
   auto open = [&frames](const nlohmann::json& src, nlohmann::json& dst) {
@@ -201,7 +274,7 @@ nlohmann::json build_resolved(const nlohmann::json& inputs, Lookup& lookup, cons
       if (s.empty() || s[0] != '@') {
         place(*child);
       } else {
-        place(resolve_string(s, lookup, frames));
+        place(resolve_string(s, lookup, frames, budget));
       }
     } else if (child->is_structured()) {
       if (static_cast<int>(frames.size()) >= options.max_depth) throw too_deep(options.max_depth);
@@ -216,7 +289,7 @@ nlohmann::json build_resolved(const nlohmann::json& inputs, Lookup& lookup, cons
 
 /// Replaces the references in `out` (a copy of the input) where they are, with an explicit stack.
 template <typename Lookup>
-void resolve_in_place(nlohmann::json& out, Lookup& lookup) {
+void resolve_in_place(nlohmann::json& out, Lookup& lookup, ResolveBudget& budget) {
   std::vector<EditFrame> frames;
   std::vector<nlohmann::json*> nodes;  // frames[i].src, writable
   auto open = [&](nlohmann::json& node) {
@@ -252,7 +325,7 @@ void resolve_in_place(nlohmann::json& out, Lookup& lookup) {
     }
     if (child->is_string()) {
       const std::string& s = child->get_ref<const std::string&>();
-      if (!s.empty() && s[0] == '@') *child = resolve_string(s, lookup, frames);
+      if (!s.empty() && s[0] == '@') *child = resolve_string(s, lookup, frames, budget);
     } else if (child->is_structured()) {
       open(*child);
     }
@@ -302,18 +375,20 @@ inline bool deeper_than(const nlohmann::json& value, int max_depth) {
 /// copying.
 template <typename Lookup>
 nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
+  ResolveBudget budget;
+  budget.limit = options.max_resolved_bytes;
   if (inputs.is_string()) {
-    return resolve_string(inputs.get_ref<const std::string&>(), lookup, std::vector<WalkFrame>{});
+    return resolve_string(inputs.get_ref<const std::string&>(), lookup, std::vector<WalkFrame>{}, budget);
   }
   if (!inputs.is_structured()) return inputs;
   if (options.max_depth < 1) throw too_deep(options.max_depth);
   // nlohmann::json copies recursively: cheap and safe for the usual limits, so copy and then patch the references
   // in place (about the cost of the copy alone). Above this depth, build the copy iteratively instead.
   constexpr int recursive_copy_limit = 1000;
-  if (options.max_depth > recursive_copy_limit) return build_resolved(inputs, lookup, options);
+  if (options.max_depth > recursive_copy_limit) return build_resolved(inputs, lookup, options, budget);
   if (deeper_than(inputs, options.max_depth)) throw too_deep(options.max_depth);
   nlohmann::json out = inputs;
-  resolve_in_place(out, lookup);
+  resolve_in_place(out, lookup, budget);
   return out;
 }
 

@@ -3,43 +3,115 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 namespace cairn::detail {
 
 /// Number of Unicode code points in UTF-8 text (bytes that do not start a sequence are not counted).
 inline std::size_t utf8_length(std::string_view s) noexcept {
   std::size_t n = 0;
-  for (const char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
   return n;
 }
 
 /// True when `s` holds an ASCII control character (U+0000–U+001F or U+007F).
 inline bool has_control_char(std::string_view s) noexcept {
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  for (unsigned char c : s) {
     if (c < 0x20 || c == 0x7F) return true;
   }
   return false;
 }
 
-/// `s` shortened to at most `max` bytes for an error message, with "..." when cut; control characters escaped.
+/// Length of the well-formed UTF-8 sequence that starts `s` (1 to 4), or 0 when `s` does not start with one (an
+/// empty `s`, a stray continuation byte, an overlong form, a surrogate, anything above U+10FFFF, a cut sequence).
+/// The byte ranges are those of the Unicode Standard, table 3-7.
+inline std::size_t utf8_sequence_length(std::string_view s) noexcept {
+  if (s.empty()) return 0;
+  const auto c = static_cast<unsigned char>(s[0]);
+  if (c < 0x80) return 1;
+  std::size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < len) return 0;
+  const auto c1 = static_cast<unsigned char>(s[1]);
+  if (c1 < lo || c1 > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k) {
+    if ((static_cast<unsigned char>(s[k]) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+/// Length of the longest head of `s` that is well-formed UTF-8 (`s.size()` when all of it is).
+inline std::size_t valid_utf8_prefix_length(std::string_view s) noexcept {
+  const char* p = s.data();
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    // Eight ASCII bytes at a time: most text is ASCII, and this is on the path of every record built.
+    while (i + 8 <= n) {
+      std::uint64_t word;
+      std::memcpy(&word, p + i, sizeof word);
+      if (word & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i == n) break;
+    if (static_cast<unsigned char>(p[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t len = utf8_sequence_length(s.substr(i));
+    if (len == 0) return i;
+    i += len;
+  }
+  return n;
+}
+
+/// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
+inline bool is_valid_utf8(std::string_view s) noexcept { return valid_utf8_prefix_length(s) == s.size(); }
+
+/// `s` shortened to at most `max` bytes for an error message, with "..." when cut (never inside a UTF-8 sequence);
+/// control characters and bytes that are not well-formed UTF-8 escaped as `\xNN`, so the message is always valid
+/// UTF-8 and can travel in JSON.
 inline std::string excerpt(std::string_view s, std::size_t max = 60) {
+  static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  const bool cut = s.size() > max;
-  for (const char ch : s.substr(0, max)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7F) {
-      static constexpr char hex[] = "0123456789abcdef";
+  std::size_t i = 0;
+  while (i < s.size() && i < max) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      if (const std::size_t len = utf8_sequence_length(s.substr(i)); len != 0) {
+        if (i + len > max) break;
+        out.append(s.substr(i, len));
+        i += len;
+        continue;
+      }
+    }
+    if (c < 0x20 || c >= 0x7F) {
       out += "\\x";
       out.push_back(hex[c >> 4]);
       out.push_back(hex[c & 0x0F]);
     } else {
       out.push_back(static_cast<char>(c));
     }
+    ++i;
   }
-  if (cut) out += "...";
+  if (i < s.size()) out += "...";
   return out;
 }
 
@@ -62,43 +134,35 @@ inline void append_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 
-/// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
-inline bool is_valid_utf8(std::string_view s) noexcept {
-  std::size_t i = 0;
-  const std::size_t n = s.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len;
-    std::uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
+/// Longest id, tenant_id, created_by and ArtifactPart id, in bytes.
+constexpr std::size_t max_identifier_bytes = 256;
+
+/// What is wrong with `v` as an identifier (an artifact id, a tenant, a creator, an ArtifactPart's artifact id), or
+/// "" when nothing is: identifiers are 1 to max_identifier_bytes bytes of valid UTF-8 without control characters
+/// and without a space at either end.
+inline std::string identifier_problem(std::string_view v) {
+  if (v.empty()) return "must not be empty";
+  if (v.size() > max_identifier_bytes) {
+    return fmt::format("must be at most {} bytes (got {})", max_identifier_bytes, v.size());
   }
-  return true;
+  if (!is_valid_utf8(v)) return fmt::format("is not valid UTF-8 ('{}')", excerpt(v));
+  if (has_control_char(v)) return fmt::format("must not contain control characters ('{}')", excerpt(v));
+  if (v.front() == ' ' || v.back() == ' ') return fmt::format("must not start or end with a space ('{}')", excerpt(v));
+  return {};
+}
+
+/// Appends `token` to a JSON pointer (RFC 6901: `~` becomes `~0`, `/` becomes `~1`).
+inline void append_pointer_token(std::string& out, std::string_view token) {
+  out.push_back('/');
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out.push_back(c);
+    }
+  }
 }
 
 inline bool is_ascii_lower(char c) noexcept { return c >= 'a' && c <= 'z'; }

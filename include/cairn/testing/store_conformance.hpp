@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -312,6 +313,85 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
     }
     CAIRN_CONFORM(s.fetch("%", t) == nullptr);
     CAIRN_CONFORM(s.list(t, ListQuery{"%_", {}, {}, 10, ""}).items.size() == 1);
+  }});
+
+  checks.push_back({"non-finite numbers never reach a store; finite extremes round-trip exactly", [](ArtifactStore& s) {
+    // JSON has no NaN or Infinity: the builder refuses them, so no backend has to choose what to keep.
+    const auto t = fresh_tenant("finite");
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "nan", std::numeric_limits<double>::quiet_NaN()).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact,
+                         note(t, "inf", json{{"a", -std::numeric_limits<double>::infinity()}}).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact,
+                         note(t, "meta", 1).metadata("x", std::numeric_limits<double>::infinity()).build());
+    const json extremes = {std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                           std::numeric_limits<double>::denorm_min(), 0.1, 1e300};
+    s.store(*note(t, "extremes", extremes).metadata("m", 2.5).build());
+    const auto back = s.fetch("extremes", t);
+    CAIRN_CONFORM(back != nullptr);
+    CAIRN_CONFORM(back->value() == extremes);
+    CAIRN_CONFORM(back->metadata() == json({{"m", 2.5}}));
+    CAIRN_CONFORM(detail::ids_of(s.list(t)) == std::vector<std::string>{"extremes"});
+  }});
+
+  checks.push_back({"invalid UTF-8 never reaches a store; every valid code point round-trips", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("utf8");
+    const std::string bad = "caf\xC3";
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, bad, "v").build());
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "x", "v").title(bad).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "x", "v").description(bad).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "x", "v").created_by(bad).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "x", json{{"k", bad}}).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "x", json{{bad, 1}}).build());
+    CAIRN_CONFORM_THROWS(invalid_artifact, note(t, "x", "v").metadata("k", bad).build());
+    // One to four bytes, the last code point, and the neighbours of the surrogate range.
+    const std::string text = "a \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF \xED\x9F\xBF \xEE\x80\x80";
+    auto rec = note(t, "id-" + text, json{{text, text}})
+                   .title(text)
+                   .description(text)
+                   .purpose(text)
+                   .created_by("agent-" + text)
+                   .storage_url("s3://b/" + text)
+                   .metadata(json{{text, {text}}})
+                   .build();
+    s.store(*rec);
+    const auto back = s.fetch("id-" + text, t);
+    CAIRN_CONFORM(back != nullptr);
+    CAIRN_CONFORM(back->title() == text && back->description() == text && back->purpose() == text);
+    CAIRN_CONFORM(back->created_by() == "agent-" + text && back->storage_url() == "s3://b/" + text);
+    CAIRN_CONFORM(back->value() == rec->value() && back->metadata() == rec->metadata());
+  }});
+
+  checks.push_back({"a prefix is matched byte-wise, also when it ends inside a UTF-8 sequence", [](ArtifactStore& s) {
+    // "caf\xC3" is "café" cut after its first byte of "é": it matches every id whose bytes start with it, as the
+    // documented byte-wise order says. A prefix no valid UTF-8 id can start with matches nothing.
+    const auto t = fresh_tenant("prefix-utf8");
+    for (const std::string id : {"cafe", "caf\xC3\xA9", "caf\xC3\xBC-2", "caf\xC4\x80", "caf\xC3\xA9s", "cafz",
+                                 "\xE2\x82\xAC", "\xE2\x82\xAD", "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF"}) {
+      s.store(*note(t, id, "v").build());
+    }
+    auto list = [&](const std::string& prefix, std::size_t limit = 100, std::string cursor = "") {
+      ListQuery q;
+      q.prefix = prefix;
+      q.limit = limit;
+      q.cursor = std::move(cursor);
+      return s.list(t, q);
+    };
+    using ids = std::vector<std::string>;
+    CAIRN_CONFORM(detail::ids_of(list("caf\xC3")) == (ids{"caf\xC3\xA9", "caf\xC3\xA9s", "caf\xC3\xBC-2"}));
+    CAIRN_CONFORM(detail::ids_of(list("\xE2\x82")) == (ids{"\xE2\x82\xAC", "\xE2\x82\xAD"}));
+    CAIRN_CONFORM(detail::ids_of(list("\xE2")) == (ids{"\xE2\x82\xAC", "\xE2\x82\xAD"}));
+    CAIRN_CONFORM(detail::ids_of(list("\xF4\x8F\xBF")) == (ids{"\xF4\x8F\xBF\xBF"}));
+    CAIRN_CONFORM(detail::ids_of(list("\xED")) == (ids{"\xED\x9F\xBF"}));
+    // Pages of a truncated prefix follow on from each other.
+    const auto first = list("caf\xC3", 2);
+    CAIRN_CONFORM(detail::ids_of(first) == (ids{"caf\xC3\xA9", "caf\xC3\xA9s"}));
+    CAIRN_CONFORM(first.next_cursor.has_value());
+    CAIRN_CONFORM(detail::ids_of(list("caf\xC3", 2, *first.next_cursor)) == (ids{"caf\xC3\xBC-2"}));
+    // Prefixes that no valid UTF-8 id can start with: a stray continuation byte, a byte that never occurs in
+    // UTF-8, an overlong start, a surrogate start, an invalid byte followed by more text.
+    for (const std::string prefix : {"caf\x80", "caf\xFF", "\xC0", "\xED\xA0", "\xF4\x90", "caf\xC3x", "\xF5"}) {
+      CAIRN_CONFORM(list(prefix).items.empty());
+    }
   }});
 
   checks.push_back({"concurrent stores of one id get distinct consecutive versions", [](ArtifactStore& s) {
