@@ -543,6 +543,10 @@ bool someone_waits_on(ino_t ino) {
 // Issue 13.6: A holds the lock; B opens the same lock file and waits; the lock file is deleted. When A is done, B
 // must not carry on with a lock on a file nobody else can find (a third writer would lock a new file beside it).
 TEST_CASE("a lock file deleted while held never gives two writers the lock at once") {
+  if (!std::ifstream("/proc/locks")) {
+    WARN("/proc/locks cannot be read here: the test cannot see when the second writer waits");
+    return;
+  }
   cairn_test::TempWorkspace ws;
   StateFile file(ws.path());
   file.start(long_ralph());
