@@ -781,3 +781,62 @@ TEST_CASE("an engine restored mid-conversation continues exactly as the original
     REQUIRE(other.to_json() == before);
   }
 }
+
+// Issue 13.1: every confirm goal of an SOP is done when has_evidence(confirmation) holds, and the first "yes" flows up
+// into the parent when its goal is achieved. A second confirmation must still be asked, and answered, on its own.
+TEST_CASE("two confirms of one SOP are asked in turn; the first yes never answers the second") {
+  Rig rig;
+  auto sops = std::make_shared<cairn::SopRegistry>();
+  sops->add(cairn::Sop::parse(R"({"id": "transfer", "title": "Transfer money", "intent": "Send money",
+    "steps": [{"gloss": "Confirm the amount", "prompt": "Send 100 EUR?"},
+              {"gloss": "Confirm the recipient", "prompt": "To Bob?"},
+              {"gloss": "Send the transfer"}]})"));
+  auto planner = std::make_shared<cairn::SopPlanner>(sops);
+  auto engine = std::make_unique<GoalEngine>(rig.ctx, rig.tools, cairn::GoalEngineParts{rig.interpreter, planner});
+  REQUIRE(engine->handle("new: Transfer money") == Strings{"Send 100 EUR?"});
+  REQUIRE(engine->handle("ev: confirmation = yes") == Strings{"To Bob?"});
+  REQUIRE(status(*engine, "g2") == GoalStatus::achieved);
+  REQUIRE(status(*engine, "g3") == GoalStatus::active);
+  REQUIRE(engine->goals().find("g1")->evidence["confirmation"] == true);  // the first answer flowed up
+  REQUIRE(engine->goals().find("g3")->evidence.empty());
+
+  SECTION("no to the second abandons what it guards") {
+    REQUIRE(engine->handle("ev: confirmation = no") ==
+            Strings{"Could not confirm the recipient: the user said no.",
+                    "I have abandoned 'Transfer money': subgoal 'Confirm the recipient' was abandoned (the user said "
+                    "no)."});
+    REQUIRE(status(*engine, "g4") == GoalStatus::abandoned);
+  }
+  SECTION("a restore between the two keeps the second unanswered") {
+    const std::string saved = engine->to_json().dump();
+    cairn::ExecutionContext fresh(rig.store, "acme");
+    GoalEngine restored(fresh, rig.tools, {std::make_shared<goals_test::TextInterpreter>(), planner});
+    restored.restore_text(saved);
+    REQUIRE(restored.handle("hmm") == Strings{"To Bob?"});
+    REQUIRE(restored.handle("ev: confirmation = no") ==
+            Strings{"Could not confirm the recipient: the user said no.",
+                    "I have abandoned 'Transfer money': subgoal 'Confirm the recipient' was abandoned (the user said "
+                    "no)."});
+    REQUIRE(status(restored, "g4") == GoalStatus::abandoned);
+  }
+  SECTION("yes to both finishes") {
+    REQUIRE(engine->handle("ev: confirmation = yes") == Strings{"Done: Transfer money."});
+  }
+}
+
+// The same for confirm goals a host planner makes: a confirm that lists another goal's answer key in its done_when
+// still asks its own question.
+TEST_CASE("a confirm goal is done only by an answer given to it, whatever its done_when names") {
+  Rig rig;
+  auto planner = planner_by_gloss([](const std::string&) {
+    return plan_of(AND, {sub("First", "confirm"),
+                         sub("Second", "confirm", {{"key", "ok"}}, {Condition::has_evidence("confirmation")}),
+                         sub("Finish", "execute")});
+  });
+  GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
+  REQUIRE(engine.handle("new: Order") == Strings{"First? (yes/no)"});
+  REQUIRE(engine.handle("ev: confirmation = yes") == Strings{"Second? (yes/no)"});
+  REQUIRE(engine.handle("ev: ok = no") ==
+          Strings{"Could not second: the user said no.",
+                  "I have abandoned 'Order': subgoal 'Second' was abandoned (the user said no)."});
+}

@@ -426,8 +426,6 @@ TEST_CASE("register_artefacts resolves against the workspace and sorts paths int
   CHECK(r.duplicates == std::vector<std::string>{root + "/docs/plan.md"});
   CHECK(m.register_artefacts({}).registered.empty());
   CHECK(events.size() == 2);
-  CHECK(json(m.register_artefacts({"missing"})) ==
-        json{{"registered", json::array()}, {"duplicates", json::array()}, {"invalid", {"missing"}}});
 }
 
 TEST_CASE("register_artefacts in a loop tells the observer the task and sub-step") {
@@ -500,4 +498,75 @@ TEST_CASE("a machine round-trips through JSON, and restore rejects a state that 
     k.erase("sub_step");
     k["ralph_iteration"] = 3;
   }) == "workflow state does not fit its template: ralph_iteration of step 'review' must be between 1 and 2");
+}
+
+// Issue 13.8: a name that is not valid UTF-8 cannot be kept exactly in the JSON state (it would become U+FFFD, name
+// no file, and be registered again after every reload), so it is refused with its reason.
+TEST_CASE("register_artefacts refuses file names that are not valid UTF-8, with the reason") {
+  cairn_test::TempWorkspace ws;
+  ws.write("bad-\xff-name.txt");
+  ws.write("dir-\xc3/inside.txt");
+  ws.write("caf\xc3\xa9.txt");  // valid UTF-8: fine
+  WorkflowMachine m(cairn_test::feature_template(), ws.path());
+  m.start();
+  const auto r = m.register_artefacts({"bad-\xff-name.txt", "dir-\xc3/inside.txt", "caf\xc3\xa9.txt"});
+  const std::string root = fs::canonical(ws.path()).string();
+  CHECK(r.registered == std::vector<std::string>{root + "/caf\xc3\xa9.txt"});
+  CHECK(r.invalid == std::vector<std::string>{"bad-\xff-name.txt", "dir-\xc3/inside.txt"});
+  REQUIRE(r.invalid_reasons.size() == 2);
+  CHECK_THAT(r.invalid_reasons[0], ContainsSubstring("not valid UTF-8"));
+  CHECK_THAT(r.invalid_reasons[1], ContainsSubstring("not valid UTF-8"));
+  CHECK(m.state().artefacts == r.registered);
+}
+
+// Issue 13.9: cairn's own files are not outputs of the workflow.
+TEST_CASE("register_artefacts refuses the state file, its lock and its temp files, with the reason") {
+  cairn_test::TempWorkspace ws;
+  ws.write("workflow-state.json", "{}");
+  ws.write("workflow-state.json.lock", "");
+  ws.write("workflow-state.json.tmp", "{}");
+  ws.write("workflow-state.json.tmp-0123456789abcdef", "{}");
+  ws.write("workflow-state.json.bak", "{}");  // not cairn's: a file like any other
+  fs::create_hard_link(ws.path() / "workflow-state.json", ws.path() / "hard-link.json");
+  WorkflowMachine m(cairn_test::feature_template(), ws.path());
+  m.start();
+  const auto r = m.register_artefacts({"workflow-state.json", "./workflow-state.json.lock", "workflow-state.json.tmp",
+                                       "workflow-state.json.tmp-0123456789abcdef", "hard-link.json",
+                                       "workflow-state.json.bak"});
+  const std::string root = fs::canonical(ws.path()).string();
+  CHECK(r.registered == std::vector<std::string>{root + "/workflow-state.json.bak"});
+  CHECK(r.invalid == std::vector<std::string>{"workflow-state.json", "./workflow-state.json.lock",
+                                              "workflow-state.json.tmp", "workflow-state.json.tmp-0123456789abcdef",
+                                              "hard-link.json"});
+  REQUIRE(r.invalid_reasons.size() == 5);
+  for (const auto& reason : r.invalid_reasons) CHECK_THAT(reason, ContainsSubstring("cairn's own workflow state"));
+
+  // A machine told another state file name (StateFile does so) refuses that one instead.
+  ws.write("wf.json", "{}");
+  m.set_state_file_name("wf.json");
+  const auto r2 = m.register_artefacts({"wf.json", "hard-link.json"});
+  CHECK(r2.invalid == std::vector<std::string>{"wf.json"});
+  CHECK(r2.registered == std::vector<std::string>{root + "/hard-link.json"});
+}
+
+TEST_CASE("every invalid artefact path comes with its reason") {
+  cairn_test::TempWorkspace ws;
+  cairn_test::TempWorkspace outside;
+  outside.write("secret.txt");
+  fs::create_directories(ws.path() / "dir");
+  WorkflowMachine m(cairn_test::feature_template(), ws.path());
+  m.start();
+  const auto r = m.register_artefacts({"", "missing.md", "dir", (outside.path() / "secret.txt").string(),
+                                       std::string("a\0b", 3), std::string(5000, 'x')});
+  REQUIRE(r.invalid.size() == 6);
+  REQUIRE(r.invalid_reasons.size() == 6);
+  CHECK(r.invalid_reasons[0] == "the path is empty");
+  CHECK_THAT(r.invalid_reasons[1], ContainsSubstring("No such file or directory"));
+  CHECK(r.invalid_reasons[2] == "not a regular file");
+  CHECK(r.invalid_reasons[3] == "outside the workspace");
+  CHECK(r.invalid_reasons[4] == "the path contains a NUL byte");
+  CHECK(r.invalid_reasons[5] == "the path is longer than 4096 bytes");
+  CHECK(json(m.register_artefacts({"missing"})) ==
+        json{{"registered", json::array()}, {"duplicates", json::array()}, {"invalid", {"missing"}},
+             {"invalid_reasons", {"cannot resolve the path: No such file or directory"}}});
 }

@@ -1,12 +1,21 @@
 #include "cairn/workflow/state_file.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -79,7 +88,7 @@ TEST_CASE("start saves, update is load-modify-save, and the saved file holds the
   CHECK(loaded->status().step == "define_tasks");
   CHECK(loaded->workspace_root() == ws.path());
   // No temp file is left behind.
-  CHECK_FALSE(fs::exists(ws.path() / "workflow-state.json.tmp"));
+  CHECK(std::distance(fs::directory_iterator(ws.path()), fs::directory_iterator()) == 2);  // the state and the lock
 }
 
 TEST_CASE("start on a started workspace resumes with the template it was started with") {
@@ -379,4 +388,283 @@ TEST_CASE("mutated state files fail with cairn::state_error only, and are never 
     }
   }
   CHECK(rejected > 100);
+}
+
+// ---- issue 13: hostile files in the workspace ----------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const cairn::error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("a save never writes through a link planted at a temp name, and clears temps a killed writer left") {
+  cairn_test::TempWorkspace ws;
+  cairn_test::TempWorkspace outside;
+  const auto victim = outside.write("victim.txt", "precious");
+  StateFile file(ws.path());
+  // The temp name of older versions, and the new pattern: links there must never be written through.
+  fs::create_symlink(victim, ws.path() / "workflow-state.json.tmp");
+  fs::create_symlink(victim, ws.path() / "workflow-state.json.tmp-0123456789abcdef");
+  ws.write("workflow-state.json.tmp-fedcba9876543210", "left by a killed writer");
+  ws.write("workflow-state.json.tmp-notours", "not a name cairn makes");
+  file.start(cairn_test::feature_template());
+  file.update([](WorkflowMachine& m) { m.advance("p"); });
+  CHECK(slurp(victim) == "precious");
+  CHECK(names_in(ws.path()) == std::vector<std::string>{"workflow-state.json", "workflow-state.json.lock",
+                                                        "workflow-state.json.tmp-notours"});
+  CHECK(file.load()->context().at("plan") == "p");
+  CHECK(file.is_temp_name("workflow-state.json.tmp-0123456789abcdef"));
+  CHECK_FALSE(file.is_temp_name("workflow-state.json.tmp-0123456789ABCDEF"));
+  CHECK_FALSE(file.is_temp_name("workflow-state.json.tmp-0123"));
+}
+
+TEST_CASE("a lock file that is a symlink or not a regular file is refused, naming the path") {
+  cairn_test::TempWorkspace ws;
+  cairn_test::TempWorkspace outside;
+  StateFile file(ws.path());
+  const std::string lock = file.lock_path().string();
+
+  SECTION("a dangling symlink creates nothing where it points") {
+    fs::create_symlink(outside.path() / "created-by-cairn", file.lock_path());
+    CHECK(error_of([&] { file.start(cairn_test::feature_template()); }) ==
+          "lock file '" + lock + "' is a symbolic link, not a regular file; cairn neither follows nor uses it "
+          "(remove it)");
+    CHECK_FALSE(fs::exists(outside.path() / "created-by-cairn"));
+    CHECK_FALSE(fs::exists(file.path()));
+  }
+  SECTION("a symlink to a regular file is not used either") {
+    const auto target = outside.write("lock", "");
+    fs::create_symlink(target, file.lock_path());
+    CHECK_THROWS_AS(file.start(cairn_test::feature_template()), storage_error);
+  }
+  SECTION("a FIFO") {
+    REQUIRE(::mkfifo(lock.c_str(), 0644) == 0);
+    CHECK(error_of([&] { file.start(cairn_test::feature_template()); }) ==
+          "lock file '" + lock + "' is a FIFO, not a regular file; cairn neither follows nor uses it (remove it)");
+  }
+}
+
+TEST_CASE("a FIFO or a symlink at the state path is refused, never waited on or followed") {
+  cairn_test::TempWorkspace ws;
+  StateFile file(ws.path());
+  const std::string where = "workflow state file '" + file.path().string() + "'";
+
+  SECTION("a FIFO") {
+    REQUIRE(::mkfifo(file.path().c_str(), 0644) == 0);
+    CHECK(load_error(file) == where + " is a FIFO, not a regular file; cairn neither follows nor reads it (a "
+                                      "symlinked state file is refused on purpose)");
+    CHECK_THROWS_AS(file.start(cairn_test::feature_template()), state_error);
+    CHECK_THROWS_AS(file.update([](WorkflowMachine& m) { m.advance("x"); }), state_error);
+    CHECK(fs::is_fifo(file.path()));
+  }
+  SECTION("a symlink, even to a good state") {
+    cairn_test::TempWorkspace other;
+    StateFile elsewhere(other.path());
+    elsewhere.start(cairn_test::feature_template());
+    fs::create_symlink(elsewhere.path(), file.path());
+    CHECK_THAT(load_error(file), ContainsSubstring(where + " is a symbolic link, not a regular file"));
+    CHECK_THROWS_AS(file.start(cairn_test::feature_template()), state_error);
+    CHECK(fs::is_symlink(file.path()));
+  }
+  SECTION("a folder") {
+    fs::create_directories(file.path());
+    CHECK_THAT(load_error(file), ContainsSubstring(where + " is a directory, not a regular file"));
+  }
+}
+
+TEST_CASE("a change that would make the state larger or deeper than loading accepts is refused, and nothing is saved") {
+  cairn_test::TempWorkspace ws;
+  StateFile big(ws.path());
+  big.start(cairn_test::feature_template());
+  const std::string before = slurp(big.path());
+  JsonLimits limits;
+  limits.max_bytes = before.size() + 100;
+  StateFile file(ws.path(), StateFile::default_name, limits);
+  const std::string error = error_of([&] { file.update([](WorkflowMachine& m) { m.advance(std::string(200, 'x')); }); });
+  CHECK_THAT(error, ContainsSubstring("saving workflow state file '" + file.path().string() + "': the new state is "));
+  CHECK_THAT(error, ContainsSubstring("bytes, more than the limit of " + std::to_string(limits.max_bytes) +
+                                      " bytes that loading accepts; nothing was saved"));
+  CHECK_THROWS_AS(file.update([](WorkflowMachine& m) { m.advance(std::string(200, 'x')); }), limit_exceeded);
+  CHECK(slurp(file.path()) == before);
+  REQUIRE(file.load());
+  file.update([](WorkflowMachine& m) { m.advance("short"); });  // a change that fits is saved
+  CHECK(file.load()->context().at("plan") == "short");
+
+  // Depth: host settings of an agent may nest.
+  cairn_test::TempWorkspace ws2;
+  json deep = json::parse(cairn_test::feature_template_json());
+  json nested = 1;
+  for (int i = 0; i < 10; ++i) nested = json::array({nested});
+  deep["agents"]["coder"]["settings"] = nested;
+  JsonLimits shallow;
+  shallow.max_depth = 8;
+  StateFile flat(ws2.path(), StateFile::default_name, shallow);
+  CHECK_THROWS_WITH(flat.start(WorkflowTemplate::from_json(deep)),
+                    ContainsSubstring("deeper than the limit of 8 levels that loading accepts; nothing was saved"));
+  CHECK_FALSE(fs::exists(flat.path()));
+}
+
+#ifdef __linux__
+namespace {
+
+// True when /proc/locks lists a process blocked waiting for a lock on inode `ino` (lines "N: -> FLOCK ... d:d:ino").
+bool someone_waits_on(ino_t ino) {
+  std::ifstream in("/proc/locks");
+  std::string line;
+  const std::string tail = ":" + std::to_string(ino);
+  while (std::getline(in, line)) {
+    if (line.find("->") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string f;
+    while (fields >> f) {
+      if (f.size() > tail.size() && f.compare(f.size() - tail.size(), tail.size(), tail) == 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// Issue 13.6: A holds the lock; B opens the same lock file and waits; the lock file is deleted. When A is done, B
+// must not carry on with a lock on a file nobody else can find (a third writer would lock a new file beside it).
+TEST_CASE("a lock file deleted while held never gives two writers the lock at once") {
+  if (!std::ifstream("/proc/locks")) {
+    WARN("/proc/locks cannot be read here: the test cannot see when the second writer waits");
+    return;
+  }
+  cairn_test::TempWorkspace ws;
+  StateFile file(ws.path());
+  file.start(long_ralph());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool a_inside = false;
+  bool release_a = false;
+  std::string a_error;
+  std::thread a([&] {
+    a_error = error_of([&] {
+      file.update([&](WorkflowMachine& m) {
+        std::unique_lock<std::mutex> lk(mu);
+        a_inside = true;
+        cv.notify_all();
+        cv.wait(lk, [&] { return release_a; });
+        m.advance("a");
+      });
+    });
+  });
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return a_inside; });
+  }
+  struct stat st {};
+  REQUIRE(::stat(file.lock_path().c_str(), &st) == 0);
+  bool b_held_the_lock_at_the_path = false;
+  std::thread b([&] {
+    file.update([&](WorkflowMachine& m) {
+      // Holding the lock means holding it on the file at the lock path: a newcomer cannot take it.
+      const int fd = ::open(file.lock_path().c_str(), O_RDWR | O_CLOEXEC);
+      b_held_the_lock_at_the_path = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+      if (fd >= 0) ::close(fd);
+      m.advance("b");
+    });
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!someone_waits_on(st.st_ino) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool b_waited = someone_waits_on(st.st_ino);
+  REQUIRE(::unlink(file.lock_path().c_str()) == 0);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    release_a = true;
+  }
+  cv.notify_all();
+  a.join();
+  b.join();
+  REQUIRE(b_waited);
+  CHECK(b_held_the_lock_at_the_path);
+  // A's lock file vanished under it: it cannot know it was alone, so it saved nothing and said so.
+  CHECK_THAT(a_error, ContainsSubstring("was removed or replaced while this save held it"));
+  const auto outputs = file.load()->context();
+  CHECK(outputs == std::map<std::string, std::string>{{"r.1", "b"}});
+}
+#endif
+
+namespace {
+int failing_fsync(int) {
+  errno = EIO;
+  return -1;
+}
+}  // namespace
+
+// Issue 13.7: once the rename put the new state in place the save has happened; a folder fsync failing after it must
+// not be reported as a failed update (the caller would apply the same change again).
+TEST_CASE("a folder fsync that fails after the rename is reported as such, not as a failed save") {
+  cairn_test::TempWorkspace ws;
+  StateFile file(ws.path());
+  std::vector<std::string> told;
+  file.on_sync_failure([&](const std::string& m) { told.push_back(m); });
+  file.start(long_ralph());
+  CHECK(told.empty());
+  detail::workflow_io::folder_fsync_for_tests = failing_fsync;
+  int it = 0;
+  const std::string error = error_of([&] {
+    it = file.update([](WorkflowMachine& m) {
+      const int i = *m.state().ralph_iteration;
+      m.advance("once");
+      return i;
+    });
+  });
+  detail::workflow_io::folder_fsync_for_tests = nullptr;
+  CHECK(error == "no error");
+  CHECK(it == 1);
+  CHECK(file.load()->context() == std::map<std::string, std::string>{{"r.1", "once"}});
+  REQUIRE(told.size() == 1);
+  CHECK(told[0] == "saving workflow state file '" + file.path().string() + "': the new state is in place, but fsync "
+                   "of the folder '" + ws.path().string() + "' failed: " + std::strerror(EIO) +
+                   "; it is not sure to survive a power cut until the next save");
+  file.update([](WorkflowMachine& m) { m.advance("twice"); });
+  CHECK(told.size() == 1);
+}
+
+// Issue 13.8: one registration per file, across reloads, for a name that is not UTF-8.
+TEST_CASE("a file name that is not valid UTF-8 is refused every time, and the state never holds an altered name") {
+  cairn_test::TempWorkspace ws;
+  ws.write("bad-\xff.txt");
+  StateFile file(ws.path());
+  file.start(cairn_test::feature_template());
+  for (int i = 0; i < 2; ++i) {
+    const auto r = file.update([](WorkflowMachine& m) { return m.register_artefacts({"bad-\xff.txt"}); });
+    CHECK(r.registered.empty());
+    CHECK(r.invalid == std::vector<std::string>{"bad-\xff.txt"});
+  }
+  CHECK(file.load()->state().artefacts.empty());
+}
+
+// Issue 13.9: through the StateFile, its own files (under whatever name it was given) are not outputs.
+TEST_CASE("register_artefacts through a StateFile refuses that state file, its lock and its temps") {
+  cairn_test::TempWorkspace ws;
+  StateFile file(ws.path(), "wf.json");
+  file.start(cairn_test::feature_template());
+  ws.write("wf.json.tmp-0123456789abcdef", "{}");
+  const auto r = file.update([](WorkflowMachine& m) {
+    return m.register_artefacts({"wf.json", "wf.json.lock", "wf.json.tmp-0123456789abcdef"});
+  });
+  CHECK(r.registered.empty());
+  CHECK(r.invalid.size() == 3);
+  CHECK(file.load()->state().artefacts.empty());
 }

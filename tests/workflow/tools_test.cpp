@@ -63,7 +63,10 @@ TEST_CASE("the tools drive a workflow through the state file") {
   CHECK(s.at("summary") == "CSV export");
   json r = payload(tools.call("register_artefacts", {{"paths", {"plan.md", "nope.md", 42}}}));
   const std::string root = fs::canonical(ws.path()).string();
-  CHECK(r == json{{"registered", {root + "/plan.md"}}, {"duplicates", json::array()}, {"invalid", {"nope.md", "42"}}});
+  CHECK(r == json{{"registered", {root + "/plan.md"}},
+                  {"duplicates", json::array()},
+                  {"invalid", {"nope.md", "42"}},
+                  {"invalid_reasons", {"cannot resolve the path: No such file or directory", "not a string"}}});
   s = payload(tools.call("workflow_advance", {{"output", "planned"}}));
   CHECK(s.at("step") == "define_tasks");
   CHECK(s.at("artefacts") == json{root + "/plan.md"});

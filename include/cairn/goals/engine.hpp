@@ -384,11 +384,16 @@ class GoalEngine : private RunParticipant {
     return nullptr;
   }
 
-  /// The first done_when condition that does not hold, described; nothing when all hold.
+  /// The first done_when condition that does not hold, described; nothing when all hold. A confirm goal's
+  /// has_evidence conditions count only its own evidence: what the user answered while it was asking. The answer
+  /// to an earlier confirm flows up into the parent when that goal is achieved, and must never answer this one.
   std::optional<std::string> unmet(const Goal& g) {
+    const bool own_only = g.predicate.name == Predicate::confirm;
     for (const Condition& c : g.done_when) {
       if (c.kind == Condition::Kind::has_evidence) {
-        if (!has_visible(g, c.key)) return fmt::format("has_evidence({})", c.key);
+        if (own_only ? !g.evidence.contains(c.key) : !has_visible(g, c.key)) {
+          return fmt::format("has_evidence({})", c.key);
+        }
       } else {
         if (!parts_.evaluator) return fmt::format("predicate_true({}) (no ConditionEvaluator is set)", c.predicate.name);
         const std::string id = g.id;
@@ -621,7 +626,9 @@ class GoalEngine : private RunParticipant {
       stack_children(id);
       return Step::next;
     }
-    if (!g.done_when.empty() && !unmet(g)) {
+    // A confirm goal holding its answer reads it first: a "no" abandons it even when done_when names the answer key.
+    const bool answered = g.predicate.name == Predicate::confirm && g.evidence.contains(confirm_key(g));
+    if (!g.done_when.empty() && !answered && !unmet(g)) {
       finish(id, GoalStatus::achieved, "its done_when is satisfied");
       return Step::next;
     }

@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -81,11 +84,17 @@ struct StatusReport {
 };
 
 /// The answer of register_artefacts. registered and duplicates hold absolute canonical paths; invalid holds the
-/// paths as they were given.
+/// paths as they were given, and invalid_reasons[i] says why invalid[i] was refused.
 struct ArtefactRegistration {
   std::vector<std::string> registered;
   std::vector<std::string> duplicates;
   std::vector<std::string> invalid;
+  std::vector<std::string> invalid_reasons;
+
+  void refuse(std::string path, std::string reason) {
+    invalid.push_back(std::move(path));
+    invalid_reasons.push_back(std::move(reason));
+  }
 };
 
 /// One newly registered artefact, as told to an ArtefactObserver.
@@ -144,6 +153,12 @@ class WorkflowMachine {
   const WorkflowState& state() const { return require_started("state"); }
 
   void set_artefact_observer(ArtefactObserver observer) { observer_ = std::move(observer); }
+
+  /// The name (relative to the workspace root) of the state file this machine is saved in; default
+  /// `workflow-state.json`. register_artefacts refuses that file, its `.lock`, its temp files (`.tmp`, `.tmp-*`)
+  /// and any other name of the same files (hard links). StateFile sets it on every machine it loads.
+  void set_state_file_name(std::string name) { state_file_name_ = std::move(name); }
+  const std::string& state_file_name() const noexcept { return state_file_name_; }
 
   /// Starts at the first step and returns its status. On a machine already started it changes nothing and returns
   /// the current status (so a resumed agent can call it again). The summary is cleaned by sanitize_summary.
@@ -208,10 +223,52 @@ class WorkflowMachine {
   std::filesystem::path workspace_root_;
   std::optional<WorkflowState> state_;
   ArtefactObserver observer_;
+  std::string state_file_name_ = "workflow-state.json";
 };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Implementation
+
+namespace detail {
+
+/// True when `s` is well-formed UTF-8 as JSON text needs it: no stray continuation bytes, no overlong forms, no
+/// surrogates, nothing above U+10FFFF.
+inline bool is_strict_utf8(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+      cp = c & 0x1Fu;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      cp = c & 0x0Fu;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= n) return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+}  // namespace detail
 
 inline void to_json(nlohmann::json& j, const WorkflowProgress& p) {
   j = {{"current_step", p.current_step}, {"total_steps", p.total_steps}};
@@ -247,7 +304,10 @@ inline void to_json(nlohmann::json& j, const StatusReport& r) {
 }
 
 inline void to_json(nlohmann::json& j, const ArtefactRegistration& r) {
-  j = {{"registered", r.registered}, {"duplicates", r.duplicates}, {"invalid", r.invalid}};
+  j = {{"registered", r.registered},
+       {"duplicates", r.duplicates},
+       {"invalid", r.invalid},
+       {"invalid_reasons", r.invalid_reasons}};
 }
 
 inline std::optional<std::string> WorkflowMachine::sanitize_summary(std::string_view text) {
@@ -638,27 +698,68 @@ inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vecto
   const fs::path root = fs::canonical(workspace_root_, ec);
   const bool have_root = !ec && fs::is_directory(root, ec);
   const std::string root_text = root.string();
+  // cairn's own files: the state file and its lock by name and by inode (a hard link is the same file), its temp
+  // files by name (`<name>.tmp`, `<name>.tmp-<anything>`).
+  const std::string own = root_text + (root_text.size() > 0 && root_text.back() == '/' ? "" : "/") +
+                          fs::path(state_file_name_).lexically_normal().string();
+  std::vector<std::pair<dev_t, ino_t>> own_files;
+  for (const std::string& f : {own, own + ".lock"}) {
+    struct stat ost {};
+    if (have_root && ::stat(f.c_str(), &ost) == 0) own_files.emplace_back(ost.st_dev, ost.st_ino);
+  }
+  auto is_own = [&](const std::string& text, const struct stat& st) {
+    if (text == own || text == own + ".lock" || text == own + ".tmp" || text.rfind(own + ".tmp-", 0) == 0) return true;
+    for (const auto& [dev, ino] : own_files) {
+      if (st.st_dev == dev && st.st_ino == ino) return true;
+    }
+    return false;
+  };
   std::unordered_set<std::string> known(s.artefacts.begin(), s.artefacts.end());
   std::vector<ArtefactEvent> events;
   for (const auto& raw : paths) {
-    if (!have_root || raw.find_first_not_of(" \t\r\n") == std::string::npos || raw.size() > max_path_length ||
-        raw.find('\0') != std::string::npos) {
-      out.invalid.push_back(raw);
+    if (!have_root) {
+      out.refuse(raw, fmt::format("the workspace folder '{}' does not exist", workspace_root_.string()));
+      continue;
+    }
+    if (raw.find_first_not_of(" \t\r\n") == std::string::npos) {
+      out.refuse(raw, "the path is empty");
+      continue;
+    }
+    if (raw.size() > max_path_length) {
+      out.refuse(raw, fmt::format("the path is longer than {} bytes", max_path_length));
+      continue;
+    }
+    if (raw.find('\0') != std::string::npos) {
+      out.refuse(raw, "the path contains a NUL byte");
       continue;
     }
     const std::string p = raw.front() == '/' ? raw : root_text + "/" + raw;
     // realpath resolves every symlink and `..`, so containment is decided on the real location.
     char buf[PATH_MAX];
     struct stat st {};
-    if (!::realpath(p.c_str(), buf) || ::stat(buf, &st) != 0 || !S_ISREG(st.st_mode)) {
-      out.invalid.push_back(raw);
+    if (!::realpath(p.c_str(), buf)) {
+      out.refuse(raw, fmt::format("cannot resolve the path: {}", std::strerror(errno)));
+      continue;
+    }
+    if (::stat(buf, &st) != 0 || !S_ISREG(st.st_mode)) {
+      out.refuse(raw, "not a regular file");
       continue;
     }
     const std::string text = buf;
     const bool inside = text.size() > root_text.size() && text.compare(0, root_text.size(), root_text) == 0 &&
                         (root_text.back() == '/' || text[root_text.size()] == '/');
     if (!inside) {
-      out.invalid.push_back(raw);
+      out.refuse(raw, "outside the workspace");
+      continue;
+    }
+    // The state is JSON text: a name that is not UTF-8 could only be kept altered, and would then name no file.
+    if (!detail::is_strict_utf8(text)) {
+      out.refuse(raw, "the path is not valid UTF-8 (the workflow state is JSON text and could not keep it "
+                      "exactly)");
+      continue;
+    }
+    if (is_own(text, st)) {
+      out.refuse(raw, "this is cairn's own workflow state file (or its lock or temp file), not an output");
       continue;
     }
     if (!known.insert(text).second) {

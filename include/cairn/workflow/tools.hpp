@@ -335,7 +335,7 @@ class WorkflowTools {
                if (impl->observer) m.set_artefact_observer(impl->observer);
                return m.register_artefacts(paths);
              });
-             result.invalid.insert(result.invalid.end(), not_strings.begin(), not_strings.end());
+             for (auto& v : not_strings) result.refuse(std::move(v), "not a string");
              return nlohmann::json(result);
            });
          }});

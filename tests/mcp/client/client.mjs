@@ -127,6 +127,8 @@ let reg = await call('register_artefacts', { paths: ['plan.md', path.join(worksp
 assert.deepEqual(reg.registered, [path.join(workspace, 'plan.md')]);
 assert.deepEqual(reg.duplicates, [path.join(workspace, 'plan.md')]);
 assert.equal(reg.invalid.length, 3);
+assert.deepEqual(reg.invalid_reasons, ['cannot resolve the path: No such file or directory', 'outside the workspace',
+                                       'the path is empty']);
 s = await call('workflow_status');
 assert.deepEqual(s.artefacts, [path.join(workspace, 'plan.md')]);
 
@@ -158,7 +160,7 @@ for (const [index, id] of ['parser', 'writer', 'docs'].entries()) {
   const rel = `src/${id}.cpp`;
   fs.writeFileSync(path.join(workspace, rel), `// ${titles[id]}\n`);
   reg = await call('register_artefacts', { paths: [rel] });
-  assert.deepEqual(reg, { registered: [path.join(workspace, rel)], duplicates: [], invalid: [] });
+  assert.deepEqual(reg, { registered: [path.join(workspace, rel)], duplicates: [], invalid: [], invalid_reasons: [] });
   s = await call('workflow_advance', { output: `wrote ${rel}` });
   assert.equal(s.sub_step, 'test');
   assert.equal(s.agent, 'tester');
