@@ -14,13 +14,14 @@ namespace cairn::detail {
 /// Number of Unicode code points in UTF-8 text (bytes that do not start a sequence are not counted).
 inline std::size_t utf8_length(std::string_view s) noexcept {
   std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   return n;
 }
 
 /// True when `s` holds an ASCII control character (U+0000–U+001F or U+007F).
 inline bool has_control_char(std::string_view s) noexcept {
-  for (unsigned char c : s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7F) return true;
   }
   return false;
