@@ -81,7 +81,8 @@ namespace detail {
 inline std::size_t json_text_size(const nlohmann::json& value) {
   auto string_size = [](const std::string& str) {
     std::size_t n = str.size() + 2;
-    for (unsigned char c : str) {
+    for (const char ch : str) {
+      const auto c = static_cast<unsigned char>(ch);
       if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
         n += 1;
       } else if (c < 0x20) {

@@ -160,7 +160,11 @@ class Run {
       for (auto& e : entries) pending_.push_back(std::move(e));
       return seq_;
     }
-    flush();
+    if (!pending_.empty()) {  // what waits goes first, in the same append
+      for (auto& e : entries) pending_.push_back(std::move(e));
+      entries.swap(pending_);
+      pending_.clear();
+    }
     // A snapshot that is due is written before the new entries, while every participant's state still matches the
     // journal (a participant records a change before applying it).
     if (options_.snapshot_every != 0 && since_snapshot_ >= options_.snapshot_every) snapshot();

@@ -1,0 +1,139 @@
+// A GoalEngine attached to a run: each turn is one append (the context's entries and a JSON Patch of the engine
+// state), a new engine resumes from the journal at any point byte for byte, and a resumed conversation books once.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "cairn/goals/engine.hpp"
+#include "cairn/goals/sop.hpp"
+#include "cairn/run/memory_journal.hpp"
+#include "cairn/run/run.hpp"
+#include "goals_test_support.hpp"
+
+using cairn::ExecutionContext;
+using cairn::GoalEngine;
+using cairn::Run;
+using cairn::RunAt;
+using goals_test::json;
+using Strings = std::vector<std::string>;
+
+namespace {
+
+std::shared_ptr<cairn::SopPlanner> train_planner() {
+  auto sops = std::make_shared<cairn::SopRegistry>();
+  sops->load_file(goals_test::source_path("examples/sops/train-booking.json"));
+  return std::make_shared<cairn::SopPlanner>(sops);
+}
+
+const Strings conversation = {"new: Find me a train to Paris", "ev: origin = London", "ev: destination = Paris",
+                              "ev: date = 2025-10-01", R"(ev: selectedTrain = {"id": "ES9024", "departs": "10:31"})",
+                              "ev: confirmation = yes"};
+
+struct World {
+  std::shared_ptr<cairn::InMemoryArtifactStore> store = std::make_shared<cairn::InMemoryArtifactStore>();
+  std::shared_ptr<cairn::InMemoryRunJournal> journal = std::make_shared<cairn::InMemoryRunJournal>();
+  std::shared_ptr<std::vector<json>> searches = std::make_shared<std::vector<json>>();
+  std::shared_ptr<std::vector<json>> bookings = std::make_shared<std::vector<json>>();
+  cairn::ToolRegistry tools;
+  std::shared_ptr<cairn::SopPlanner> planner = train_planner();
+  World() {
+    tools.add(goals_test::train_search_tool(searches));
+    tools.add(goals_test::train_booking_tool(bookings));
+  }
+};
+
+// One process's view of the run: a context and an engine attached to it.
+struct Agent {
+  Run run;
+  ExecutionContext ctx;
+  GoalEngine engine;
+  Agent(World& w, const std::string& run_id, std::uint64_t at = 0)
+      : run(at == 0 ? Run(w.journal, "acme", run_id) : Run(w.journal, "acme", run_id, RunAt{at})),
+        ctx(w.store, "acme"),
+        engine(ctx, w.tools, {std::make_shared<goals_test::TextInterpreter>(), w.planner}) {
+    ctx.attach(run);
+    engine.attach(run);
+  }
+  std::string state() const { return engine.to_json().dump() + "\n" + ctx.state().dump(); }
+};
+
+}  // namespace
+
+TEST_CASE("every turn of a journalled goal engine is rebuilt byte for byte from the journal") {
+  World w;
+  std::vector<std::pair<std::uint64_t, std::string>> after_turn;
+  {
+    Agent a(w, "booking");
+    after_turn.emplace_back(a.run.seq(), a.state());
+    for (const auto& message : conversation) {
+      a.engine.handle(message);
+      after_turn.emplace_back(a.run.seq(), a.state());
+    }
+    REQUIRE(a.engine.goals().empty());
+  }
+  for (const auto& [seq, state] : after_turn) {
+    INFO("seq " << seq);
+    Agent b(w, "booking", seq);
+    CHECK(b.state() == state);
+  }
+  // After the first turn (which plans the whole tree), each turn is stored as a patch much smaller than the state.
+  int patches = 0;
+  for (const auto& e : w.journal->read("acme", "booking")) {
+    if (e.kind != "goals.patch" || ++patches == 1) continue;
+    CHECK(e.data.dump().size() * 2 < after_turn.back().second.size());
+  }
+  CHECK(patches == static_cast<int>(conversation.size()));
+}
+
+TEST_CASE("a conversation resumed by a new process after each turn ends as the uninterrupted one, booking once") {
+  World straight;
+  std::string expected;
+  std::vector<std::string> expected_log;
+  {
+    Agent a(straight, "booking");
+    for (const auto& message : conversation) a.engine.handle(message);
+    expected = goals_test::without_times(a.engine.to_json()).dump();
+    for (const auto& m : a.ctx.messages()) expected_log.push_back(m.content);
+  }
+  World w;
+  for (const auto& message : conversation) {
+    Agent a(w, "booking");  // every turn in a new "process"
+    a.engine.handle(message);
+  }
+  Agent last(w, "booking");
+  CHECK(goals_test::without_times(last.engine.to_json()).dump() == expected);
+  CHECK(w.bookings->size() == 1);
+  CHECK(w.searches->size() == 1);
+  std::vector<std::string> log;
+  for (const auto& m : last.ctx.messages()) log.push_back(m.content);
+  CHECK(log == expected_log);
+}
+
+TEST_CASE("a turn re-handled after a crash does not book twice: the tool call is in doubt, not re-fired") {
+  World w;
+  {
+    Agent a(w, "booking");
+    for (const auto& message : conversation) a.engine.handle(message);
+    REQUIRE(w.bookings->size() == 1);
+  }
+  // The process that ran the last turn died right after the booking tool's intended entry was committed (it is
+  // committed on its own, before the tool runs) and before the turn's append: the journal up to that entry.
+  const auto all = w.journal->read("acme", "booking");
+  auto intended = std::find_if(all.rbegin(), all.rend(), [](const cairn::JournalEntry& e) {
+    return e.kind == "context.tool_intended" && e.data.at("tool") == "train-booking-api";
+  });
+  REQUIRE(intended != all.rend());
+  World w2;
+  w2.store = w.store;
+  w2.journal->append("acme", "booking", 0, std::vector<cairn::JournalEntry>(all.begin(), intended.base()));
+
+  Agent b(w2, "booking");
+  REQUIRE(b.ctx.in_doubt_calls().size() == 1);
+  CHECK(b.ctx.in_doubt_calls()[0].tool == "train-booking-api");
+  const auto said = b.engine.handle(conversation.back());  // the host re-sends the message it got no answer to
+  CHECK(w2.bookings->empty());                             // in doubt: not fired again without the host's word
+  REQUIRE_FALSE(said.empty());
+  CHECK(b.ctx.in_doubt_calls().size() == 1);  // still the host's to decide
+}
