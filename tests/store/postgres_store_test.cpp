@@ -468,13 +468,19 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
     return server.raw.scalar("SELECT pid FROM pg_stat_activity WHERE " + locker_pid + " = ANY(pg_blocking_pids(pid))");
   };
 
-  enum class Cut { client_side_only, backend_terminated, committed_before_retry };
-  for (const Cut cut : {Cut::client_side_only, Cut::backend_terminated, Cut::committed_before_retry}) {
+  enum class Cut { client_side_only, backend_terminated, committed_before_retry, retry_first };
+  for (const Cut cut : {Cut::client_side_only, Cut::backend_terminated, Cut::committed_before_retry, Cut::retry_first}) {
     const std::string id = "doc" + std::to_string(static_cast<int>(cut));
     INFO("case " << static_cast<int>(cut));
     store.store(*note(t, id, "v1"));
-    locker.scalar("BEGIN");
-    locker.scalar("SELECT 1 FROM cairn_heads WHERE tenant_id = '" + t + "' AND id = '" + id + "' FOR UPDATE");
+    const bool lock = cut != Cut::retry_first;
+    if (lock) {
+      locker.scalar("BEGIN");
+      locker.scalar("SELECT 1 FROM cairn_heads WHERE tenant_id = '" + t + "' AND id = '" + id + "' FOR UPDATE");
+    } else {
+      // The first try's statement stays in the proxy until the retry has committed, then reaches the server.
+      server.proxy.stall_existing();
+    }
     ArtifactPtr stored;
     std::string error;
     std::thread writer([&] {
@@ -484,6 +490,22 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
         error = e.what();
       }
     });
+    if (!lock) {
+      REQUIRE(eventually([&] { return server.proxy.stalled_bytes() > 0; }));
+      server.proxy.drop_clients();
+      writer.join();
+      REQUIRE(error == "");
+      REQUIRE(stored != nullptr);
+      CHECK(stored->version() == 2);
+      const auto before = server.proxy.dropped_bytes();
+      server.proxy.release_stalled();
+      // The first try ran now, hit the write token's unique index and was rolled back; its answer went to nobody.
+      REQUIRE(eventually([&] { return server.proxy.dropped_bytes() > before; }));
+      CHECK(store.versions(id, t) == std::vector<std::uint64_t>{1, 2});
+      CHECK(store.fetch(id, t)->value() == "v2");
+      CHECK(store.store(*note(t, id, "v3"))->version() == 3);
+      continue;
+    }
     REQUIRE(eventually([&] { return waiting() == 1; }));
     const std::string original = first_waiter();
     switch (cut) {
@@ -499,6 +521,8 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
         server.raw.scalar("SELECT pg_terminate_backend(" + original + ")");
         REQUIRE(eventually([&] { return waiting() == 1 && first_waiter() != original; }));
         locker.scalar("COMMIT");
+        break;
+      case Cut::retry_first:
         break;
       case Cut::committed_before_retry:
         // The first try commits while the retry cannot reach the server yet.
@@ -516,14 +540,16 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
     REQUIRE(error == "");
     REQUIRE(stored != nullptr);
     CHECK(stored->version() == 2);
-    // Let a first try that lost the race finish (it is refused by the write token's unique index).
-    REQUIRE(eventually([&] { return waiting() == 0; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // A first try that lost the race (refused by the write token's unique index) has finished.
+    REQUIRE(eventually([&] {
+      return server.raw.scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = " + original +
+                               " AND state <> 'idle'") == "0";
+    }));
     CHECK(store.versions(id, t) == std::vector<std::uint64_t>{1, 2});
     CHECK(store.fetch(id, t)->value() == "v2");
     CHECK(store.store(*note(t, id, "v3"))->version() == 3);
   }
-  CHECK(store.reconnects() >= 3);
+  CHECK(store.reconnects() >= 4);
 }
 
 TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database with doubled writes migrates") {

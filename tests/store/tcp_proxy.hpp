@@ -1,7 +1,8 @@
 // A TCP proxy on 127.0.0.1 for the PostgreSQL tests: it forwards bytes between the store and the real server, and
 // can be told to cut the store's side of the connections while the server's side lives on (the client's network
-// went, the server did not notice), to hold new connections before they reach the server, or to go silent (a server
-// that stops answering without closing anything). No mock: the server behind it is the real one.
+// went, the server did not notice), to keep what the store sends on the connections open now until told to pass it
+// on (a statement that reaches the server late), to hold new connections before they reach the server, or to go
+// silent (a server that stops answering without closing anything). No mock: the server behind it is the real one.
 #pragma once
 
 #include <arpa/inet.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -58,7 +60,38 @@ class TcpProxy {
 
   /// Closes the store's side of every connection open now; the server's side stays open, and what the server
   /// still sends on it is read and dropped.
-  void drop_clients() { request(drops_); }
+  void drop_clients() {
+    in_loop([this] {
+      for (auto& c : conns_) close_fd(c.client);
+    });
+  }
+  /// What the store sends on the connections open now is kept in the proxy (the server does not see it) until
+  /// release_stalled(); new connections are not affected.
+  void stall_existing() {
+    in_loop([this] {
+      for (auto& c : conns_) c.stalled = true;
+    });
+  }
+  /// Passes on what stall_existing() kept, and forwards as usual again.
+  void release_stalled() {
+    in_loop([this] {
+      for (auto& c : conns_) {
+        if (c.stalled && c.server >= 0 && !write_all(c.server, c.pending.data(), c.pending.size())) close_fd(c.server);
+        c.stalled = false;
+        c.pending.clear();
+      }
+    });
+  }
+  /// How many bytes stall_existing() is keeping now.
+  std::size_t stalled_bytes() {
+    std::size_t n = 0;
+    in_loop([&] {
+      for (const auto& c : conns_) n += c.pending.size();
+    });
+    return n;
+  }
+  /// How many bytes the server sent on connections whose client side was already closed (and were dropped).
+  std::size_t dropped_bytes() const noexcept { return dropped_.load(); }
   /// New connections are accepted but not connected to the server until release_new() (or silence(false)).
   void hold_new(bool on) { hold_.store(on); }
   /// Nothing is forwarded any more, in either direction, and new connections are accepted and left hanging.
@@ -70,11 +103,19 @@ class TcpProxy {
   struct Conn {
     int client = -1;
     int server = -1;  // -1 while held
+    bool stalled = false;
+    std::string pending{};  // what the client sent while stalled
   };
 
-  void request(std::atomic<int>& counter) {
-    const int want = counter.fetch_add(1) + 1;
-    while (done_.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Runs `f` on the proxy's thread (which owns the connections) and waits until it ran.
+  void in_loop(std::function<void()> f) {
+    int ticket = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back(std::move(f));
+      ticket = ++queued_;
+    }
+    while (done_.load() < ticket) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
   int connect_server() const {
@@ -107,10 +148,16 @@ class TcpProxy {
   void loop() {
     std::vector<char> buf(65536);
     while (!stop_) {
-      if (handled_drops_ < drops_.load()) {
-        for (auto& c : conns_) close_fd(c.client);
-        ++handled_drops_;
-        done_.store(handled_drops_);
+      {
+        std::vector<std::function<void()>> tasks;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          tasks.swap(tasks_);
+        }
+        for (auto& task : tasks) {
+          task();
+          done_.fetch_add(1);
+        }
       }
       const bool silent = silent_.load();
       if (!silent && !hold_.load()) {
@@ -147,7 +194,9 @@ class TcpProxy {
       if (fds[0].revents & POLLIN) {
         const int fd = ::accept(listen_fd_, nullptr, nullptr);
         if (fd >= 0) {
-          conns_.push_back({fd, -1});
+          Conn c;
+          c.client = fd;
+          conns_.push_back(std::move(c));
           ++accepted_;
         }
       }
@@ -160,11 +209,21 @@ class TcpProxy {
         if (from < 0) continue;
         const ssize_t n = ::recv(from, buf.data(), buf.size(), 0);
         if (n <= 0) {
-          close_fd(c.client);
-          close_fd(c.server);
+          if (from_client && c.stalled) {
+            close_fd(c.client);  // the server side waits for release_stalled()
+          } else {
+            close_fd(c.client);
+            close_fd(c.server);
+          }
           continue;
         }
-        if (to >= 0 && !write_all(to, buf.data(), static_cast<std::size_t>(n))) close_fd(to);
+        if (from_client && c.stalled) {
+          c.pending.append(buf.data(), static_cast<std::size_t>(n));
+        } else if (to >= 0) {
+          if (!write_all(to, buf.data(), static_cast<std::size_t>(n))) close_fd(to);
+        } else {
+          dropped_ += static_cast<std::size_t>(n);
+        }
       }
     }
   }
@@ -176,10 +235,12 @@ class TcpProxy {
   std::atomic<bool> stop_{false};
   std::atomic<bool> hold_{false};
   std::atomic<bool> silent_{false};
-  std::atomic<int> drops_{0};
+  std::atomic<std::size_t> dropped_{0};
+  std::mutex mu_;
+  std::vector<std::function<void()>> tasks_;
+  int queued_ = 0;
   std::atomic<int> done_{0};
   std::atomic<int> accepted_{0};
-  int handled_drops_ = 0;
   std::thread thread_;
 };
 
