@@ -289,21 +289,8 @@ struct PostgresArtifactStore::Impl {
       : conninfo(std::move(c)),
         options(o),
         session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}", o.statement_timeout_ms)),
-        prepare_sql(all_prepares()),
         // A pooled connection is opened by with_connection(), under the call's deadline.
         pool(o.pool_size, [] { return std::make_unique<Connection>(); }) {}
-
-  // One simple query that drops whatever the session had prepared and prepares every statement: a connection is
-  // prepared all or nothing, so a failure half-way (a statement the server refuses, a connection cut in the middle)
-  // never leaves "prepared statement already exists" behind for the next try. PREPARE infers the parameter types
-  // from the casts ($1::text) exactly as PQprepare would.
-  static std::string all_prepares() {
-    std::string sql = "DEALLOCATE ALL";
-    for (std::size_t i = 0; i < statement_count; ++i) {
-      sql += fmt::format("; PREPARE {} AS {}", statement_names[i], statement_sql(static_cast<Stmt>(i)));
-    }
-    return sql;
-  }
 
   /// The time a statement may take: the server cancels it after statement_timeout_ms, and the client waits one
   /// second more for that answer before it gives the connection up as dead. Never, when the timeout is 0.
@@ -451,9 +438,18 @@ struct PostgresArtifactStore::Impl {
     simple(c, session_sql, "setting up the session", deadline);
   }
 
-  void prepare(Connection& c, std::optional<Clock::time_point> deadline = std::nullopt) {
+  // Prepares every statement, all or nothing: the connection counts as prepared only when all were, and a
+  // session that may hold some from a try that failed half-way (a statement the server refused) drops them first,
+  // so the next try never meets "prepared statement already exists".
+  void prepare(Connection& c, bool fresh_session, std::optional<Clock::time_point> deadline = std::nullopt) {
     c.prepared = false;
-    simple(c, prepare_sql, "preparing statements", deadline);
+    if (!fresh_session) simple(c, "DEALLOCATE ALL", "preparing statements", deadline);
+    for (std::size_t i = 0; i < statement_count; ++i) {
+      const std::string sql = statement_sql(static_cast<Stmt>(i));
+      exec(
+          c, [&](PGconn* conn) { return PQsendPrepare(conn, statement_names[i], sql.c_str(), 0, nullptr) == 1; },
+          "preparing statements", deadline ? *deadline : statement_deadline());
+    }
     c.prepared = true;
   }
 
@@ -480,9 +476,8 @@ struct PostgresArtifactStore::Impl {
       std::string last_error;
       try {
         open(c, deadline);
-        // Session and statements in one round trip.
-        simple(c, session_sql + "; " + prepare_sql, "setting up the session", deadline);
-        c.prepared = true;
+        set_up_session(c, deadline);
+        prepare(c, true, deadline);
         if (was_open) reconnect_count.fetch_add(1, std::memory_order_relaxed);
         return;
       } catch (const connection_lost& e) {
@@ -510,7 +505,7 @@ struct PostgresArtifactStore::Impl {
     bool retry = lease->conn != nullptr;  // a connection never opened had nothing to retry
     if (!need_reconnect) {
       try {
-        if (!lease->prepared) prepare(*lease);
+        if (!lease->prepared) prepare(*lease, false);
         return op(*lease, false);
       } catch (const connection_lost&) {
         need_reconnect = true;
@@ -622,7 +617,6 @@ struct PostgresArtifactStore::Impl {
   std::string conninfo;
   PostgresOptions options;
   std::string session_sql;
-  std::string prepare_sql;
   std::string where = "postgres store";
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
