@@ -466,10 +466,10 @@ struct PostgresArtifactStore::Impl {
     return c;
   }
 
-  // Opens a connection that is not open yet, or re-opens a broken one, trying again with a growing pause until
-  // reconnect_timeout_ms has passed; every try (connecting, setting up, preparing) waits only for what is left.
-  void reconnect(Connection& c) {
-    const bool was_open = c.conn != nullptr;
+  // Opens a connection that is not open yet, or re-opens a broken one (`broken`: counted in reconnects()), trying
+  // again with a growing pause until reconnect_timeout_ms has passed; every try (connecting, setting up,
+  // preparing) waits only for what is left.
+  void reconnect(Connection& c, bool broken) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(options.reconnect_timeout_ms);
     auto pause = std::chrono::milliseconds(20);
     for (;;) {
@@ -478,7 +478,7 @@ struct PostgresArtifactStore::Impl {
         open(c, deadline);
         set_up_session(c, deadline);
         prepare(c, true, deadline);
-        if (was_open) reconnect_count.fetch_add(1, std::memory_order_relaxed);
+        if (broken) reconnect_count.fetch_add(1, std::memory_order_relaxed);
         return;
       } catch (const connection_lost& e) {
         // the server went away again (or is still starting up); keep trying
@@ -502,7 +502,7 @@ struct PostgresArtifactStore::Impl {
   auto with_connection(Op&& op) {
     auto lease = pool.acquire();
     bool need_reconnect = PQstatus(lease->conn) != CONNECTION_OK;
-    bool retry = lease->conn != nullptr;  // a connection never opened had nothing to retry
+    const bool retry = lease->conn != nullptr;  // a connection never opened (or closed by an earlier call) ran nothing
     if (!need_reconnect) {
       try {
         if (!lease->prepared) prepare(*lease, false);
@@ -511,7 +511,7 @@ struct PostgresArtifactStore::Impl {
         need_reconnect = true;
       }
     }
-    reconnect(*lease);
+    reconnect(*lease, retry);
     try {
       return op(*lease, retry);
     } catch (const connection_lost& e) {
