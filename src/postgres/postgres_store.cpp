@@ -328,9 +328,10 @@ struct PostgresArtifactStore::Impl {
   // Opens c.conn without blocking past the deadline: PQconnectStart + PQconnectPoll, waiting with poll() for the
   // remaining time (PQconnectdb and PQreset would wait for a silent server as long as the kernel lets them).
   // Throws connection_lost when the server cannot be reached in time, so callers may try again.
-  void open(Connection& c, Clock::time_point deadline) {
+  // `budget_ms` is the time the error message names (by default, what was left of the deadline).
+  void open(Connection& c, Clock::time_point deadline, std::optional<long long> budget_ms = std::nullopt) {
     c.close();
-    const auto start = Clock::now();
+    if (!budget_ms) budget_ms = std::max(0LL, ms_until(Clock::now(), deadline));
     c.conn = PQconnectStart(conninfo.c_str());
     if (!c.conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
     auto status = PQstatus(c.conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
@@ -340,8 +341,8 @@ struct PostgresArtifactStore::Impl {
       }
       if (!wait_socket(c.conn, status == PGRES_POLLING_READING, status == PGRES_POLLING_WRITING, deadline)) {
         c.close();
-        throw connection_lost(fmt::format("{}: cannot connect: no answer from the server within {} ms", where,
-                                          std::max(0LL, ms_until(start, deadline))));
+        throw connection_lost(
+            fmt::format("{}: cannot connect: no answer from the server within {} ms", where, *budget_ms));
       }
       status = PQconnectPoll(c.conn);
     }
@@ -458,7 +459,7 @@ struct PostgresArtifactStore::Impl {
     auto c = std::make_unique<Connection>();
     const auto deadline = Clock::now() + std::chrono::milliseconds(options.reconnect_timeout_ms);
     try {
-      open(*c, deadline);
+      open(*c, deadline, options.reconnect_timeout_ms);
       set_up_session(*c, deadline);
     } catch (const connection_lost& e) {
       throw storage_error(e.what());
