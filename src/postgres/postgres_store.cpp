@@ -454,12 +454,17 @@ struct PostgresArtifactStore::Impl {
     c.prepared = true;
   }
 
-  // The first connection, for the constructor: one try, within reconnect_timeout_ms.
+  /// The first try at connecting waits at least this long, so that reconnect_timeout_ms = 0 (or a few ms) still
+  /// means "one try" rather than "never".
+  static constexpr int min_first_try_ms = 1000;
+
+  // The first connection, for the constructor: one try, within reconnect_timeout_ms (at least min_first_try_ms).
   std::unique_ptr<Connection> connect() {
     auto c = std::make_unique<Connection>();
-    const auto deadline = Clock::now() + std::chrono::milliseconds(options.reconnect_timeout_ms);
+    const int budget_ms = std::max(options.reconnect_timeout_ms, min_first_try_ms);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
     try {
-      open(*c, deadline, options.reconnect_timeout_ms);
+      open(*c, deadline, budget_ms);
       set_up_session(*c, deadline);
     } catch (const connection_lost& e) {
       throw storage_error(e.what());
@@ -471,14 +476,17 @@ struct PostgresArtifactStore::Impl {
   // again with a growing pause until reconnect_timeout_ms has passed; every try (connecting, setting up,
   // preparing) waits only for what is left.
   void reconnect(Connection& c, bool broken) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(options.reconnect_timeout_ms);
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::milliseconds(options.reconnect_timeout_ms);
     auto pause = std::chrono::milliseconds(20);
-    for (;;) {
+    for (bool first = true;; first = false) {
       std::string last_error;
       try {
-        open(c, deadline);
-        set_up_session(c, deadline);
-        prepare(c, true, deadline);
+        const auto try_deadline = first ? std::max(deadline, start + std::chrono::milliseconds(min_first_try_ms))
+                                        : deadline;
+        open(c, try_deadline);
+        set_up_session(c, try_deadline);
+        prepare(c, true, try_deadline);
         if (broken) reconnect_count.fetch_add(1, std::memory_order_relaxed);
         return;
       } catch (const connection_lost& e) {

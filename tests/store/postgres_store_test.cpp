@@ -451,7 +451,8 @@ bool eventually(Pred&& done) {
 
 }  // namespace
 
-TEST_CASE("postgres: a store cut off while it waits on a row lock is written exactly once, whatever the first try did") {
+TEST_CASE("postgres: a store cut off while it waits on a row lock is written exactly once, whatever its first try did",
+          "[retry]") {
   ProxiedServer server;
   const auto t = random_name("cut-");
   PostgresArtifactStore store(server.conninfo(), PostgresOptions{1, 15000, {}});
@@ -469,7 +470,8 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
   };
 
   enum class Cut { client_side_only, backend_terminated, committed_before_retry, retry_first };
-  for (const Cut cut : {Cut::client_side_only, Cut::backend_terminated, Cut::committed_before_retry, Cut::retry_first}) {
+  for (const Cut cut :
+       {Cut::client_side_only, Cut::backend_terminated, Cut::committed_before_retry, Cut::retry_first}) {
     const std::string id = "doc" + std::to_string(static_cast<int>(cut));
     INFO("case " << static_cast<int>(cut));
     store.store(*note(t, id, "v1"));
@@ -650,4 +652,16 @@ TEST_CASE("postgres: a server that stops answering fails a call within its deadl
   server.proxy.silence(false);
   CHECK(store.fetch("a", t)->value() == "v1");
   CHECK(store.store(*note(t, "a", "v2"))->version() == 2);
+}
+
+TEST_CASE("postgres: reconnect_timeout_ms = 0 means one try at reconnecting, not none") {
+  const auto app = random_name("cairn_once_");
+  PostgresArtifactStore store(base_conninfo() + " application_name=" + app, PostgresOptions{1, 0, {}});
+  const auto t = random_name("once-");
+  store.store(*note(t, "a", "v1"));
+  // With a timeout, pg_terminate_backend waits until the backend is gone (PostgreSQL 14 or later).
+  RawPg(base_conninfo()).scalar("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                                "WHERE application_name = '" + app + "'");
+  CHECK(store.fetch("a", t)->value() == "v1");
+  CHECK(store.reconnects() == 1);
 }

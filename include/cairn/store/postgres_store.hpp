@@ -25,8 +25,8 @@ struct PostgresOptions {
   std::size_t pool_size = 4;
   /// How long a call keeps trying to reconnect after the connection broke (a server restart, a failover, a server
   /// that stopped answering) before it fails with cairn::storage_error; every connection attempt waits only for
-  /// what is left of it. The constructor's first connection gets one attempt of this length. 0: a broken
-  /// connection fails the call at once.
+  /// what is left of it. The constructor's first connection gets one attempt of this length. The first attempt
+  /// always gets at least 1 s, so 0 means "try once", not "never".
   int reconnect_timeout_ms = 15000;
   /// Values and metadata deeper or larger than this are refused by store() (cairn::limit_exceeded), so that
   /// everything stored can be read back under the same limits.
