@@ -3,9 +3,12 @@
 
 #include <libpq-fe.h>
 
+#include <poll.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <charconv>
 #include <limits>
@@ -74,7 +77,22 @@ BEGIN
 END
 $$;
 )sql",
+    // A store retried after a lost connection must never be written twice, even when its first try is still
+    // waiting on the head row's lock while the retry looks for its token (and commits afterwards): with this index,
+    // of a first try and its retry exactly one can commit, and the other fails with a unique violation of
+    // cairn_artifacts_write_token. Databases written before it may hold such doubled writes; their later copies
+    // get a distinct token (the old one with "#<version>" appended), so the index can be built. Nothing is deleted.
+    R"sql(
+UPDATE cairn_artifacts a SET write_token = a.write_token || '#' || a.version
+WHERE EXISTS (SELECT 1 FROM cairn_artifacts b
+              WHERE b.tenant_id = a.tenant_id AND b.id = a.id AND b.write_token = a.write_token
+                AND b.version < a.version);
+CREATE UNIQUE INDEX cairn_artifacts_write_token ON cairn_artifacts (tenant_id, id, write_token);
+)sql",
 };
+
+// The unique index that makes a retried write happen at most once (migration 2).
+constexpr std::string_view write_token_index = "cairn_artifacts_write_token";
 
 // Any number, as long as every cairn uses the same one: it serializes migrations of concurrent processes.
 constexpr const char* migration_lock = "SELECT pg_advisory_xact_lock(7361283749120)";
@@ -171,6 +189,13 @@ std::string statement_sql(Stmt s) {
 
 /// Thrown inside the store when the server went away; the call reconnects and retries once.
 class connection_lost : public storage_error {
+ public:
+  using storage_error::storage_error;
+};
+
+/// Thrown when a write failed because a write with its token is already there (the index write_token_index): a
+/// first try of the same call committed, or will, first. Nothing of this statement was written.
+class token_taken : public storage_error {
  public:
   using storage_error::storage_error;
 };
@@ -297,13 +322,21 @@ std::int64_t to_int64(std::string_view s) {
 }  // namespace
 
 struct PostgresArtifactStore::Impl {
+  using Clock = std::chrono::steady_clock;
+
   struct Connection {
-    PGconn* conn = nullptr;
+    PGconn* conn = nullptr;  // null until opened, and after it was abandoned
     bool prepared = false;
     Connection() = default;
     ~Connection() { PQfinish(conn); }
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
+    void close() noexcept {
+      // Non-blocking: closing never waits for a server that stopped answering.
+      PQfinish(conn);
+      conn = nullptr;
+      prepared = false;
+    }
   };
 
   /// Up to 18 text parameters; null pointers are SQL NULLs.
@@ -323,37 +356,69 @@ struct PostgresArtifactStore::Impl {
   Impl(std::string c, PostgresOptions o)
       : conninfo(std::move(c)),
         options(o),
-        pool(o.pool_size, [this] { return connect_lazily(); }) {}
+        session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}", o.statement_timeout_ms)),
+        // A pooled connection is opened by with_connection(), under the call's deadline.
+        pool(o.pool_size, [] { return std::make_unique<Connection>(); }) {}
 
-  // For the pool: a connection that could not be opened comes back broken, and with_connection() then keeps
-  // trying to open it until reconnect_timeout_ms (the server may be restarting right now).
-  std::unique_ptr<Connection> connect_lazily() {
-    auto c = std::make_unique<Connection>();
-    c->conn = PQconnectdb(conninfo.c_str());
-    if (!c->conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
-    if (PQstatus(c->conn) == CONNECTION_OK) set_up_session(*c);
-    return c;
+  /// The time a statement may take: the server cancels it after statement_timeout_ms, and the client waits one
+  /// second more for that answer before it gives the connection up as dead. Never, when the timeout is 0.
+  Clock::time_point statement_deadline() const {
+    if (options.statement_timeout_ms == 0) return Clock::time_point::max();
+    return Clock::now() + std::chrono::milliseconds(options.statement_timeout_ms) + std::chrono::seconds(1);
   }
 
-  std::unique_ptr<Connection> connect() {
-    auto c = std::make_unique<Connection>();
-    c->conn = PQconnectdb(conninfo.c_str());
-    if (!c->conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
-    if (PQstatus(c->conn) != CONNECTION_OK) {
-      throw storage_error(fmt::format("{}: cannot connect: {}", where, trimmed(PQerrorMessage(c->conn))));
+  // Waits until the connection's socket is readable (or writable) or the deadline passed; false on the deadline.
+  static bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point deadline) {
+    const int fd = PQsocket(conn);
+    if (fd < 0) return true;  // libpq reports the broken connection on the next call
+    for (;;) {
+      int timeout = -1;
+      if (deadline != Clock::time_point::max()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return false;
+        timeout = static_cast<int>(std::min<std::int64_t>(left, std::numeric_limits<int>::max()));
+      }
+      pollfd p{fd, static_cast<short>((read ? POLLIN : 0) | (write ? POLLOUT : 0)), 0};
+      const int r = ::poll(&p, 1, timeout);
+      if (r > 0) return true;
+      if (r == 0) {
+        if (Clock::now() >= deadline) return false;
+        continue;
+      }
+      if (errno != EINTR) return true;
     }
-    set_up_session(*c);
-    return c;
   }
 
-  void set_up_session(Connection& c) {
+  static long long ms_until(Clock::time_point from, Clock::time_point deadline) {
+    return static_cast<long long>(std::chrono::ceil<std::chrono::milliseconds>(deadline - from).count());
+  }
+
+  // Opens c.conn without blocking past the deadline: PQconnectStart + PQconnectPoll, waiting with poll() for the
+  // remaining time (PQconnectdb and PQreset would wait for a silent server as long as the kernel lets them).
+  // Throws connection_lost when the server cannot be reached in time, so callers may try again.
+  // `budget_ms` is the time the error message names (by default, what was left of the deadline).
+  void open(Connection& c, Clock::time_point deadline, std::optional<long long> budget_ms = std::nullopt) {
+    c.close();
+    if (!budget_ms) budget_ms = std::max(0LL, ms_until(Clock::now(), deadline));
+    c.conn = PQconnectStart(conninfo.c_str());
+    if (!c.conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
+    auto status = PQstatus(c.conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+    while (status != PGRES_POLLING_OK) {
+      if (status == PGRES_POLLING_FAILED) {
+        throw connection_lost(fmt::format("{}: cannot connect: {}", where, trimmed(PQerrorMessage(c.conn))));
+      }
+      if (!wait_socket(c.conn, status == PGRES_POLLING_READING, status == PGRES_POLLING_WRITING, deadline)) {
+        c.close();
+        throw connection_lost(
+            fmt::format("{}: cannot connect: no answer from the server within {} ms", where, *budget_ms));
+      }
+      status = PQconnectPoll(c.conn);
+    }
     // Server notices ("relation already exists, skipping") are not errors; libpq would print them to stderr.
     PQsetNoticeProcessor(c.conn, [](void*, const char*) {}, nullptr);
-    if (PQsetClientEncoding(c.conn, "UTF8") != 0) {
-      throw storage_error(fmt::format("{}: cannot set the client encoding to UTF8: {}", where,
-                                      trimmed(PQerrorMessage(c.conn))));
-    }
-    c.prepared = false;
+    // Non-blocking, so that sending a large statement to a server that stopped reading never blocks past the
+    // deadline either.
+    if (PQsetnonblocking(c.conn, 1) != 0) fail(c, nullptr, "connecting");
   }
 
   static std::string trimmed(const char* msg) {
@@ -367,84 +432,197 @@ struct PostgresArtifactStore::Impl {
   [[noreturn]] void fail(const Connection& c, const PGresult* res, const char* what) const {
     const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     const std::string_view code = state ? state : "";
+    const char* constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : nullptr;
     const std::string msg = trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(c.conn));
     const bool lost = PQstatus(c.conn) == CONNECTION_BAD || code.substr(0, 2) == "08" || code == "57P01" ||
                       code == "57P02" || code == "57P03";
     const std::string text = fmt::format("{}: {}: {}", where, what, msg.empty() ? "no reply from the server" : msg);
     if (lost) throw connection_lost(text);
+    if (code == "23505" && constraint && constraint == write_token_index) throw token_taken(text);
     if (code == "40001" || code == "40P01" || code == "23505") throw write_conflict(text);
     throw storage_error(text);
   }
 
-  void prepare(Connection& c) {
+  // Gives up a connection whose server did not answer in time: closed without waiting (the server's own
+  // statement_timeout ends whatever it was running), so the call can reconnect.
+  [[noreturn]] void abandon(Connection& c, const char* what) const {
+    c.close();
+    throw connection_lost(fmt::format("{}: {}: no reply from the server in time (statement_timeout_ms = {}); "
+                                      "the connection was closed",
+                                      where, what, options.statement_timeout_ms));
+  }
+
+  // Sends what `send` queues on the connection and collects the results, waiting at most until `deadline`.
+  // The result of the last statement comes back; the first error is thrown (see fail()).
+  template <typename Send>
+  Result exec(Connection& c, Send&& send, const char* what, Clock::time_point deadline) const {
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) fail(c, nullptr, what);
+    if (!send(c.conn)) fail(c, nullptr, what);
+    for (;;) {
+      const int flushed = PQflush(c.conn);
+      if (flushed == 0) break;
+      if (flushed < 0) fail(c, nullptr, what);
+      if (!wait_socket(c.conn, true, true, deadline)) abandon(c, what);
+      if (PQconsumeInput(c.conn) == 0) fail(c, nullptr, what);
+    }
+    Result last(nullptr, &PQclear);
+    Result error(nullptr, &PQclear);
+    for (;;) {
+      while (PQisBusy(c.conn)) {
+        if (!wait_socket(c.conn, true, false, deadline)) abandon(c, what);
+        if (PQconsumeInput(c.conn) == 0) fail(c, nullptr, what);
+      }
+      Result res(PQgetResult(c.conn), &PQclear);
+      if (!res) break;
+      const auto status = PQresultStatus(res.get());
+      if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+        if (!error) error = std::move(res);
+      } else {
+        last = std::move(res);
+      }
+    }
+    if (error) fail(c, error.get(), what);
+    if (!last) fail(c, nullptr, what);
+    return last;
+  }
+
+  Result run(Connection& c, Stmt s, const Params& p) const {
+    return exec(
+        c,
+        [&](PGconn* conn) {
+          return PQsendQueryPrepared(conn, statement_names[s], p.count, p.values.data(), nullptr, nullptr, 0) == 1;
+        },
+        statement_names[s], statement_deadline());
+  }
+
+  Result simple(Connection& c, const std::string& sql, const char* what = "migrating the schema",
+                std::optional<Clock::time_point> deadline = std::nullopt) const {
+    return exec(
+        c, [&](PGconn* conn) { return PQsendQuery(conn, sql.c_str()) == 1; }, what,
+        deadline ? *deadline : statement_deadline());
+  }
+
+  // The session's settings (client encoding UTF8, statement_timeout), for a connection just opened.
+  void set_up_session(Connection& c, Clock::time_point deadline) {
+    simple(c, session_sql, "setting up the session", deadline);
+  }
+
+  // Prepares every statement, all or nothing: the connection counts as prepared only when all were, and a
+  // session that may hold some from a try that failed half-way (a statement the server refused) drops them first,
+  // so the next try never meets "prepared statement already exists".
+  void prepare(Connection& c, bool fresh_session, std::optional<Clock::time_point> deadline = std::nullopt) {
+    c.prepared = false;
+    if (!fresh_session) simple(c, "DEALLOCATE ALL", "preparing statements", deadline);
     for (std::size_t i = 0; i < statement_count; ++i) {
       const std::string sql = statement_sql(static_cast<Stmt>(i));
-      Result res(PQprepare(c.conn, statement_names[i], sql.c_str(), 0, nullptr), &PQclear);
-      if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) fail(c, res.get(), "preparing statements");
+      exec(
+          c, [&](PGconn* conn) { return PQsendPrepare(conn, statement_names[i], sql.c_str(), 0, nullptr) == 1; },
+          "preparing statements", deadline ? *deadline : statement_deadline());
     }
     c.prepared = true;
   }
 
-  Result run(Connection& c, Stmt s, const Params& p) const {
-    Result res(PQexecPrepared(c.conn, statement_names[s], p.count, p.values.data(), nullptr, nullptr, 0),
-               &PQclear);
-    const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) fail(c, res.get(), statement_names[s]);
-    return res;
+  /// The first try at connecting waits at least this long, so that reconnect_timeout_ms = 0 (or a few ms) still
+  /// means "one try" rather than "never".
+  static constexpr int min_first_try_ms = 1000;
+
+  // The first connection, for the constructor: one try, within reconnect_timeout_ms (at least min_first_try_ms).
+  std::unique_ptr<Connection> connect() {
+    auto c = std::make_unique<Connection>();
+    const int budget_ms = std::max(options.reconnect_timeout_ms, min_first_try_ms);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+    try {
+      open(*c, deadline, budget_ms);
+      set_up_session(*c, deadline);
+    } catch (const connection_lost& e) {
+      throw storage_error(e.what());
+    }
+    return c;
   }
 
-  Result simple(Connection& c, const std::string& sql) const {
-    Result res(PQexec(c.conn, sql.c_str()), &PQclear);
-    const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) fail(c, res.get(), "migrating the schema");
-    return res;
-  }
-
-  // Re-opens a broken connection, trying again with a growing pause until reconnect_timeout_ms has passed.
-  void reconnect(Connection& c) {
-    using clock = std::chrono::steady_clock;
-    const auto deadline = clock::now() + std::chrono::milliseconds(options.reconnect_timeout_ms);
+  // Opens a connection that is not open yet, or re-opens a broken one (`broken`: counted in reconnects()), trying
+  // again with a growing pause until reconnect_timeout_ms has passed; every try (connecting, setting up,
+  // preparing) waits only for what is left.
+  void reconnect(Connection& c, bool broken) {
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::milliseconds(options.reconnect_timeout_ms);
     auto pause = std::chrono::milliseconds(20);
-    for (;;) {
-      PQreset(c.conn);
-      if (PQstatus(c.conn) == CONNECTION_OK) {
-        try {
-          set_up_session(c);
-          prepare(c);
-          reconnect_count.fetch_add(1, std::memory_order_relaxed);
-          return;
-        } catch (const connection_lost&) {
-          // the server went away again (or is still starting up); keep trying
-        }
+    for (bool first = true;; first = false) {
+      std::string last_error;
+      try {
+        const auto try_deadline = first ? std::max(deadline, start + std::chrono::milliseconds(min_first_try_ms))
+                                        : deadline;
+        open(c, try_deadline);
+        set_up_session(c, try_deadline);
+        prepare(c, true, try_deadline);
+        if (broken) reconnect_count.fetch_add(1, std::memory_order_relaxed);
+        return;
+      } catch (const connection_lost& e) {
+        // the server went away again (or is still starting up); keep trying
+        last_error = e.what();
       }
-      if (clock::now() + pause > deadline) {
-        throw storage_error(fmt::format("{}: lost the connection to the server and could not reconnect within {} ms: {}",
-                                        where, options.reconnect_timeout_ms, trimmed(PQerrorMessage(c.conn))));
+      if (Clock::now() + pause > deadline) {
+        c.close();
+        throw storage_error(fmt::format("{}: lost the connection to the server and could not reconnect within {} ms "
+                                        "(last try: {})",
+                                        where, options.reconnect_timeout_ms, last_error));
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(1000));
     }
   }
 
-  // Runs `op(connection, retry)` on a pooled connection. When the connection turns out broken, it is re-opened
-  // and `op` runs once more with retry = true (op decides what is safe to repeat).
+  // Runs `op(connection, retry)` on a pooled connection. When the connection turns out broken (or the server
+  // stopped answering), it is re-opened and `op` runs once more with retry = true: op decides what is safe to
+  // repeat (reads are; writes go through write_once()).
   template <typename Op>
   auto with_connection(Op&& op) {
     auto lease = pool.acquire();
     bool need_reconnect = PQstatus(lease->conn) != CONNECTION_OK;
+    const bool retry = lease->conn != nullptr;  // a connection never opened (or closed by an earlier call) ran nothing
     if (!need_reconnect) {
       try {
-        if (!lease->prepared) prepare(*lease);
+        if (!lease->prepared) prepare(*lease, false);
         return op(*lease, false);
       } catch (const connection_lost&) {
         need_reconnect = true;
       }
     }
-    reconnect(*lease);
+    reconnect(*lease, retry);
     try {
-      return op(*lease, true);
+      return op(*lease, retry);
     } catch (const connection_lost& e) {
       throw storage_error(e.what());
+    }
+  }
+
+  // A write that may be sent twice (its first try's connection broke: the first try may have committed, may
+  // still be running on the server, or may have been rolled back) and must happen at most once. Every such write
+  // carries a fresh token under the unique index write_token_index, so of all tries exactly one commits.
+  //   find(c) -> std::optional<T>: what the write that carries the token did, if it committed;
+  //   apply(c) -> T: the write itself.
+  // A retry first looks for the token (the first try committed: its result is the answer). Then the write runs;
+  // when it collides with the token (the first try committed meanwhile, having waited on a lock while the retry
+  // looked), it was rolled back as a whole and the first try's result is the answer. A conditional write that is
+  // refused on a retry (say, its expected version moved on) looks once more too, since the first try may be the
+  // write that moved it.
+  template <typename T, typename Find, typename Apply>
+  T write_once(Connection& c, bool retry, Find&& find, Apply&& apply) {
+    if (retry) {
+      if (std::optional<T> done = find(c)) return *done;
+    }
+    try {
+      return apply(c);
+    } catch (const token_taken& e) {
+      if (std::optional<T> done = find(c)) return *done;
+      throw storage_error(fmt::format("{} (and no write with this token was found)", e.what()));
+    } catch (const connection_lost&) {
+      throw;
+    } catch (const error&) {
+      if (retry) {
+        if (std::optional<T> done = find(c)) return *done;
+      }
+      throw;
     }
   }
 
@@ -496,7 +674,11 @@ struct PostgresArtifactStore::Impl {
       simple(c, fmt::format("UPDATE cairn_schema SET version = {}", PostgresArtifactStore::schema_version));
       simple(c, "COMMIT");
     } catch (...) {
-      Result(PQexec(c.conn, "ROLLBACK"), &PQclear);
+      try {
+        simple(c, "ROLLBACK");
+      } catch (const error&) {
+        // the connection is gone, and the transaction with it
+      }
       throw;
     }
   }
@@ -511,6 +693,7 @@ struct PostgresArtifactStore::Impl {
 
   std::string conninfo;
   PostgresOptions options;
+  std::string session_sql;
   std::string where = "postgres store";
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
@@ -529,6 +712,10 @@ PostgresArtifactStore::PostgresArtifactStore(std::string conninfo, PostgresOptio
   if (options.reconnect_timeout_ms < 0) {
     throw invalid_argument(fmt::format("postgres store: reconnect_timeout_ms must not be negative (got {})",
                                        options.reconnect_timeout_ms));
+  }
+  if (options.statement_timeout_ms < 0) {
+    throw invalid_argument(fmt::format("postgres store: statement_timeout_ms must not be negative (got {})",
+                                       options.statement_timeout_ms));
   }
   impl_ = std::make_unique<Impl>(std::move(conninfo), options);
   auto first = impl_->connect();
@@ -591,16 +778,16 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const std::optional<std::string> expected_text =
       expected && *expected != absent ? std::optional<std::string>(std::to_string(*expected)) : std::nullopt;
   const Stmt statement = !expected ? store_version : *expected == absent ? store_create : store_replace;
-  std::optional<std::uint64_t> lost_to;  // set when a conditional store found another version
 
-  const std::int64_t version = impl_->with_connection([&](Impl::Connection& c, bool retry) -> std::int64_t {
-    if (retry) {
-      // The first try may have committed before the connection broke; then its version is the answer.
-      Impl::Params p;
-      p.add(record.tenant_id()).add(id).add(token);
-      auto found = impl_->run(c, find_token, p);
-      if (PQntuples(found.get()) == 1) return to_int64(PQgetvalue(found.get(), 0, 0));
-    }
+  // The version the write that carries this token got, if it committed.
+  auto find = [&](Impl::Connection& c) -> std::optional<std::int64_t> {
+    Impl::Params p;
+    p.add(record.tenant_id()).add(id).add(token);
+    auto found = impl_->run(c, find_token, p);
+    if (PQntuples(found.get()) == 1) return to_int64(PQgetvalue(found.get(), 0, 0));
+    return std::nullopt;
+  };
+  auto apply = [&](Impl::Connection& c) -> std::int64_t {
     Impl::Params p;
     p.add(record.tenant_id())
         .add(id)
@@ -630,16 +817,22 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
         Impl::Params q;
         q.add(record.tenant_id()).add(id);
         auto head = impl_->run(c, head_version, q);
-        lost_to = PQntuples(head.get()) == 1 ? static_cast<std::uint64_t>(to_int64(PQgetvalue(head.get(), 0, 0))) : 0;
-        return 0;
+        // Thrown inside the write, so that a retry refused this way looks for its token once more (write_once):
+        // the first try may be the very write that moved the version on.
+        throw detail::version_conflict(
+            record, *expected,
+            PQntuples(head.get()) == 1 ? static_cast<std::uint64_t>(to_int64(PQgetvalue(head.get(), 0, 0))) : 0);
       } catch (const write_conflict&) {
         if (attempt == 50) throw;
         std::this_thread::sleep_for(std::chrono::milliseconds(std::min(attempt * 2, 50)));
       }
     }
+  };
+  // The common path is one statement; only a retry after a lost connection looks for the token first.
+  const std::int64_t version = impl_->with_connection([&](Impl::Connection& c, bool retry) {
+    return impl_->write_once<std::int64_t>(c, retry, find, apply);
   });
 
-  if (lost_to) throw detail::version_conflict(record, *expected, *lost_to);
   auto b = record.to_builder();
   b.id(id).version(static_cast<std::uint64_t>(version)).created_at(created_at);
   return b.build();

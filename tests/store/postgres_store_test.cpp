@@ -17,6 +17,7 @@
 #include "cairn/testing/store_conformance.hpp"
 #include "catch.hpp"
 #include "store_test_support.hpp"
+#include "tcp_proxy.hpp"
 
 using namespace cairn;
 using nlohmann::json;
@@ -199,6 +200,8 @@ TEST_CASE("postgres: bad conninfo, unreachable servers and bad options are clear
   }
   CHECK_THROWS_AS(PostgresArtifactStore(base_conninfo() + " dbname=no_such_database_cairn"), storage_error);
   CHECK_THROWS_AS(PostgresArtifactStore(base_conninfo(), PostgresOptions{4, -1, {}}), invalid_argument);
+  CHECK_THROWS_WITH(PostgresArtifactStore(base_conninfo(), PostgresOptions{4, 1000, {}, -1}),
+                    cairn_test::ContainsSubstring("statement_timeout_ms must not be negative"));
 }
 
 TEST_CASE("postgres: what PostgreSQL text cannot hold is refused before anything is written") {
@@ -465,4 +468,239 @@ TEST_CASE("postgres store_if: threads of two processes racing on one id, exactly
   store_test::check_store_if_race_across_processes(
       [] { return std::make_unique<PostgresArtifactStore>(base_conninfo(), PostgresOptions{4, 15000, {}}); },
       random_name("cond-"), dir.file("child.txt"));
+namespace {
+
+// The store's connections go through a TcpProxy to the real server; `raw` (direct) holds locks and watches.
+struct ProxiedServer {
+  RawPg raw{base_conninfo()};
+  store_test::TcpProxy proxy{std::stoi(raw.scalar("SHOW port"))};
+  std::string conninfo() const { return base_conninfo() + " port=" + std::to_string(proxy.port()); }
+};
+
+// Polls `done` every 10 ms for up to 20 s; false when it never came true.
+template <typename Pred>
+bool eventually(Pred&& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("postgres: a store cut off while it waits on a row lock is written exactly once, whatever its first try did",
+          "[retry]") {
+  ProxiedServer server;
+  const auto t = random_name("cut-");
+  PostgresArtifactStore store(server.conninfo(), PostgresOptions{1, 15000, {}});
+  RawPg locker(base_conninfo());
+  const std::string locker_pid = locker.scalar("SELECT pg_backend_pid()");
+  // Backends waiting for the locker's row lock: directly, or behind one that waits for it.
+  auto waiting = [&] {
+    return std::stoi(server.raw.scalar(
+        "SELECT count(*) FROM pg_stat_activity a WHERE " + locker_pid + " = ANY(pg_blocking_pids(a.pid)) OR EXISTS "
+        "(SELECT 1 FROM pg_stat_activity b WHERE " + locker_pid + " = ANY(pg_blocking_pids(b.pid)) "
+        "AND b.pid = ANY(pg_blocking_pids(a.pid)))"));
+  };
+  auto first_waiter = [&] {
+    return server.raw.scalar("SELECT pid FROM pg_stat_activity WHERE " + locker_pid + " = ANY(pg_blocking_pids(pid))");
+  };
+
+  enum class Cut { client_side_only, backend_terminated, committed_before_retry, retry_first };
+  for (const Cut cut :
+       {Cut::client_side_only, Cut::backend_terminated, Cut::committed_before_retry, Cut::retry_first}) {
+    const std::string id = "doc" + std::to_string(static_cast<int>(cut));
+    INFO("case " << static_cast<int>(cut));
+    store.store(*note(t, id, "v1"));
+    const bool lock = cut != Cut::retry_first;
+    if (lock) {
+      locker.scalar("BEGIN");
+      locker.scalar("SELECT 1 FROM cairn_heads WHERE tenant_id = '" + t + "' AND id = '" + id + "' FOR UPDATE");
+    } else {
+      // The first try's statement stays in the proxy until the retry has committed, then reaches the server.
+      server.proxy.stall_existing();
+    }
+    ArtifactPtr stored;
+    std::string error;
+    std::thread writer([&] {
+      try {
+        stored = store.store(*note(t, id, "v2"));
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    if (!lock) {
+      REQUIRE(eventually([&] { return server.proxy.stalled_bytes() > 0; }));
+      server.proxy.drop_clients();
+      writer.join();
+      REQUIRE(error == "");
+      REQUIRE(stored != nullptr);
+      CHECK(stored->version() == 2);
+      const auto before = server.proxy.dropped_bytes();
+      server.proxy.release_stalled();
+      // The first try ran now, hit the write token's unique index and was rolled back; its answer went to nobody.
+      REQUIRE(eventually([&] { return server.proxy.dropped_bytes() > before; }));
+      CHECK(store.versions(id, t) == std::vector<std::uint64_t>{1, 2});
+      CHECK(store.fetch(id, t)->value() == "v2");
+      CHECK(store.store(*note(t, id, "v3"))->version() == 3);
+      continue;
+    }
+    REQUIRE(eventually([&] { return waiting() == 1; }));
+    const std::string original = first_waiter();
+    switch (cut) {
+      case Cut::client_side_only:
+        // The store's socket dies; the server's backend lives on, still waiting, and will commit after the retry
+        // looked for its write token and found nothing.
+        server.proxy.drop_clients();
+        REQUIRE(eventually([&] { return waiting() == 2; }));
+        locker.scalar("COMMIT");
+        break;
+      case Cut::backend_terminated:
+        // The first try is rolled back by the server.
+        server.raw.scalar("SELECT pg_terminate_backend(" + original + ")");
+        REQUIRE(eventually([&] { return waiting() == 1 && first_waiter() != original; }));
+        locker.scalar("COMMIT");
+        break;
+      case Cut::retry_first:
+        break;
+      case Cut::committed_before_retry:
+        // The first try commits while the retry cannot reach the server yet.
+        server.proxy.hold_new(true);
+        server.proxy.drop_clients();
+        locker.scalar("COMMIT");
+        REQUIRE(eventually([&] {
+          return server.raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE tenant_id = '" + t + "' AND id = '" +
+                                   id + "'") == "2";
+        }));
+        server.proxy.hold_new(false);
+        break;
+    }
+    writer.join();
+    REQUIRE(error == "");
+    REQUIRE(stored != nullptr);
+    CHECK(stored->version() == 2);
+    // A first try that lost the race (refused by the write token's unique index) has finished.
+    REQUIRE(eventually([&] {
+      return server.raw.scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = " + original +
+                               " AND state <> 'idle'") == "0";
+    }));
+    CHECK(store.versions(id, t) == std::vector<std::uint64_t>{1, 2});
+    CHECK(store.fetch(id, t)->value() == "v2");
+    CHECK(store.store(*note(t, id, "v3"))->version() == 3);
+  }
+  CHECK(store.reconnects() >= 4);
+}
+
+TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database with doubled writes migrates") {
+  TempDatabase db;
+  { PostgresArtifactStore store(db.conninfo()); store.store(*note("t", "a", "v1")); }
+  RawPg raw(db.conninfo());
+  // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
+  raw.scalar("DROP INDEX cairn_artifacts_write_token");
+  raw.scalar("UPDATE cairn_schema SET version = 1");
+  raw.scalar("UPDATE cairn_heads SET latest = 2 WHERE id = 'a'");
+  raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
+             "value_text, storage_url, mime_type, size_bytes, schema_url, created_by, created_at, metadata, "
+             "metadata_text, write_token FROM cairn_artifacts WHERE id = 'a'");
+  PostgresArtifactStore store(db.conninfo());
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "2");
+  CHECK(raw.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'cairn_artifacts_write_token'") == "1");
+  // Nothing is deleted; the later copy gets a token of its own.
+  CHECK(store.versions("a", "t") == std::vector<std::uint64_t>{1, 2});
+  CHECK(raw.scalar("SELECT count(DISTINCT write_token) FROM cairn_artifacts WHERE id = 'a'") == "2");
+  CHECK(raw.scalar("SELECT write_token LIKE '%#2' FROM cairn_artifacts WHERE id = 'a' AND version = 2") == "t");
+  CHECK(store.store(*note("t", "a", "v3"))->version() == 3);
+  CHECK_THROWS_WITH(raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 9, type, title, description, "
+                               "purpose, value, value_text, storage_url, mime_type, size_bytes, schema_url, "
+                               "created_by, created_at, metadata, metadata_text, write_token FROM cairn_artifacts "
+                               "WHERE id = 'a' AND version = 3"),
+                    cairn_test::ContainsSubstring("cairn_artifacts_write_token"));
+}
+
+TEST_CASE("postgres: statements that failed to prepare half-way are prepared afresh by the next call") {
+  TempDatabase db;
+  PostgresArtifactStore store(db.conninfo(), PostgresOptions{1, 15000, {}});
+  RawPg raw(db.conninfo());
+  // cairn_remove, the sixth of eight statements, calls this function: while it is missing, preparing fails there,
+  // after five statements were prepared.
+  raw.scalar("ALTER FUNCTION cairn_remove_artifact(text, text) RENAME TO cairn_remove_artifact_away");
+  for (int i = 0; i < 2; ++i) {
+    try {
+      store.fetch("a", "t");
+      FAIL("no error");
+    } catch (const storage_error& e) {
+      CHECK_THAT(e.what(), cairn_test::ContainsSubstring("preparing statements"));
+      CHECK_THAT(e.what(), cairn_test::ContainsSubstring("cairn_remove_artifact"));
+      CHECK_THAT(e.what(), !cairn_test::ContainsSubstring("already exists"));
+    }
+  }
+  raw.scalar("ALTER FUNCTION cairn_remove_artifact_away(text, text) RENAME TO cairn_remove_artifact");
+  CHECK(store.store(*note("t", "a", "v1"))->version() == 1);
+  CHECK(store.fetch("a", "t")->value() == "v1");
+  store.remove("a", "t");
+  CHECK(store.fetch("a", "t") == nullptr);
+}
+
+TEST_CASE("postgres: statement_timeout_ms bounds a statement on the server") {
+  PostgresOptions options;
+  options.statement_timeout_ms = 300;
+  PostgresArtifactStore store(base_conninfo(), options);
+  const auto t = random_name("slow-");
+  store.store(*note(t, "a", "v1"));
+  RawPg locker(base_conninfo());
+  locker.scalar("BEGIN");
+  locker.scalar("SELECT 1 FROM cairn_heads WHERE tenant_id = '" + t + "' AND id = 'a' FOR UPDATE");
+  CHECK_THROWS_WITH(store.store(*note(t, "a", "v2")), cairn_test::ContainsSubstring("statement timeout"));
+  locker.scalar("COMMIT");
+  CHECK(store.versions("a", t) == std::vector<std::uint64_t>{1});
+  CHECK(store.store(*note(t, "a", "v2"))->version() == 2);
+  CHECK(store.reconnects() == 0);  // the server answered; nothing was cut
+}
+
+TEST_CASE("postgres: a server that stops answering fails a call within its deadlines, and the store recovers") {
+  ProxiedServer server;
+  const auto t = random_name("silent-");
+  PostgresOptions options{1, 2000, {}, 500};
+  PostgresArtifactStore store(server.conninfo(), options);
+  store.store(*note(t, "a", "v1"));
+  using clock = std::chrono::steady_clock;
+  auto millis = [](clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+
+  server.proxy.silence(true);
+  // A statement on a pooled connection: 0.5 s for the server's statement timeout and 1 s more for its answer, then
+  // reconnecting for 2 s, every try waiting only for what is left. Margins are generous for a loaded machine.
+  auto start = clock::now();
+  try {
+    store.fetch("a", t);
+    FAIL("no error");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("could not reconnect within 2000 ms"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("no answer from the server"));
+  }
+  CHECK(millis(clock::now() - start) < 3500 + 2500);
+
+  // A new store's first connection gets one try of reconnect_timeout_ms.
+  options.reconnect_timeout_ms = 1000;
+  start = clock::now();
+  CHECK_THROWS_WITH(PostgresArtifactStore(server.conninfo(), options),
+                    cairn_test::ContainsSubstring("cannot connect: no answer from the server within 1000 ms"));
+  CHECK(millis(clock::now() - start) < 1000 + 2500);
+
+  server.proxy.silence(false);
+  CHECK(store.fetch("a", t)->value() == "v1");
+  CHECK(store.store(*note(t, "a", "v2"))->version() == 2);
+}
+
+TEST_CASE("postgres: reconnect_timeout_ms = 0 means one try at reconnecting, not none") {
+  const auto app = random_name("cairn_once_");
+  PostgresArtifactStore store(base_conninfo() + " application_name=" + app, PostgresOptions{1, 0, {}});
+  const auto t = random_name("once-");
+  store.store(*note(t, "a", "v1"));
+  // With a timeout, pg_terminate_backend waits until the backend is gone (PostgreSQL 14 or later).
+  RawPg(base_conninfo()).scalar("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                                "WHERE application_name = '" + app + "'");
+  CHECK(store.fetch("a", t)->value() == "v1");
+  CHECK(store.reconnects() == 1);
 }

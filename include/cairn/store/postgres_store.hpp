@@ -5,7 +5,7 @@
 // by one statement that bumps the id's head row and inserts the version under a unique (tenant_id, id, version)
 // key, so concurrent writers on any number of machines never lose or duplicate a version. A small pool of
 // connections serves the calling threads; a connection broken by a server restart is re-opened and the call
-// retried once (a store is retried only after checking that the first attempt did not commit).
+// retried once (a store carries a write token under a unique index, so a retried store is written exactly once).
 #pragma once
 
 #include <cstddef>
@@ -23,12 +23,19 @@ namespace cairn {
 struct PostgresOptions {
   /// Most connections open at once (each serves one call at a time); callers beyond that wait for one.
   std::size_t pool_size = 4;
-  /// How long a call keeps trying to reconnect after the connection broke (a server restart, a failover) before
-  /// it fails with cairn::storage_error.
+  /// How long a call keeps trying to reconnect after the connection broke (a server restart, a failover, a server
+  /// that stopped answering) before it fails with cairn::storage_error; every connection attempt waits only for
+  /// what is left of it. The constructor's first connection gets one attempt of this length. The first attempt
+  /// always gets at least 1 s, so 0 means "try once", not "never".
   int reconnect_timeout_ms = 15000;
   /// Values and metadata deeper or larger than this are refused by store() (cairn::limit_exceeded), so that
   /// everything stored can be read back under the same limits.
   JsonLimits json_limits{};
+  /// How long one statement may run: set as the session's statement_timeout on the server (which cancels it:
+  /// cairn::storage_error "canceling statement due to statement timeout"), and the client waits one second more
+  /// for an answer before it gives the connection up as dead and reconnects. 0 = no limit on either side (then a
+  /// server that stops answering blocks the call until the kernel gives up on the connection).
+  int statement_timeout_ms = 30000;
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may
@@ -43,7 +50,7 @@ struct PostgresOptions {
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
