@@ -1,6 +1,7 @@
 #include "cairn/store/sqlite_journal.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -293,6 +294,9 @@ TEST_CASE("bad paths and options are clear errors") {
   }
   TempDir dir;
   CHECK_THROWS_AS(SqliteRunJournal(dir.path().string()), storage_error);  // a folder
+  const auto fifo = dir.file("fifo");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(SqliteRunJournal(fifo), storage_error);  // refused, without waiting for a writer
   SqliteJournalOptions bad;
   bad.busy_timeout_ms = -1;
   CHECK_THROWS_WITH(SqliteRunJournal(dir.file("x.db"), bad), cairn_test::ContainsSubstring("busy_timeout_ms"));
