@@ -186,7 +186,9 @@ void BM_AppendGrowth_Cairn(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
   const std::string path = fresh_file("growth");
   cairn::SqliteRunJournal journal(path, options(false));
-  for (std::uint64_t seq = 0; seq < n;) seq = journal.append("tenant-1", "run-1", seq, {entry_of(static_cast<std::int64_t>(seq))});
+  for (std::uint64_t seq = 0; seq < n;) {
+    seq = journal.append("tenant-1", "run-1", seq, {entry_of(static_cast<std::int64_t>(seq))});
+  }
   const std::int64_t size_before = checkpointed_size(path);
   const std::int64_t written_before = bytes_written();
   std::uint64_t seq = n;
