@@ -1,0 +1,627 @@
+// SqliteRunJournal: the SQL, the connection pool and the run schema migrations.
+#include "cairn/store/sqlite_journal.hpp"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "../common/connection_pool.hpp"
+#include "../common/record_columns.hpp"
+
+namespace cairn {
+namespace {
+
+// Migration i brings the file's runs from schema version i to i + 1. Never edit a released entry: append a new one.
+// The artifact tables (cairn_schema, cairn_artifacts, ...) are SqliteArtifactStore's and are never touched here.
+constexpr std::array<const char*, SqliteRunJournal::schema_version> migrations = {
+    // 0 -> 1: one row per run (where it stands, where it was forked from) and its own entries keyed by seq.
+    // The partial index holds only snapshot entries, so the newest snapshot at or before a seq is one seek,
+    // however long the run. Its WHERE must match the one in the snapshot_before statement word for word.
+    // updated_at has no index on purpose: every append moves it, and keeping an index of it in step cost a page
+    // write per append (measured: ~25% of an append's time); sweep, which is rare, walks the tenant's run rows.
+    R"sql(
+CREATE TABLE cairn_runs (
+  tenant_id   TEXT    NOT NULL,
+  run_id      TEXT    NOT NULL,
+  last_seq    INTEGER NOT NULL,
+  kept_from   INTEGER NOT NULL,
+  forked_from TEXT,
+  fork_seq    INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, run_id)
+) WITHOUT ROWID;
+CREATE INDEX cairn_runs_forks ON cairn_runs (tenant_id, forked_from) WHERE forked_from IS NOT NULL;
+CREATE TABLE cairn_run_entries (
+  tenant_id TEXT    NOT NULL,
+  run_id    TEXT    NOT NULL,
+  seq       INTEGER NOT NULL,
+  kind      TEXT    NOT NULL,
+  data      TEXT    NOT NULL,
+  time      INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, run_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX cairn_run_snapshots ON cairn_run_entries (tenant_id, run_id, seq) WHERE kind = 'snapshot';
+)sql",
+};
+
+enum Stmt : std::size_t {
+  begin_immediate,
+  commit,
+  run_last,
+  run_insert,
+  run_advance,
+  run_head,
+  run_delete,
+  run_keep,
+  entry_insert,
+  entries_range,
+  entries_delete,
+  entries_prune,
+  snapshot_before,
+  forks_of,
+  forks_between,
+  stale,
+  statement_count
+};
+
+const char* statement_sql(Stmt s) {
+  switch (s) {
+    case begin_immediate: return "BEGIN IMMEDIATE";
+    case commit: return "COMMIT";
+    case run_last: return "SELECT last_seq FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_insert:
+      return "INSERT INTO cairn_runs (tenant_id, run_id, last_seq, kept_from, forked_from, fork_seq, created_at, "
+             "updated_at) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?6)";
+    case run_advance:
+      // Moves the run on only from the seq the writer expects: no row changed means a conflict (or no run).
+      return "UPDATE cairn_runs SET last_seq = ?3, updated_at = ?4 WHERE tenant_id = ?1 AND run_id = ?2 "
+             "AND last_seq = ?5";
+    case run_head:
+      return "SELECT last_seq, kept_from, forked_from, fork_seq, created_at, updated_at FROM cairn_runs "
+             "WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_delete: return "DELETE FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_keep:
+      return "UPDATE cairn_runs SET kept_from = max(kept_from, ?3) WHERE tenant_id = ?1 AND run_id = ?2";
+    case entry_insert:
+      return "INSERT INTO cairn_run_entries (tenant_id, run_id, seq, kind, data, time) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    case entries_range:
+      return "SELECT seq, kind, data, time FROM cairn_run_entries "
+             "WHERE tenant_id = ?1 AND run_id = ?2 AND seq >= ?3 AND seq <= ?4 ORDER BY seq";
+    case entries_delete: return "DELETE FROM cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2";
+    case entries_prune: return "DELETE FROM cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2 AND seq < ?3";
+    case snapshot_before:
+      // `kind = 'snapshot'` is written out (not bound) so that the planner can use the partial index.
+      return "SELECT seq FROM cairn_run_entries INDEXED BY cairn_run_snapshots "
+             "WHERE tenant_id = ?1 AND run_id = ?2 AND kind = 'snapshot' AND seq <= ?3 ORDER BY seq DESC LIMIT 1";
+    case forks_of:
+      return "SELECT run_id, fork_seq FROM cairn_runs WHERE tenant_id = ?1 AND forked_from = ?2 ORDER BY run_id";
+    case forks_between:
+      return "SELECT run_id FROM cairn_runs WHERE tenant_id = ?1 AND forked_from = ?2 AND fork_seq > ?3 "
+             "AND fork_seq < ?4 LIMIT 1";
+    case stale: return "SELECT run_id FROM cairn_runs WHERE tenant_id = ?1 AND updated_at < ?2 ORDER BY run_id";
+    case statement_count: break;
+  }
+  return "";
+}
+
+// Sequence numbers never exceed RunJournal::max_seq (the largest SQL integer), so they convert both ways exactly.
+std::int64_t sql_seq(std::uint64_t seq) noexcept {
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(seq, RunJournal::max_seq));
+}
+
+std::string excerpt(std::string_view s) { return detail::excerpt(s, 80); }
+
+// The JSON text of an entry's data as the journal keeps it, refused (before anything is written) when it could not
+// be read back the same: deeper or larger than the limits, strings that are not UTF-8, or binary values (which
+// JSON text does not have).
+std::string dump_data(const nlohmann::json& data, const JsonLimits& limits, const std::string& run_id,
+                      std::size_t index) {
+  const auto where = [&] { return fmt::format("append to run '{}': entries[{}].data", excerpt(run_id), index); };
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&data, 0}};
+  while (!todo.empty()) {
+    const auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (node->is_binary() || node->is_discarded()) {
+      throw invalid_argument(fmt::format("{}: holds a binary or discarded value, which JSON text cannot keep",
+                                         where()));
+    }
+    if (!node->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > limits.max_depth) {
+      throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the journal's limit of {} levels", where(),
+                                       limits.max_depth));
+    }
+    for (const auto& child : *node) todo.emplace_back(&child, depth + 1);
+  }
+  std::string text;
+  try {
+    text = data.dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw invalid_argument(fmt::format("{}: holds a string that is not valid UTF-8; the journal keeps JSON text",
+                                       where()));
+  }
+  if (text.size() > limits.max_bytes) {
+    throw limit_exceeded(fmt::format("{}: JSON text is {} bytes, more than the journal's limit of {} bytes", where(),
+                                     text.size(), limits.max_bytes));
+  }
+  return text;
+}
+
+}  // namespace
+
+struct SqliteRunJournal::Impl {
+  // One open database handle with its prepared statements. Used by one thread at a time (the pool sees to it).
+  struct Connection {
+    Impl* owner;
+    sqlite3* db = nullptr;
+    std::array<sqlite3_stmt*, statement_count> stmts{};
+
+    explicit Connection(Impl* o) : owner(o) {
+      const int rc = sqlite3_open_v2(owner->path.c_str(), &db,
+                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+      if (rc != SQLITE_OK) {
+        const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+        sqlite3_close_v2(db);
+        throw storage_error(fmt::format("{}: cannot open the database: {}", owner->where, msg));
+      }
+      sqlite3_extended_result_codes(db, 1);
+      sqlite3_busy_timeout(db, owner->options.busy_timeout_ms);
+      try {
+        // Switching to WAL needs a moment of exclusive access; the busy timeout covers a concurrent opener.
+        std::string mode;
+        query_text("PRAGMA journal_mode = WAL", mode);
+        if (mode != "wal") {
+          throw storage_error(fmt::format("{}: cannot switch the database to WAL mode (journal_mode is '{}')",
+                                          owner->where, mode));
+        }
+        exec(owner->options.synchronous == SqliteJournalOptions::Synchronous::full ? "PRAGMA synchronous = FULL"
+                                                                                   : "PRAGMA synchronous = NORMAL");
+      } catch (...) {
+        sqlite3_close_v2(db);
+        throw;
+      }
+    }
+    ~Connection() {
+      for (auto* s : stmts) sqlite3_finalize(s);
+      sqlite3_close_v2(db);
+    }
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    [[noreturn]] void fail(const char* what) const {
+      throw storage_error(fmt::format("{}: {}: {}", owner->where, what, sqlite3_errmsg(db)));
+    }
+
+    void exec(const char* sql) {
+      if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(sql);
+    }
+
+    // Runs a one-row, one-column statement; false when it returned no row.
+    bool query_text(const char* sql, std::string& out) {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) fail(sql);
+      const int rc = sqlite3_step(st);
+      if (rc == SQLITE_ROW) {
+        const auto* text = sqlite3_column_text(st, 0);
+        out = text ? reinterpret_cast<const char*>(text) : "";
+      }
+      sqlite3_finalize(st);
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(sql);
+      return rc == SQLITE_ROW;
+    }
+
+    sqlite3_stmt* statement(Stmt s) {
+      if (!stmts[s]) {
+        if (sqlite3_prepare_v3(db, statement_sql(s), -1, SQLITE_PREPARE_PERSISTENT, &stmts[s], nullptr) !=
+            SQLITE_OK) {
+          fail("preparing a statement");
+        }
+      }
+      return stmts[s];
+    }
+  };
+
+  // A cached statement in use: bound, stepped, and reset (bindings cleared) on every way out.
+  class Query {
+   public:
+    Query(Connection& c, Stmt s) : conn_(c), st_(c.statement(s)) {}
+    ~Query() {
+      sqlite3_reset(st_);
+      sqlite3_clear_bindings(st_);
+    }
+    Query(const Query&) = delete;
+    Query& operator=(const Query&) = delete;
+
+    Query& bind(int i, std::string_view v) {
+      check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
+      return *this;
+    }
+    Query& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+    Query& bind(int i, const std::optional<std::string>& v) {
+      if (v) return bind(i, std::string_view(*v));
+      check(sqlite3_bind_null(st_, i));
+      return *this;
+    }
+    Query& bind(int i, std::int64_t v) {
+      check(sqlite3_bind_int64(st_, i, v));
+      return *this;
+    }
+
+    /// True while rows come; false when done.
+    bool step() {
+      const int rc = sqlite3_step(st_);
+      if (rc == SQLITE_ROW) return true;
+      if (rc == SQLITE_DONE) return false;
+      conn_.fail("running a statement");
+    }
+    void run() {
+      while (step()) {
+      }
+    }
+
+    int type(int col) const { return sqlite3_column_type(st_, col); }
+    std::int64_t int64(int col) const { return sqlite3_column_int64(st_, col); }
+    std::string_view text(int col) const {
+      const auto* p = sqlite3_column_text(st_, col);
+      const int n = sqlite3_column_bytes(st_, col);
+      return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n))
+               : std::string_view();
+    }
+
+   private:
+    void check(int rc) {
+      if (rc != SQLITE_OK) conn_.fail("binding a parameter");
+    }
+    Connection& conn_;
+    sqlite3_stmt* st_;
+  };
+
+  // BEGIN IMMEDIATE takes the write lock up front, so what the transaction reads (a run's last seq, its forks)
+  // cannot go stale before it writes.
+  class WriteTransaction {
+   public:
+    explicit WriteTransaction(Connection& c) : conn_(c) { Query(c, begin_immediate).run(); }
+    ~WriteTransaction() {
+      if (!done_) sqlite3_exec(conn_.db, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    WriteTransaction(const WriteTransaction&) = delete;
+    WriteTransaction& operator=(const WriteTransaction&) = delete;
+    void commit() {
+      Query(conn_, Stmt::commit).run();
+      done_ = true;
+    }
+
+   private:
+    Connection& conn_;
+    bool done_ = false;
+  };
+
+  Impl(std::string p, SqliteJournalOptions o)
+      : path(std::move(p)),
+        options(std::move(o)),
+        where(fmt::format("sqlite journal '{}'", detail::excerpt(path, 200))),
+        pool(options.max_connections, [this] { return std::make_unique<Connection>(this); }) {}
+
+  void migrate(Connection& c) {
+    // The common case (an up-to-date file) reads the version without taking the write lock.
+    if (read_schema_version(c) == SqliteRunJournal::schema_version) return;
+    c.exec("BEGIN IMMEDIATE");
+    try {
+      c.exec("CREATE TABLE IF NOT EXISTS cairn_run_schema (version INTEGER NOT NULL)");
+      int version = read_schema_version(c);  // again: another process may have migrated meanwhile
+      if (version < 0) {
+        c.exec("INSERT INTO cairn_run_schema (version) VALUES (0)");
+        version = 0;
+      }
+      if (version > SqliteRunJournal::schema_version) {
+        throw storage_error(fmt::format(
+            "{}: the database's runs have schema version {}, newer than the version {} this cairn knows; "
+            "open it with a newer cairn",
+            where, version, SqliteRunJournal::schema_version));
+      }
+      for (int v = version; v < SqliteRunJournal::schema_version; ++v) c.exec(migrations[static_cast<std::size_t>(v)]);
+      c.exec(fmt::format("UPDATE cairn_run_schema SET version = {}", SqliteRunJournal::schema_version).c_str());
+      c.exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(c.db, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  // -1 when the file has no run schema yet.
+  int read_schema_version(Connection& c) {
+    std::string out;
+    if (!c.query_text("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cairn_run_schema'", out)) {
+      return -1;
+    }
+    if (!c.query_text("SELECT max(version) FROM cairn_run_schema", out) || out.empty()) return -1;
+    int version = -1;
+    const auto r = std::from_chars(out.data(), out.data() + out.size(), version);
+    if (r.ec != std::errc() || r.ptr != out.data() + out.size() || version < 0) {
+      throw storage_error(fmt::format("{}: cairn_run_schema holds version '{}', which is not a schema version; "
+                                      "the file was changed by something other than cairn",
+                                      where, excerpt(out)));
+    }
+    return version;
+  }
+
+  [[noreturn]] void damaged_run(const std::string& tenant_id, const std::string& run_id, const char* what) const {
+    throw storage_error(fmt::format("{}: the row of run '{}' in tenant '{}' is damaged: {}", where, excerpt(run_id),
+                                    excerpt(tenant_id), what));
+  }
+
+  // The run row in the current result row of a run_head query.
+  RunInfo run_row(const Query& q, const std::string& tenant_id, const std::string& run_id) const {
+    for (int col : {0, 1, 3, 4, 5}) {
+      if (q.type(col) != SQLITE_INTEGER) damaged_run(tenant_id, run_id, "a number column holds something else");
+    }
+    if (q.type(2) != SQLITE_NULL && q.type(2) != SQLITE_TEXT) {
+      damaged_run(tenant_id, run_id, "forked_from is not text");
+    }
+    const std::int64_t last = q.int64(0), kept = q.int64(1), fork = q.int64(3);
+    if (last < 0 || kept < 1 || fork < 0 || fork > last) {
+      damaged_run(tenant_id, run_id, "its sequence numbers are out of order");
+    }
+    RunInfo info;
+    info.run_id = run_id;
+    info.last_seq = static_cast<std::uint64_t>(last);
+    info.kept_from = static_cast<std::uint64_t>(kept);
+    if (q.type(2) == SQLITE_TEXT) info.forked_from = std::string(q.text(2));
+    info.fork_seq = static_cast<std::uint64_t>(fork);
+    info.created_at = q.int64(4);
+    info.updated_at = q.int64(5);
+    return info;
+  }
+
+  std::string path;
+  SqliteJournalOptions options;
+  std::string where;
+  detail::ConnectionPool<Connection> pool;
+};
+
+SqliteRunJournal::SqliteRunJournal(std::string path, SqliteJournalOptions options) : RunJournal(options.clock) {
+  if (path.empty() || path == ":memory:" || path.rfind("file::memory:", 0) == 0) {
+    throw invalid_argument(fmt::format(
+        "sqlite journal: path '{}' names an in-memory database, which each connection would see empty; "
+        "give a file path, or use InMemoryRunJournal",
+        path));
+  }
+  if (options.busy_timeout_ms < 0) {
+    throw invalid_argument(
+        fmt::format("sqlite journal: busy_timeout_ms must not be negative (got {})", options.busy_timeout_ms));
+  }
+  impl_ = std::make_unique<Impl>(std::move(path), std::move(options));
+  auto first = std::make_unique<Impl::Connection>(impl_.get());
+  impl_->migrate(*first);
+  impl_->pool.adopt(std::move(first));
+}
+
+SqliteRunJournal::~SqliteRunJournal() = default;
+
+const std::string& SqliteRunJournal::path() const noexcept { return impl_->path; }
+
+void SqliteRunJournal::do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
+                                 const std::vector<JournalEntry>& entries, std::int64_t now) {
+  // Everything that can fail on bad input fails before the transaction starts.
+  std::vector<std::string> texts;
+  texts.reserve(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    texts.push_back(dump_data(entries[i].data, impl_->options.json_limits, run_id, i));
+  }
+
+  auto conn = impl_->pool.acquire();
+  Impl::WriteTransaction tx(*conn);
+  // The check and the move are one statement, inside a transaction that holds the database's write lock: no other
+  // writer, in this process or another, can move the run on between them. Only when it fails is the run's actual
+  // end read, for the conflict.
+  const std::int64_t last = sql_seq(entries.back().seq);
+  // (Expected 0 also goes this way: a fork at seq 0 is a run that ends at 0.)
+  Impl::Query(*conn, run_advance)
+      .bind(1, tenant_id)
+      .bind(2, run_id)
+      .bind(3, last)
+      .bind(4, now)
+      .bind(5, sql_seq(expected_seq))
+      .run();
+  if (sqlite3_changes(conn->db) != 1) {
+    std::optional<std::int64_t> actual;
+    {
+      Impl::Query q(*conn, run_last);
+      q.bind(1, tenant_id).bind(2, run_id);
+      if (q.step()) {
+        if (q.type(0) != SQLITE_INTEGER || q.int64(0) < 0) impl_->damaged_run(tenant_id, run_id, "last_seq");
+        actual = q.int64(0);
+      }
+    }
+    if (actual || expected_seq != 0) {
+      const auto actual_seq = static_cast<std::uint64_t>(actual.value_or(0));
+      throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}",
+                                 excerpt(run_id), expected_seq, actual_seq),
+                     expected_seq, actual_seq);
+    }
+    Impl::Query(*conn, run_insert)  // expected 0 and no run: this append creates it
+        .bind(1, tenant_id)
+        .bind(2, run_id)
+        .bind(3, last)
+        .bind(4, std::optional<std::string>())
+        .bind(5, std::int64_t{0})
+        .bind(6, now)
+        .run();
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    // The key (tenant, run, seq) refuses a second entry at a seq, whatever happened above.
+    Impl::Query(*conn, entry_insert)
+        .bind(1, tenant_id)
+        .bind(2, run_id)
+        .bind(3, sql_seq(entries[i].seq))
+        .bind(4, entries[i].kind)
+        .bind(5, texts[i])
+        .bind(6, entries[i].time)
+        .run();
+  }
+  tx.commit();
+}
+
+std::optional<RunInfo> SqliteRunJournal::head(const std::string& tenant_id, const std::string& run_id) const {
+  auto conn = impl_->pool.acquire();
+  Impl::Query q(*conn, run_head);
+  q.bind(1, tenant_id).bind(2, run_id);
+  if (!q.step()) return std::nullopt;
+  return impl_->run_row(q, tenant_id, run_id);
+}
+
+std::vector<JournalEntry> SqliteRunJournal::own_entries(const std::string& tenant_id, const std::string& run_id,
+                                                        std::uint64_t from_seq, std::uint64_t to_seq) const {
+  std::vector<JournalEntry> out;
+  if (from_seq > to_seq || from_seq > max_seq) return out;
+  auto conn = impl_->pool.acquire();
+  Impl::Query q(*conn, entries_range);
+  q.bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(from_seq)).bind(4, sql_seq(to_seq));
+  while (q.step()) {
+    const std::int64_t seq = q.int64(0);
+    try {
+      if (q.type(0) != SQLITE_INTEGER || seq < 1) throw storage_error("seq is not a positive number");
+      if (q.type(1) != SQLITE_TEXT) throw storage_error("kind is not text");
+      if (q.type(2) != SQLITE_TEXT) throw storage_error("data is not JSON text");
+      if (q.type(3) != SQLITE_INTEGER) throw storage_error("time is not a number");
+      JournalEntry e;
+      e.seq = static_cast<std::uint64_t>(seq);
+      e.kind = std::string(q.text(1));
+      e.data = detail::parse_json_column(q.text(2), impl_->options.json_limits, "data");
+      e.time = q.int64(3);
+      out.push_back(std::move(e));
+    } catch (const error& e) {
+      throw storage_error(fmt::format("{}: run '{}' seq {} in tenant '{}' is unreadable: {}", impl_->where,
+                                      excerpt(run_id), seq, excerpt(tenant_id), e.what()));
+    }
+  }
+  return out;
+}
+
+std::uint64_t SqliteRunJournal::own_snapshot_at(const std::string& tenant_id, const RunInfo& run,
+                                                std::uint64_t at_seq) const {
+  auto conn = impl_->pool.acquire();
+  Impl::Query q(*conn, snapshot_before);
+  q.bind(1, tenant_id).bind(2, run.run_id).bind(3, sql_seq(at_seq));
+  if (!q.step()) return 0;
+  if (q.type(0) != SQLITE_INTEGER || q.int64(0) < 1) impl_->damaged_run(tenant_id, run.run_id, "a snapshot's seq");
+  return static_cast<std::uint64_t>(q.int64(0));
+}
+
+void SqliteRunJournal::do_create_fork(const std::string& tenant_id, const std::string& run_id,
+                                      const std::string& source, std::uint64_t fork_seq, std::int64_t now) {
+  auto conn = impl_->pool.acquire();
+  Impl::WriteTransaction tx(*conn);
+  {
+    Impl::Query q(*conn, run_head);
+    q.bind(1, tenant_id).bind(2, run_id);
+    if (q.step()) {
+      const RunInfo existing = impl_->run_row(q, tenant_id, run_id);
+      throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0, existing.last_seq);
+    }
+  }
+  {
+    // RunJournal::fork checked the source before this transaction; another process may have removed or pruned it
+    // since. Checked again under the write lock, so a fork never points at entries that are gone.
+    Impl::Query q(*conn, run_head);
+    q.bind(1, tenant_id).bind(2, source);
+    if (!q.step()) {
+      throw not_found(fmt::format("fork: run '{}' not found in tenant '{}'", excerpt(source), excerpt(tenant_id)));
+    }
+    const RunInfo src = impl_->run_row(q, tenant_id, source);
+    if (fork_seq > src.last_seq || (fork_seq > src.fork_seq && fork_seq < src.kept_from)) {
+      throw invalid_argument(fmt::format("fork: run '{}' holds seq {} to {}; cannot fork at {}", excerpt(source),
+                                         src.kept_from, src.last_seq, fork_seq));
+    }
+  }
+  Impl::Query(*conn, run_insert)
+      .bind(1, tenant_id)
+      .bind(2, run_id)
+      .bind(3, sql_seq(fork_seq))
+      .bind(4, source)
+      .bind(5, sql_seq(fork_seq))
+      .bind(6, now)
+      .run();
+  tx.commit();
+}
+
+void SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id) {
+  auto conn = impl_->pool.acquire();
+  Impl::WriteTransaction tx(*conn);
+  {
+    // A fork made by another process after RunJournal::remove looked would be left reading nothing.
+    Impl::Query q(*conn, forks_of);
+    q.bind(1, tenant_id).bind(2, run_id);
+    if (q.step()) {
+      throw state_error(fmt::format("remove: run '{}' has forks that read its entries ('{}'); remove them first",
+                                    excerpt(run_id), detail::excerpt(q.text(0), 80)));
+    }
+  }
+  Impl::Query(*conn, entries_delete).bind(1, tenant_id).bind(2, run_id).run();
+  Impl::Query(*conn, run_delete).bind(1, tenant_id).bind(2, run_id).run();
+  tx.commit();
+}
+
+std::size_t SqliteRunJournal::do_prune(const std::string& tenant_id, const std::string& run_id,
+                                       std::uint64_t keep_from) {
+  auto conn = impl_->pool.acquire();
+  Impl::WriteTransaction tx(*conn);
+  std::uint64_t own_from = 1;
+  {
+    Impl::Query q(*conn, run_head);
+    q.bind(1, tenant_id).bind(2, run_id);
+    if (!q.step()) return 0;  // removed meanwhile
+    own_from = impl_->run_row(q, tenant_id, run_id).fork_seq;
+  }
+  {
+    // RunJournal::prune chose keep_from from the forks it saw (keep_from is an own snapshot, so a fork at or
+    // after it restores from there); a fork made since at an earlier point would lose its entries.
+    Impl::Query q(*conn, forks_between);
+    q.bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(own_from)).bind(4, sql_seq(keep_from));
+    if (q.step()) {
+      throw state_error(fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
+                                    "nothing was pruned, try again",
+                                    excerpt(run_id), keep_from, detail::excerpt(q.text(0), 80)));
+    }
+  }
+  Impl::Query(*conn, entries_prune).bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(keep_from)).run();
+  const auto gone = static_cast<std::size_t>(sqlite3_changes(conn->db));
+  Impl::Query(*conn, run_keep).bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(keep_from)).run();
+  tx.commit();
+  return gone;
+}
+
+std::vector<RunFork> SqliteRunJournal::forks(const std::string& tenant_id, const std::string& run_id) const {
+  auto conn = impl_->pool.acquire();
+  Impl::Query q(*conn, forks_of);
+  q.bind(1, tenant_id).bind(2, run_id);
+  std::vector<RunFork> out;
+  while (q.step()) {
+    if (q.type(1) != SQLITE_INTEGER || q.int64(1) < 0) {
+      impl_->damaged_run(tenant_id, std::string(q.text(0)), "fork_seq");
+    }
+    out.push_back(RunFork{std::string(q.text(0)), static_cast<std::uint64_t>(q.int64(1))});
+  }
+  return out;
+}
+
+std::vector<std::string> SqliteRunJournal::stale_runs(const std::string& tenant_id,
+                                                      std::int64_t updated_before) const {
+  auto conn = impl_->pool.acquire();
+  Impl::Query q(*conn, stale);
+  q.bind(1, tenant_id).bind(2, updated_before);
+  std::vector<std::string> out;
+  while (q.step()) out.emplace_back(q.text(0));
+  return out;
+}
+
+}  // namespace cairn
