@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -104,6 +106,146 @@ PostgresJournalOptions pool_of(std::size_t n) {
   PostgresJournalOptions o;
   o.pool_size = n;
   return o;
+}
+
+// A TCP proxy in front of the server that can cut the client side of every connection through it while keeping the
+// server side open: to the journal the connection is lost, while its backend goes on with what it was doing (a
+// network partition, as the server sees it).
+class CuttableProxy {
+ public:
+  explicit CuttableProxy(int server_port) : server_port_(server_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 16) != 0) {
+      throw std::runtime_error("proxy: cannot listen");
+    }
+    socklen_t len = sizeof addr;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    if (::pipe(wake_) != 0) throw std::runtime_error("proxy: pipe");
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~CuttableProxy() {
+    stop_ = true;
+    (void)!::write(wake_[1], "s", 1);
+    thread_.join();
+    for (auto& p : pairs_) {
+      if (p.client >= 0) ::close(p.client);
+      ::close(p.server);
+    }
+    ::close(listen_fd_);
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+  }
+  CuttableProxy(const CuttableProxy&) = delete;
+  CuttableProxy& operator=(const CuttableProxy&) = delete;
+
+  int port() const { return port_; }
+
+  /// Closes the client side of every connection open now; returns once done.
+  void cut() {
+    const int before = cuts_;
+    cut_requested_ = true;
+    (void)!::write(wake_[1], "c", 1);
+    while (cuts_ == before) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+ private:
+  struct Pair {
+    int client;
+    int server;
+  };
+
+  void loop() {
+    char buf[65536];
+    while (!stop_) {
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      for (const auto& p : pairs_) {
+        fds.push_back({p.client, static_cast<short>(p.client >= 0 ? POLLIN : 0), 0});
+        fds.push_back({p.server, static_cast<short>(p.client >= 0 ? POLLIN : 0), 0});  // a cut pair's server side is left be
+      }
+      if (::poll(fds.data(), fds.size(), 1000) <= 0) continue;
+      if (fds[1].revents) {
+        (void)!::read(wake_[0], buf, sizeof buf);
+        if (cut_requested_.exchange(false)) {
+          for (auto& p : pairs_) {
+            if (p.client >= 0) ::close(p.client);
+            p.client = -1;
+          }
+          ++cuts_;
+        }
+        continue;
+      }
+      if (fds[0].revents & POLLIN) {
+        const int client = ::accept(listen_fd_, nullptr, nullptr);
+        const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<std::uint16_t>(server_port_));
+        if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+          ::close(client);
+          ::close(server);
+        } else {
+          pairs_.push_back({client, server});
+        }
+      }
+      for (std::size_t i = 0; i < pairs_.size(); ++i) {
+        auto& p = pairs_[i];
+        for (int side = 0; side < 2 && p.client >= 0; ++side) {
+          if (!(fds[2 + 2 * i + static_cast<std::size_t>(side)].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          const int from = side == 0 ? p.client : p.server;
+          const int to = side == 0 ? p.server : p.client;
+          const ssize_t n = ::read(from, buf, sizeof buf);
+          if (n <= 0) {  // one side closed: close the other side's client end, keep the server end for cleanup
+            ::close(p.client);
+            p.client = -1;
+            break;
+          }
+          for (ssize_t done = 0; done < n;) {
+            const ssize_t w = ::write(to, buf + done, static_cast<std::size_t>(n - done));
+            if (w <= 0) break;
+            done += w;
+          }
+        }
+      }
+    }
+  }
+
+  int server_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::vector<Pair> pairs_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> cut_requested_{false};
+  std::atomic<int> cuts_{0};
+  std::thread thread_;
+};
+
+int server_port() {
+  PQconninfoOption* opts = PQconninfoParse(base_conninfo().c_str(), nullptr);
+  int port = 5432;
+  for (auto* o = opts; o && o->keyword; ++o) {
+    if (std::string(o->keyword) == "port" && o->val) port = std::atoi(o->val);
+  }
+  PQconninfoFree(opts);
+  return port;
+}
+
+// Waits (up to 20 s) until `n` backends of the database wait for a lock.
+void wait_for_lock_waiters(RawPg& raw, const std::string& db, int n) {
+  for (int i = 0; i < 2000; ++i) {
+    if (raw.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = '" + db + "' AND wait_event_type = 'Lock'") ==
+        std::to_string(n)) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  FAIL("no " << n << " backends waiting for a lock");
 }
 
 }  // namespace
@@ -411,4 +553,46 @@ TEST_CASE("postgres journal: two processes x 4 threads racing appends on the sam
   // The counts, for docs/runs-postgres.md.
   WARN(fmt::format("race: {} attempts, {} appended, {} conflicts, 0 forked or lost", 2 * threads * attempts, acks,
                    conflicts));
+}
+
+TEST_CASE("postgres journal: an append cut off while it waits on the server is retried and written exactly once") {
+  // The journal loses its connection while its append waits for a row lock on the server; it reconnects and
+  // retries with the same write token while the first try is still waiting there. Either the first try commits
+  // (the retry then finds the run moved on and the token at the new seq: success) or it dies (the retry writes).
+  for (const bool first_commits : {true, false}) {
+    INFO("first try commits: " << first_commits);
+    TempDatabase db;
+    CuttableProxy proxy(server_port());
+    PostgresRunJournal journal(db.conninfo() + " host=127.0.0.1 port=" + std::to_string(proxy.port()), pool_of(1));
+    journal.append("t", "r", 0, one("a", 1));
+    RawPg locker(db.conninfo());
+    RawPg watcher(db.conninfo());
+    locker.scalar("BEGIN");
+    locker.scalar("SELECT last_seq FROM cairn_runs WHERE run_id = 'r' FOR UPDATE");
+    std::uint64_t got = 0;
+    std::string error;
+    std::thread writer([&] {
+      try {
+        got = journal.append("t", "r", 1, one("b", 2));
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    wait_for_lock_waiters(watcher, db.name(), 1);  // the first try waits behind the locker
+    const std::string first_pid = watcher.scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = '" + db.name() + "' AND wait_event_type = 'Lock'");
+    proxy.cut();
+    wait_for_lock_waiters(watcher, db.name(), 2);  // the retry, on a new connection, waits too
+    if (!first_commits) watcher.scalar("SELECT pg_terminate_backend(" + first_pid + ")");
+    locker.scalar("ROLLBACK");
+    writer.join();
+    CHECK(error.empty());
+    CHECK(got == 2);
+    CHECK(journal.reconnects() == 1);
+    const auto all = journal.read("t", "r");
+    REQUIRE(all.size() == 2);
+    CHECK(all[1].data == 2);
+    CHECK(watcher.scalar("SELECT count(*) FROM cairn_run_entries") == "2");
+    CHECK(journal.append("t", "r", 2, one("c", 3)) == 3);
+  }
 }
