@@ -372,12 +372,13 @@ struct PostgresRunJournal::Impl {
       }
       PGresult* r = PQgetResult(c.conn);
       if (!r) break;
-      const auto status = PQresultStatus(r);
-      const bool failed = status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK;
       const bool kept_failed = kept && PQresultStatus(kept.get()) != PGRES_TUPLES_OK &&
                                PQresultStatus(kept.get()) != PGRES_COMMAND_OK;
-      if (!kept_failed) kept.reset(r); else PQclear(r);
-      (void)failed;
+      if (kept_failed) {
+        PQclear(r);
+      } else {
+        kept.reset(r);
+      }
     }
     if (!kept) fail(c, nullptr, what);
     const auto status = PQresultStatus(kept.get());
@@ -618,8 +619,9 @@ void PostgresRunJournal::do_append(const std::string& tenant_id, const std::stri
       lost_to = PQgetisnull(found.get(), 0, 0) ? 0 : impl_->seq_at(found.get(), 0, 0, run_id, "last_seq", 0);
     });
   } catch (const connection_lost& e) {
-    throw storage_error(fmt::format("append to run '{}' after seq {}: the connection was lost twice, so whether the "
-                                    "append was written is unknown; read the run to find out ({})",
+    throw storage_error(fmt::format("append to run '{}' after seq {}: the connection was lost and the retry could "
+                                    "not finish, so whether the append was written is unknown; read the run to "
+                                    "find out ({})",
                                     excerpt(run_id), expected_seq, e.what()));
   }
   if (lost_to) {

@@ -144,6 +144,8 @@ class CuttableProxy {
   CuttableProxy& operator=(const CuttableProxy&) = delete;
 
   int port() const { return port_; }
+  /// While set, new connections are closed as soon as they are accepted (the server looks unreachable).
+  void refuse(bool on) { refusing_ = on; }
 
   /// Closes the client side of every connection open now; returns once done.
   void cut() {
@@ -186,7 +188,7 @@ class CuttableProxy {
         addr.sin_family = AF_INET;
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         addr.sin_port = htons(static_cast<std::uint16_t>(server_port_));
-        if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        if (refusing_ || ::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
           ::close(client);
           ::close(server);
         } else {
@@ -222,6 +224,7 @@ class CuttableProxy {
   std::vector<Pair> pairs_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> cut_requested_{false};
+  std::atomic<bool> refusing_{false};
   std::atomic<int> cuts_{0};
   std::thread thread_;
 };
@@ -595,4 +598,37 @@ TEST_CASE("postgres journal: an append cut off while it waits on the server is r
     CHECK(watcher.scalar("SELECT count(*) FROM cairn_run_entries") == "2");
     CHECK(journal.append("t", "r", 2, one("c", 3)) == 3);
   }
+}
+
+TEST_CASE("postgres journal: when the retry cannot run either, the error says the outcome is unknown, and it is") {
+  TempDatabase db;
+  CuttableProxy proxy(server_port());
+  PostgresJournalOptions o = pool_of(1);
+  o.reconnect_timeout_ms = 300;
+  PostgresRunJournal journal(db.conninfo() + " host=127.0.0.1 port=" + std::to_string(proxy.port()), o);
+  journal.append("t", "r", 0, one("a", 1));
+  RawPg locker(db.conninfo());
+  RawPg watcher(db.conninfo());
+  locker.scalar("BEGIN");
+  locker.scalar("SELECT last_seq FROM cairn_runs WHERE run_id = 'r' FOR UPDATE");
+  std::string error;
+  std::thread writer([&] {
+    try {
+      journal.append("t", "r", 1, one("b", 2));
+    } catch (const storage_error& e) {
+      error = e.what();
+    }
+  });
+  wait_for_lock_waiters(watcher, db.name(), 1);
+  proxy.refuse(true);
+  proxy.cut();
+  writer.join();
+  CHECK_THAT(error, cairn_test::ContainsSubstring("append to run 'r' after seq 1"));
+  CHECK_THAT(error, cairn_test::ContainsSubstring("unknown"));
+  locker.scalar("ROLLBACK");  // the first try, still alive on the server, now commits
+  PostgresRunJournal direct(db.conninfo());
+  for (int i = 0; i < 2000 && direct.info("t", "r")->last_seq != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(direct.read("t", "r").back().data == 2);
 }
