@@ -512,8 +512,10 @@ PostgresRunJournal::PostgresRunJournal(std::string conninfo, PostgresJournalOpti
   for (const auto& [name, value] : {std::pair<const char*, int>{"connect_timeout_ms", options.connect_timeout_ms},
                                     {"statement_timeout_ms", options.statement_timeout_ms},
                                     {"reconnect_timeout_ms", options.reconnect_timeout_ms}}) {
-    if (value < (std::string_view(name) == "reconnect_timeout_ms" ? 0 : 1)) {
-      throw invalid_argument(fmt::format("postgres journal: {} must be positive (got {})", name, value));
+    const bool zero_ok = std::string_view(name) == "reconnect_timeout_ms";  // 0: one reconnect attempt
+    if (value < (zero_ok ? 0 : 1)) {
+      throw invalid_argument(fmt::format("postgres journal: {} must be {} (got {})", name,
+                                         zero_ok ? "0 or more" : "positive", value));
     }
   }
   impl_ = std::make_unique<Impl>(std::move(conninfo), std::move(options));
