@@ -195,7 +195,8 @@ class CuttableProxy {
           pairs_.push_back({client, server});
         }
       }
-      for (std::size_t i = 0; i < pairs_.size(); ++i) {
+      const std::size_t polled = (fds.size() - 2) / 2;  // a pair accepted just now was not polled yet
+      for (std::size_t i = 0; i < polled; ++i) {
         auto& p = pairs_[i];
         for (int side = 0; side < 2 && p.client >= 0; ++side) {
           if (!(fds[2 + 2 * i + static_cast<std::size_t>(side)].revents & (POLLIN | POLLHUP | POLLERR))) continue;
