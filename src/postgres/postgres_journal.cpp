@@ -62,10 +62,11 @@ CREATE TABLE cairn_run_entries (
 CREATE INDEX cairn_run_entries_snapshots ON cairn_run_entries (tenant_id, run_id, seq) WHERE kind = 'snapshot';
 -- Two statements in one transaction: the run row first (which waits for an append in flight), then the entries,
 -- read with a snapshot taken after that append committed, so none is left behind.
-CREATE FUNCTION cairn_run_remove(p_tenant text, p_run text) RETURNS boolean
+-- p_before: the run goes only if it was not appended to since then (a sweep racing a writer keeps the run).
+CREATE FUNCTION cairn_run_remove(p_tenant text, p_run text, p_before bigint) RETURNS boolean
 LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM cairn_runs WHERE tenant_id = p_tenant AND run_id = p_run;
+  DELETE FROM cairn_runs WHERE tenant_id = p_tenant AND run_id = p_run AND updated_at < p_before;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
@@ -146,7 +147,7 @@ std::string statement_sql(Stmt s) {
       return "INSERT INTO cairn_runs (tenant_id, run_id, last_seq, forked_from, fork_seq, created_at, updated_at) "
              "VALUES ($1::text, $2::text, $4::bigint, $3::text, $4::bigint, $5::bigint, $5::bigint) "
              "ON CONFLICT (tenant_id, run_id) DO NOTHING";
-    case remove_run: return "SELECT cairn_run_remove($1::text, $2::text)";
+    case remove_run: return "SELECT cairn_run_remove($1::text, $2::text, $3::bigint)";
     case prune_run:
       // One statement: kept_from moves up in the same transaction that deletes the entries below it, so a reader
       // never sees the entries gone while the run still claims them.
@@ -728,13 +729,17 @@ void PostgresRunJournal::do_create_fork(const std::string& tenant_id, const std:
   if (exists) throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0, *exists);
 }
 
-void PostgresRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id) {
+bool PostgresRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id,
+                                   std::int64_t updated_before) {
+  const std::string before = std::to_string(updated_before);
   try {
-    // Removing twice removes nothing more, so a retry after a lost connection is safe.
-    impl_->with_connection([&](Impl::Connection& c, bool) {
+    // Removing twice removes nothing more, so a retry after a lost connection is safe (a retry that finds nothing
+    // reports "not removed"; the run is gone either way).
+    return impl_->with_connection([&](Impl::Connection& c, bool) {
       Impl::Params p;
-      p.add(tenant_id).add(run_id);
-      impl_->run(c, remove_run, p);
+      p.add(tenant_id).add(run_id).add(before);
+      auto res = impl_->run(c, remove_run, p);
+      return PQgetvalue(res.get(), 0, 0)[0] == 't';
     });
   } catch (const connection_lost& e) {
     throw storage_error(e.what());

@@ -86,7 +86,7 @@ const char* statement_sql(Stmt s) {
     case run_head:
       return "SELECT last_seq, kept_from, forked_from, fork_seq, created_at, updated_at FROM cairn_runs "
              "WHERE tenant_id = ?1 AND run_id = ?2";
-    case run_delete: return "DELETE FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_delete: return "DELETE FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2 AND updated_at < ?3";
     case run_keep:
       return "UPDATE cairn_runs SET kept_from = max(kept_from, ?3) WHERE tenant_id = ?1 AND run_id = ?2";
     case entry_insert:
@@ -554,7 +554,8 @@ void SqliteRunJournal::do_create_fork(const std::string& tenant_id, const std::s
   tx.commit();
 }
 
-void SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id) {
+bool SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id,
+                                 std::int64_t updated_before) {
   auto conn = impl_->pool.acquire();
   Impl::WriteTransaction tx(*conn);
   {
@@ -566,9 +567,12 @@ void SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string
                                     excerpt(run_id), detail::excerpt(q.text(0), 80)));
     }
   }
+  // The run row goes only if it is still idle (sweep); its entries go with it in the same transaction.
+  Impl::Query(*conn, run_delete).bind(1, tenant_id).bind(2, run_id).bind(3, updated_before).run();
+  if (sqlite3_changes(conn->db) == 0) return false;
   Impl::Query(*conn, entries_delete).bind(1, tenant_id).bind(2, run_id).run();
-  Impl::Query(*conn, run_delete).bind(1, tenant_id).bind(2, run_id).run();
   tx.commit();
+  return true;
 }
 
 std::size_t SqliteRunJournal::do_prune(const std::string& tenant_id, const std::string& run_id,

@@ -81,3 +81,49 @@ TEST_CASE("open_store: postgres:<conninfo> and postgresql:// URIs") {
   CHECK_THROWS_WITH(open_store("postgresql://h/db"), cairn_test::ContainsSubstring("CAIRN_WITH_POSTGRES=ON"));
 #endif
 }
+
+TEST_CASE("open_run_journal: one URL opens the journal next to the store, on every backend built") {
+  auto entry = [](std::string kind) {
+    JournalEntry e;
+    e.kind = std::move(kind);
+    e.data = 1;
+    return std::vector<JournalEntry>{e};
+  };
+  auto memory = open_run_journal("memory:");
+  CHECK(dynamic_cast<InMemoryRunJournal*>(memory.get()) != nullptr);
+  CHECK(memory->append("t", "r", 0, entry("a")) == 1);
+  CHECK_THROWS_WITH(open_run_journal("nope:x"), cairn_test::ContainsSubstring("open_run_journal: unknown store URL scheme 'nope'"));
+  CHECK_THROWS_WITH(open_run_journal("memory:x"), cairn_test::ContainsSubstring("'memory:' takes nothing"));
+#if defined(CAIRN_HAS_SQLITE)
+  store_test::TempDir dir;
+  const std::string url = "sqlite:" + dir.file("both.db");
+  {
+    auto store = open_store(url);
+    auto journal = open_run_journal(url);
+    CHECK(dynamic_cast<SqliteRunJournal*>(journal.get()) != nullptr);
+    store->store(*note("kept"));
+    journal->append("t", "run", 0, entry("a"));
+  }
+  CHECK(open_store(url)->fetch("kept", "t") != nullptr);
+  CHECK(open_run_journal(url)->info("t", "run")->last_seq == 1);
+#else
+  CHECK_THROWS_WITH(open_run_journal("sqlite:x.db"), cairn_test::ContainsSubstring("CAIRN_WITH_SQLITE=ON"));
+#endif
+#if defined(CAIRN_HAS_POSTGRES)
+  const char* conninfo = std::getenv("CAIRN_TEST_PG_CONNINFO");
+  REQUIRE(conninfo != nullptr);
+  auto pg = open_run_journal(std::string("postgres:") + conninfo);
+  CHECK(dynamic_cast<PostgresRunJournal*>(pg.get()) != nullptr);
+  const std::string run = "open-" + detail::random_string(8, "abcdefghijklmnopqrstuvwxyz");
+  CHECK(pg->append("t", run, 0, entry("a")) == 1);
+  pg->remove("t", run);
+  try {
+    open_run_journal("postgres:host=127.0.0.1 port=1 password=hunter2 connect_timeout=2");
+    FAIL("no error");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), !cairn_test::ContainsSubstring("hunter2"));
+  }
+#else
+  CHECK_THROWS_WITH(open_run_journal("postgres:host=x password=hunter2"), !cairn_test::ContainsSubstring("hunter2"));
+#endif
+}

@@ -159,7 +159,7 @@ class RunJournal {
     check_ids(tenant_id, run_id, "remove");
     require(tenant_id, run_id, "remove");
     refuse_if_forked(tenant_id, run_id, "remove");
-    do_remove(tenant_id, run_id);
+    do_remove(tenant_id, run_id, std::numeric_limits<std::int64_t>::max());
   }
 
   /// Drops the run's own entries that no restore needs any more: everything before its newest snapshot, except
@@ -189,7 +189,12 @@ class RunJournal {
       again = false;
       for (const std::string& run_id : stale_runs(tenant_id, updated_before)) {
         if (!forks(tenant_id, run_id).empty()) continue;
-        do_remove(tenant_id, run_id);
+        // Removed only if still idle: a writer may have appended since stale_runs() looked.
+        try {
+          if (!do_remove(tenant_id, run_id, updated_before)) continue;
+        } catch (const state_error&) {
+          continue;  // forked meanwhile
+        }
         removed.push_back(run_id);
         again = true;
       }
@@ -221,8 +226,10 @@ class RunJournal {
   /// Creates the run row of a fork (no entries, last_seq = fork_seq). Throws cairn::conflict when it exists.
   virtual void do_create_fork(const std::string& tenant_id, const std::string& run_id, const std::string& source,
                               std::uint64_t fork_seq, std::int64_t now) = 0;
-  /// Removes the run row and its own entries (the run exists and has no forks).
-  virtual void do_remove(const std::string& tenant_id, const std::string& run_id) = 0;
+  /// Removes the run row and its own entries, in one atomic step, if the run's updated_at is below
+  /// `updated_before` (the largest int64: whatever it is); returns whether it removed it. Throws
+  /// cairn::state_error when the run has forks.
+  virtual bool do_remove(const std::string& tenant_id, const std::string& run_id, std::int64_t updated_before) = 0;
   /// Removes own entries with seq < keep_from and records kept_from; returns how many went.
   virtual std::size_t do_prune(const std::string& tenant_id, const std::string& run_id, std::uint64_t keep_from) = 0;
   /// Runs forked from `run_id`.

@@ -99,9 +99,18 @@ class InMemoryRunJournal final : public RunJournal {
     runs_.emplace(Key{tenant_id, run_id}, std::move(fork));
   }
 
-  void do_remove(const std::string& tenant_id, const std::string& run_id) override {
+  bool do_remove(const std::string& tenant_id, const std::string& run_id, std::int64_t updated_before) override {
     std::unique_lock lock(mutex_);
-    runs_.erase(Key{tenant_id, run_id});
+    const auto it = runs_.find(Key{tenant_id, run_id});
+    if (it == runs_.end() || it->second.info.updated_at >= updated_before) return false;
+    for (auto r = runs_.lower_bound(Key{tenant_id, ""}); r != runs_.end() && r->first.tenant == tenant_id; ++r) {
+      if (r->second.info.forked_from == run_id) {
+        throw state_error(fmt::format("remove: run '{}' has forks that read its entries ('{}'); remove them first",
+                                      excerpt(run_id), excerpt(r->first.run)));
+      }
+    }
+    runs_.erase(it);
+    return true;
   }
 
   std::size_t do_prune(const std::string& tenant_id, const std::string& run_id, std::uint64_t keep_from) override {

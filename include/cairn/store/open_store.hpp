@@ -1,4 +1,6 @@
-// cairn — open_store(url): the store a URL names, for programs that let their user choose where artifacts live.
+// cairn — open_store(url) and open_run_journal(url): the store and the run journal a URL names, for programs that
+// let their user choose where artifacts and runs live. One URL opens both: a SQLite file or a PostgreSQL database
+// holds the artifacts and the runs side by side (each with its own tables).
 //
 //     memory:                   an InMemoryArtifactStore (always available)
 //     sqlite:<path>             a SqliteArtifactStore on that file        (needs cairn::sqlite)
@@ -20,13 +22,16 @@
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/run/memory_journal.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 
 #if defined(CAIRN_HAS_SQLITE)
+#include "cairn/store/sqlite_journal.hpp"
 #include "cairn/store/sqlite_store.hpp"
 #endif
 #if defined(CAIRN_HAS_POSTGRES)
+#include "cairn/store/postgres_journal.hpp"
 #include "cairn/store/postgres_store.hpp"
 #endif
 
@@ -47,60 +52,108 @@ namespace cairn {
 
 inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 
+namespace detail {
+
+/// A store URL taken apart: the backend and what it needs (a path, a conninfo). Throws cairn::invalid_argument
+/// for what is not a store URL; error messages never repeat a postgres conninfo, which may hold a password.
+struct StoreUrl {
+  enum class Backend { memory, sqlite, postgres } backend;
+  std::string target;  // the sqlite path or the postgres conninfo
+};
+
+inline StoreUrl parse_store_url(const std::string& url, const char* call) {
+  const auto colon = url.find(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw invalid_argument(fmt::format(
+        "{}: '{}' is not a store URL (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
+        excerpt(url, 40)));
+  }
+  const std::string scheme = url.substr(0, colon);
+  std::string rest = url.substr(colon + 1);
+  if (scheme == "memory") {
+    if (!rest.empty()) {
+      throw invalid_argument(
+          fmt::format("{}: 'memory:' takes nothing after the colon (got '{}')", call, excerpt(rest, 40)));
+    }
+    return {StoreUrl::Backend::memory, {}};
+  }
+  if (scheme == "sqlite") {
+    if (rest.empty()) throw invalid_argument(fmt::format("{}: 'sqlite:' needs a file path, as in sqlite:agents.db", call));
+    return {StoreUrl::Backend::sqlite, std::move(rest)};
+  }
+  if (scheme == "postgres" || scheme == "postgresql") {
+    // "postgres://..." is a libpq connection URI as a whole; "postgres:<conninfo>" carries the conninfo after
+    // the colon.
+    const bool uri = rest.rfind("//", 0) == 0;
+    if (!uri && scheme == "postgresql") {
+      throw invalid_argument(fmt::format("{}: write 'postgres:<conninfo>' or a 'postgresql://' URI", call));
+    }
+    return {StoreUrl::Backend::postgres, uri ? url : std::move(rest)};
+  }
+  throw invalid_argument(fmt::format(
+      "{}: unknown store URL scheme '{}' (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
+      excerpt(scheme, 40)));
+}
+
+inline invalid_argument backend_not_built(const char* call, const char* scheme, const char* target,
+                                          const char* option) {
+  return invalid_argument(fmt::format(
+      "{}: '{}:' URLs need {}, which this program was not built with (configure cairn with {}=ON and link {})", call,
+      scheme, target, option, target));
+}
+
+}  // namespace detail
+
 /// The store `url` names (see the top of this header). Throws cairn::invalid_argument for an unknown scheme, a
 /// backend this program was not built with, or a missing path; the backends' own errors (cairn::storage_error)
 /// pass through. Error messages never repeat a postgres conninfo, which may hold a password.
 ///
 ///     auto store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
 inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
-  const auto colon = url.find(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw invalid_argument(fmt::format(
-        "open_store: '{}' is not a store URL (expected memory:, sqlite:<path> or postgres:<conninfo>)",
-        detail::excerpt(url, 40)));
-  }
-  const std::string scheme = url.substr(0, colon);
-  const std::string rest = url.substr(colon + 1);
-  [[maybe_unused]] auto not_built = [&](const char* target, const char* option) {
-    return invalid_argument(fmt::format(
-        "open_store: '{}:' URLs need {}, which this program was not built with (configure cairn with {}=ON and "
-        "link {})",
-        scheme, target, option, target));
-  };
-
-  if (scheme == "memory") {
-    if (!rest.empty()) {
-      throw invalid_argument(fmt::format("open_store: 'memory:' takes nothing after the colon (got '{}')",
-                                         detail::excerpt(rest, 40)));
-    }
-    return std::make_shared<InMemoryArtifactStore>();
-  }
-  if (scheme == "sqlite") {
-    if (rest.empty()) throw invalid_argument("open_store: 'sqlite:' needs a file path, as in sqlite:agents.db");
+  const auto parsed = detail::parse_store_url(url, "open_store");
+  switch (parsed.backend) {
+    case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryArtifactStore>();
+    case detail::StoreUrl::Backend::sqlite:
 #if defined(CAIRN_HAS_SQLITE)
-    return std::make_shared<SqliteArtifactStore>(rest);
+      return std::make_shared<SqliteArtifactStore>(parsed.target);
 #else
-    throw not_built("cairn::sqlite", "CAIRN_WITH_SQLITE");
+      throw detail::backend_not_built("open_store", "sqlite", "cairn::sqlite", "CAIRN_WITH_SQLITE");
 #endif
-  }
-  if (scheme == "postgres" || scheme == "postgresql") {
-    // "postgres://..." is a libpq connection URI as a whole; "postgres:<conninfo>" carries the conninfo after
-    // the colon.
-    const bool uri = rest.rfind("//", 0) == 0;
-    const std::string conninfo = uri ? url : rest;
-    if (!uri && scheme == "postgresql") {
-      throw invalid_argument("open_store: write 'postgres:<conninfo>' or a 'postgresql://' URI");
-    }
+    case detail::StoreUrl::Backend::postgres:
 #if defined(CAIRN_HAS_POSTGRES)
-    return std::make_shared<PostgresArtifactStore>(conninfo);
+      return std::make_shared<PostgresArtifactStore>(parsed.target);
 #else
-    (void)conninfo;
-    throw not_built("cairn::postgres", "CAIRN_WITH_POSTGRES");
+      throw detail::backend_not_built("open_store", "postgres", "cairn::postgres", "CAIRN_WITH_POSTGRES");
 #endif
   }
-  throw invalid_argument(fmt::format(
-      "open_store: unknown store URL scheme '{}' (expected memory:, sqlite:<path> or postgres:<conninfo>)",
-      detail::excerpt(scheme, 40)));
+  return nullptr;
+}
+
+/// The run journal `url` names: `memory:` a new InMemoryRunJournal, `sqlite:<path>` a SqliteRunJournal on that
+/// file, `postgres:<conninfo>` a PostgresRunJournal — the same file or database open_store(url) uses, so one URL
+/// keeps a run's artifacts and its journal together. Throws like open_store.
+///
+///     auto store = cairn::open_store(url);
+///     auto journal = cairn::open_run_journal(url);
+///     cairn::Run run(journal, "acme", "order-42");
+inline std::shared_ptr<RunJournal> open_run_journal(const std::string& url) {
+  const auto parsed = detail::parse_store_url(url, "open_run_journal");
+  switch (parsed.backend) {
+    case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryRunJournal>();
+    case detail::StoreUrl::Backend::sqlite:
+#if defined(CAIRN_HAS_SQLITE)
+      return std::make_shared<SqliteRunJournal>(parsed.target);
+#else
+      throw detail::backend_not_built("open_run_journal", "sqlite", "cairn::sqlite", "CAIRN_WITH_SQLITE");
+#endif
+    case detail::StoreUrl::Backend::postgres:
+#if defined(CAIRN_HAS_POSTGRES)
+      return std::make_shared<PostgresRunJournal>(parsed.target);
+#else
+      throw detail::backend_not_built("open_run_journal", "postgres", "cairn::postgres", "CAIRN_WITH_POSTGRES");
+#endif
+  }
+  return nullptr;
 }
 
 }  // inline namespace CAIRN_DETAIL_OPEN_STORE_NS

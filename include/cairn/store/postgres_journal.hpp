@@ -74,7 +74,7 @@ class PostgresRunJournal final : public RunJournal {
                                 std::uint64_t at_seq) const override;
   void do_create_fork(const std::string& tenant_id, const std::string& run_id, const std::string& source,
                       std::uint64_t fork_seq, std::int64_t now) override;
-  void do_remove(const std::string& tenant_id, const std::string& run_id) override;
+  bool do_remove(const std::string& tenant_id, const std::string& run_id, std::int64_t updated_before) override;
   std::size_t do_prune(const std::string& tenant_id, const std::string& run_id, std::uint64_t keep_from) override;
   std::vector<RunFork> forks(const std::string& tenant_id, const std::string& run_id) const override;
   std::vector<std::string> stale_runs(const std::string& tenant_id, std::int64_t updated_before) const override;
