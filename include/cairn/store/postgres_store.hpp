@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cairn/artifact/store.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
 
 namespace cairn {
@@ -29,6 +30,12 @@ struct PostgresOptions {
   /// Values and metadata deeper or larger than this are refused by store() (cairn::limit_exceeded), so that
   /// everything stored can be read back under the same limits.
   JsonLimits json_limits{};
+  /// Stamps created_at of records stored without one; null: the system clock.
+  std::shared_ptr<Clock> clock;
+  /// Ids of records stored without one; null: random UUID v4. (The token that lets a retry after a lost
+  /// connection find its own committed write always comes from the CSPRNG: it is never seen, and it must differ
+  /// between processes that share a database, which a test's sequential ids would not.)
+  std::shared_ptr<IdGenerator> ids;
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may
