@@ -58,6 +58,28 @@ void check_deterministic_store(cairn::ArtifactStore& store, ManualClock& clock) 
 
 }  // namespace
 
+TEST_CASE("cairn/clock.hpp: SystemClock and RandomIds are the real sources, and null means them too") {
+  cairn::SystemClock system;
+  const auto before = cairn::detail::now_ms();
+  const auto t = system.now_ms();
+  CHECK(t >= before);
+  CHECK(t <= cairn::detail::now_ms());
+  CHECK(cairn::detail::now_ms(nullptr) >= t);
+  ManualClock manual(77);
+  CHECK(cairn::detail::now_ms(&manual) == 77);
+
+  cairn::RandomIds random;
+  const std::regex v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  CHECK(std::regex_match(random.uuid(), v4));
+  CHECK(random.uuid() != random.uuid());
+  CHECK(std::regex_match(cairn::detail::new_uuid(nullptr), v4));
+  CHECK(random.token(8, "xy").find_first_not_of("xy") == std::string::npos);
+  SequentialIds ids;
+  CHECK(cairn::detail::new_uuid(&ids) == "00000000-0000-4000-8000-000000000001");
+  CHECK(cairn::detail::new_token(&ids, 3, "ab") == "aab");
+  CHECK(cairn::detail::new_token(nullptr, 3, "ab").size() == 3);
+}
+
 TEST_CASE("ManualClock stands still, moves when told, and can advance itself on every read") {
   ManualClock clock;
   CHECK(clock.now_ms() == ManualClock::default_start_ms);

@@ -25,8 +25,8 @@ namespace cairn {
 /// How an InMemoryArtifactStore is set up.
 struct InMemoryStoreOptions {
   std::size_t shards = 16;           ///< locks that spread the tenants (at least 1)
-  std::shared_ptr<Clock> clock;      ///< stamps created_at; null: the system clock
-  std::shared_ptr<IdGenerator> ids;  ///< ids of records stored without one; null: random UUID v4
+  std::shared_ptr<Clock> clock{};      ///< stamps created_at; null: the system clock
+  std::shared_ptr<IdGenerator> ids{};  ///< ids of records stored without one; null: random UUID v4
 };
 
 /// Thread-safe, in-process ArtifactStore. Content lives as long as the store does.

@@ -75,7 +75,7 @@ struct GoalEngineOptions {
   GoalObserver observer;       ///< told of every transition
   /// Stamps goals (created_at, updated_at); null: the context's clock (which is the system clock unless the
   /// context was given one).
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
 };
 
 /// The first line of what a present_info goal says: its `text` argument, else its gloss.

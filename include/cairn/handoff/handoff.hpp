@@ -60,7 +60,7 @@ struct HandoffOptions {
   int max_id_attempts = 16;            ///< random ids tried before giving up when all are taken
   ReplyLimits reply_limits;            ///< applied to every reply
   RevealOptions reveal_options;        ///< applied to every input and every expansion
-  std::shared_ptr<IdGenerator> ids;    ///< draws the random part of ids (IdGenerator::token); null: the CSPRNG
+  std::shared_ptr<IdGenerator> ids{};  ///< draws the random part of ids (IdGenerator::token); null: the CSPRNG
 };
 
 /// What a handoff produced.

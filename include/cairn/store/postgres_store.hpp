@@ -31,11 +31,11 @@ struct PostgresOptions {
   /// everything stored can be read back under the same limits.
   JsonLimits json_limits{};
   /// Stamps created_at of records stored without one; null: the system clock.
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
   /// Ids of records stored without one; null: random UUID v4. (The token that lets a retry after a lost
   /// connection find its own committed write always comes from the CSPRNG: it is never seen, and it must differ
   /// between processes that share a database, which a test's sequential ids would not.)
-  std::shared_ptr<IdGenerator> ids;
+  std::shared_ptr<IdGenerator> ids{};
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may

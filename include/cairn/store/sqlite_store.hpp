@@ -36,9 +36,9 @@ struct SqliteOptions {
   /// everything stored can be read back under the same limits.
   JsonLimits json_limits{};
   /// Stamps created_at of records stored without one; null: the system clock.
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<Clock> clock{};
   /// Ids of records stored without one; null: random UUID v4.
-  std::shared_ptr<IdGenerator> ids;
+  std::shared_ptr<IdGenerator> ids{};
 };
 
 /// An ArtifactStore kept in one SQLite file. Thread-safe; several processes may open the same file.
