@@ -10,7 +10,13 @@ import sys
 from collections import defaultdict
 
 with open(sys.argv[1]) as f:
-    results = [b for b in json.load(f)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    runs = json.load(f)["benchmarks"]
+results = [b for b in runs if b.get("run_type", "iteration") == "iteration"]
+# With --benchmark_repetitions, compare the medians (named like the benchmark) rather than the last repetition.
+medians = [dict(b, name=b["run_name"]) for b in runs
+           if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median"]
+if medians:
+    results = medians
 
 
 def cost(b):

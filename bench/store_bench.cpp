@@ -14,6 +14,7 @@
 #include <benchmark/benchmark.h>
 
 #include "cairn/artifact/memory_store.hpp"
+#include "cairn/clock.hpp"
 
 // Counts live heap bytes, so the benchmarks can report memory per artifact.
 namespace {
@@ -135,6 +136,69 @@ void BM_Fetch_Cairn(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The cost of an injected clock and id generator (cairn/clock.hpp): the same stores with nothing injected (the
+// Floor here) and with the real sources passed in explicitly, on records that leave created_at (StoreClock) or the
+// id and created_at (StoreIds) to the store, so every store() asks the source.
+const std::vector<ArtifactPtr>& unstamped(bool with_ids) {
+  static const auto make = [](bool ids) {
+    std::vector<ArtifactPtr> out;
+    const auto& d = dataset();
+    for (int i = 0; i < kArtifacts; ++i) {
+      auto b = ArtifactRecord::builder();
+      b.tenant_id(d.tenants[i % kTenants])
+          .type(cairn::ArtifactType::document)
+          .title("artifact " + std::to_string(i))
+          .description("a benchmark artifact")
+          .value({{"n", i}, {"text", "some short content"}});
+      if (ids) b.id(d.ids[i]);
+      out.push_back(b.build());
+    }
+    return out;
+  };
+  static const std::vector<ArtifactPtr> with = make(true), without = make(false);
+  return with_ids ? with : without;
+}
+
+void store_all(benchmark::State& state, const std::vector<ArtifactPtr>& records, cairn::InMemoryStoreOptions options) {
+  for (auto _ : state) {
+    cairn::InMemoryArtifactStore s(options);
+    for (const auto& r : records) s.store(*r);
+    benchmark::DoNotOptimize(&s);
+  }
+  state.SetItemsProcessed(state.iterations() * kArtifacts);
+}
+
+void BM_StoreClock_Floor(benchmark::State& state) { store_all(state, unstamped(true), {}); }
+
+void BM_StoreClock_SystemClock(benchmark::State& state) {
+  cairn::InMemoryStoreOptions o;
+  o.clock = std::make_shared<cairn::SystemClock>();
+  store_all(state, unstamped(true), o);
+}
+
+void BM_StoreIds_Floor(benchmark::State& state) { store_all(state, unstamped(false), {}); }
+
+void BM_StoreIds_RandomIds(benchmark::State& state) {
+  cairn::InMemoryStoreOptions o;
+  o.clock = std::make_shared<cairn::SystemClock>();
+  o.ids = std::make_shared<cairn::RandomIds>();
+  store_all(state, unstamped(false), o);
+}
+
+// The indirection alone: reading the time with nothing injected against through an injected SystemClock.
+void BM_ReadClock_Floor(benchmark::State& state) {
+  const cairn::Clock* none = nullptr;
+  benchmark::DoNotOptimize(none);
+  for (auto _ : state) benchmark::DoNotOptimize(cairn::detail::now_ms(none));
+}
+
+void BM_ReadClock_SystemClock(benchmark::State& state) {
+  const auto clock = std::make_shared<cairn::SystemClock>();
+  const cairn::Clock* injected = clock.get();
+  benchmark::DoNotOptimize(injected);
+  for (auto _ : state) benchmark::DoNotOptimize(cairn::detail::now_ms(injected));
+}
+
 // list(tenant) for one tenant holding 1,000 artifacts while the other tenants hold state.range(0) artifacts in all.
 void BM_List_Tenant(benchmark::State& state) {
   const auto others = static_cast<int>(state.range(0));
@@ -189,6 +253,12 @@ void BM_Memory_Cairn(benchmark::State& state) {
 
 BENCHMARK(BM_Store_Floor)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Store_Cairn)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StoreClock_Floor)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StoreClock_SystemClock)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StoreIds_Floor)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StoreIds_RandomIds)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadClock_Floor);
+BENCHMARK(BM_ReadClock_SystemClock);
 BENCHMARK(BM_Fetch_Floor);
 BENCHMARK(BM_Fetch_Cairn);
 BENCHMARK(BM_List_Tenant)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMicrosecond);

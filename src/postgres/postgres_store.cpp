@@ -768,8 +768,9 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const JsonColumns value = record.has_value() ? json_columns(record.value(), "value", limits) : JsonColumns{};
   const JsonColumns metadata = json_columns(record.metadata(), "metadata", limits);
 
-  const std::string id = record.id().empty() ? detail::uuid_v4() : record.id();
-  const std::int64_t created_at = record.created_at() == 0 ? detail::now_ms() : record.created_at();
+  const std::string id = record.id().empty() ? detail::new_uuid(impl_->options.ids.get()) : record.id();
+  const std::int64_t created_at =
+      record.created_at() == 0 ? detail::now_ms(impl_->options.clock.get()) : record.created_at();
   const std::string created_at_text = std::to_string(created_at);
   const std::optional<std::string> size_text =
       record.size_bytes() ? std::optional<std::string>(std::to_string(detail::to_sql_int(*record.size_bytes())))

@@ -22,11 +22,24 @@
 
 namespace cairn {
 
+/// How an InMemoryArtifactStore is set up.
+struct InMemoryStoreOptions {
+  std::size_t shards = 16;           ///< locks that spread the tenants (at least 1)
+  std::shared_ptr<Clock> clock{};      ///< stamps created_at; null: the system clock
+  std::shared_ptr<IdGenerator> ids{};  ///< ids of records stored without one; null: random UUID v4
+};
+
 /// Thread-safe, in-process ArtifactStore. Content lives as long as the store does.
 class InMemoryArtifactStore final : public ArtifactStore {
  public:
   /// `shards` locks spread the tenants (at least 1).
   explicit InMemoryArtifactStore(std::size_t shards = 16) : shards_(shards == 0 ? 1 : shards) {}
+
+  /// A store that takes its time and ids from `options` (cairn/testing/clock.hpp makes them deterministic).
+  explicit InMemoryArtifactStore(InMemoryStoreOptions options)
+      : shards_(options.shards == 0 ? 1 : options.shards),
+        clock_(std::move(options.clock)),
+        ids_(std::move(options.ids)) {}
 
   using ArtifactStore::store;
 
@@ -102,7 +115,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected) {
     const std::string& tenant_id = record.tenant_id();
     Shard& shard = shard_for(tenant_id);
-    std::string id = record.id().empty() ? detail::uuid_v4() : record.id();
+    std::string id = record.id().empty() ? detail::new_uuid(ids_.get()) : record.id();
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -113,7 +126,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     Entry& entry = it->second;
     if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
     const std::uint64_t version = entry.latest ? entry.latest->version() + 1 : 1;
-    auto stored = detail::stamp(record, std::move(id), version);
+    auto stored = detail::stamp(record, std::move(id), version, clock_.get());
     if (entry.latest) entry.older.push_back(std::move(entry.latest));
     entry.latest = stored;
     return stored;
@@ -153,6 +166,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
 
   std::vector<Shard> shards_;
+  std::shared_ptr<Clock> clock_;
+  std::shared_ptr<IdGenerator> ids_;
 };
 
 }  // namespace cairn

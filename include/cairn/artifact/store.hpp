@@ -15,6 +15,7 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/type.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/detail/random.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
@@ -139,9 +140,11 @@ inline conflict version_conflict(const ArtifactRecord& r, std::uint64_t expected
                   expected, actual);
 }
 
-/// The record as stored: `id` and `version` set, created_at stamped when unset. Shares the value and metadata.
-inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t version) {
-  return r.with_identity(std::move(id), version, r.created_at() == 0 ? now_ms() : r.created_at());
+/// The record as stored: `id` and `version` set, created_at stamped from `clock` (null: the system clock) when
+/// unset. Shares the value and metadata.
+inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t version,
+                         const Clock* clock = nullptr) {
+  return r.with_identity(std::move(id), version, r.created_at() == 0 ? now_ms(clock) : r.created_at());
 }
 
 }  // namespace detail

@@ -25,6 +25,7 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/context/detail/persistent_map.hpp"
 #include "cairn/context/detail/persistent_vector.hpp"
 #include "cairn/context/resolve.hpp"
@@ -107,8 +108,8 @@ struct NamedArtifact {
 /// Named artifacts and the conversation of one agent run.
 ///
 /// Not thread-safe: one owner. A context is never shared between threads; give each thread its own fork(). Forks
-/// of one context may live on different threads at the same time (they share only immutable nodes and a thread-safe
-/// clock), and the ArtifactStore they share is thread-safe.
+/// of one context may live on different threads at the same time (they share only immutable nodes, an atomic
+/// counter and the Clock, which is thread-safe), and the ArtifactStore they share is thread-safe.
 ///
 ///     auto store = std::make_shared<cairn::InMemoryArtifactStore>();
 ///     cairn::ExecutionContext ctx(store, "acme");
@@ -119,9 +120,13 @@ struct NamedArtifact {
 ///     ctx.resolve({{"env", "@app_config"}});  // {"env": {"port": 3000}}
 class ExecutionContext : private RunParticipant {
  public:
-  /// Throws cairn::invalid_argument for a null store or an empty tenant.
-  ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id)
-      : store_(std::move(store)), tenant_id_(std::move(tenant_id)), clock_(std::make_shared<Clock>(1)) {
+  /// Throws cairn::invalid_argument for a null store or an empty tenant. `clock` stamps the messages of this
+  /// context and of all its forks (null: the system clock).
+  ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id, std::shared_ptr<Clock> clock = nullptr)
+      : store_(std::move(store)),
+        tenant_id_(std::move(tenant_id)),
+        counter_(std::make_shared<Counter>(1)),
+        clock_(std::move(clock)) {
     if (!store_) throw invalid_argument("ExecutionContext: store must not be null");
     detail::check_tenant(tenant_id_);
     id_ = tick();
@@ -146,6 +151,8 @@ class ExecutionContext : private RunParticipant {
 
   const std::shared_ptr<ArtifactStore>& store() const noexcept { return store_; }
   const std::string& tenant_id() const noexcept { return tenant_id_; }
+  /// The clock that stamps messages; null when it is the system clock.
+  const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
 
   // ---- artifacts ------------------------------------------------------------------------------------------------
 
@@ -212,9 +219,9 @@ class ExecutionContext : private RunParticipant {
 
   // ---- conversation ---------------------------------------------------------------------------------------------
 
-  /// Appends a message stamped with the current time.
+  /// Appends a message stamped with the current time (of the context's clock).
   void add_message(Role role, std::string content) {
-    add_message(Message{role, std::move(content), detail::now_ms()});
+    add_message(Message{role, std::move(content), detail::now_ms(clock_.get())});
   }
   /// Appends a message as given (its own timestamp).
   void add_message(Message message) {
@@ -248,7 +255,7 @@ class ExecutionContext : private RunParticipant {
   /// stay invisible to the other. O(1) whatever the context holds. Logically const: the parent only takes a new
   /// edit token so that it never writes a trie node the child can see.
   ExecutionContext fork() const {
-    ExecutionContext child(store_, tenant_id_, clock_, tick());
+    ExecutionContext child(store_, tenant_id_, counter_, clock_, tick());
     child.parent_id_ = id_;
     const std::uint64_t child_edit = tick();
     const std::uint64_t own_edit = tick();
@@ -272,7 +279,7 @@ class ExecutionContext : private RunParticipant {
   ///     ctx.merge({a, b});
   void merge(const std::vector<std::reference_wrapper<ExecutionContext>>& children) {
     for (const ExecutionContext& c : children) {
-      if (&c == this || c.parent_id_ != id_ || c.clock_ != clock_) {
+      if (&c == this || c.parent_id_ != id_ || c.counter_ != counter_) {
         throw invalid_argument("merge: a child is not a fork of this context");
       }
     }
@@ -428,7 +435,7 @@ class ExecutionContext : private RunParticipant {
   }
 
  private:
-  using Clock = std::atomic<std::uint64_t>;
+  using Counter = std::atomic<std::uint64_t>;
   struct Binding {
     ArtifactPtr record;
     std::uint64_t first_seq;  // when the name was first bound: the order of list_artifacts()
@@ -437,11 +444,15 @@ class ExecutionContext : private RunParticipant {
   using Bindings = detail::PersistentMap<Binding>;
   using Log = detail::PersistentVector<Message>;
 
-  ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id, std::shared_ptr<Clock> clock,
-                   std::uint64_t id)
-      : store_(std::move(store)), tenant_id_(std::move(tenant_id)), clock_(std::move(clock)), id_(id) {}
+  ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id, std::shared_ptr<Counter> counter,
+                   std::shared_ptr<Clock> clock, std::uint64_t id)
+      : store_(std::move(store)),
+        tenant_id_(std::move(tenant_id)),
+        counter_(std::move(counter)),
+        clock_(std::move(clock)),
+        id_(id) {}
 
-  std::uint64_t tick() const { return clock_->fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t tick() const { return counter_->fetch_add(1, std::memory_order_relaxed); }
 
   static void check_name(const std::string& name) {
     if (!is_valid_artifact_name(name)) {
@@ -504,8 +515,8 @@ class ExecutionContext : private RunParticipant {
                                     detail::excerpt(name), detail::excerpt(id), version, detail::excerpt(tenant_id_)));
     }
     Binding b{std::move(record), j.at("first").get<std::uint64_t>(), j.at("write").get<std::uint64_t>()};
-    std::uint64_t seen = clock_->load(std::memory_order_relaxed);
-    while (seen <= b.write_seq && !clock_->compare_exchange_weak(seen, b.write_seq + 1, std::memory_order_relaxed)) {
+    std::uint64_t seen = counter_->load(std::memory_order_relaxed);
+    while (seen <= b.write_seq && !counter_->compare_exchange_weak(seen, b.write_seq + 1, std::memory_order_relaxed)) {
     }
     bindings_.set(name, std::move(b));
   }
@@ -570,6 +581,7 @@ class ExecutionContext : private RunParticipant {
   void take(ExecutionContext&& other) noexcept {
     store_ = std::move(other.store_);
     tenant_id_ = std::move(other.tenant_id_);
+    counter_ = std::move(other.counter_);
     clock_ = std::move(other.clock_);
     id_ = other.id_;
     parent_id_ = other.parent_id_;
@@ -584,7 +596,8 @@ class ExecutionContext : private RunParticipant {
 
   std::shared_ptr<ArtifactStore> store_;
   std::string tenant_id_;
-  std::shared_ptr<Clock> clock_;  // shared by a context and all its forks: sequence numbers and edit tokens
+  std::shared_ptr<Counter> counter_;  // shared by a context and all its forks: sequence numbers and edit tokens
+  std::shared_ptr<Clock> clock_;      // shared by a context and all its forks: message timestamps (null: system)
   std::uint64_t id_ = 0;
   std::uint64_t parent_id_ = 0;  // 0 for a context that is no fork
   // mutable: fork() moves the parent to a fresh edit token, which changes nothing it shows.

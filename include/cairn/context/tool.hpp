@@ -424,7 +424,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
         out.result = ToolResult::failure(out.error);
         ctx.record_call_failed(out.call_id, call.tool, hash, out.error,
                                Message{Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error),
-                                       detail::now_ms()});
+                                       detail::now_ms(ctx.clock().get())});
         return out;
       }
     } else {
@@ -443,7 +443,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   auto fail = [&](std::string why) {
     out.success = false;
     out.error = std::move(why);
-    Message m{Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error), detail::now_ms()};
+    Message m{Role::tool, fmt::format("Tool {} failed: {}", call.tool, out.error), detail::now_ms(ctx.clock().get())};
     if (durable) {
       ctx.record_call_failed(out.call_id, call.tool, hash, out.error, m);
     } else {
@@ -485,7 +485,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
     std::vector<Message> messages;
     for (const auto& o : out.outputs) {
       messages.push_back(Message{Role::assistant, fmt::format("Executed {} and stored output as @{}", call.tool, o.name),
-                                 detail::now_ms()});
+                                 detail::now_ms(ctx.clock().get())});
     }
     ctx.record_call_finished(out.call_id, call.tool, hash, out.outputs, messages);
   } else {

@@ -73,6 +73,9 @@ struct GoalEngineOptions {
   std::size_t max_goals = 50;  ///< most unfinished goals (pending, active or blocked) at any time
   GoalPresenter presenter;     ///< how present_info shows a value; default: the gloss, then the value as lines
   GoalObserver observer;       ///< told of every transition
+  /// Stamps goals (created_at, updated_at); null: the context's clock (which is the system clock unless the
+  /// context was given one).
+  std::shared_ptr<Clock> clock{};
 };
 
 /// The first line of what a present_info goal says: its `text` argument, else its gloss.
@@ -117,6 +120,8 @@ class GoalEngine : private RunParticipant {
     if (!parts_.interpreter) throw invalid_argument("GoalEngine: an interpreter is required");
     if (!parts_.planner) throw invalid_argument("GoalEngine: a planner is required");
     if (!options_.presenter) options_.presenter = default_presentation;
+    if (!options_.clock) options_.clock = ctx_.clock();
+    stack_ = GoalStack(options_.clock);
   }
 
   GoalEngine(const GoalEngine&) = delete;
@@ -256,7 +261,7 @@ class GoalEngine : private RunParticipant {
     const auto* on_stack = detail::GoalReader::find(state, "stack");
     if (!goals || !goals->is_array()) in.fail("goals", "expected an array");
     if (!on_stack || !on_stack->is_array()) in.fail("stack", "expected an array");
-    GoalStack stack = GoalStack::from_json(*goals, *on_stack);
+    GoalStack stack = GoalStack::from_json(*goals, *on_stack, options_.clock);
     // The engine walks parent chains recursively when goals finish, so a state deeper than the limit is refused.
     for (const Goal& g : stack.goals()) {
       std::size_t depth = 0;

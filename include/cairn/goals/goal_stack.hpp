@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -17,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/clock.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
@@ -37,7 +40,10 @@ namespace cairn {
 class GoalStack {
  public:
   GoalStack() = default;
-  GoalStack(const GoalStack& other) : goals_(other.goals_), stack_(other.stack_), unfinished_(other.unfinished_) {
+  /// A stack whose goals are stamped (created_at, updated_at) by `clock`; null: the system clock.
+  explicit GoalStack(std::shared_ptr<Clock> clock) : clock_(std::move(clock)) {}
+  GoalStack(const GoalStack& other)
+      : goals_(other.goals_), stack_(other.stack_), unfinished_(other.unfinished_), clock_(other.clock_) {
     reindex();
   }
   GoalStack& operator=(const GoalStack& other) {
@@ -63,7 +69,7 @@ class GoalStack {
     if (index_.count(goal.id)) {
       throw invalid_goal(fmt::format("goal stack: a goal with id '{}' exists already", detail::excerpt(goal.id)));
     }
-    if (goal.created_at == 0) goal.created_at = detail::now_ms();
+    if (goal.created_at == 0) goal.created_at = now();
     if (goal.updated_at == 0) goal.updated_at = goal.created_at;
     if (!is_final(goal.status)) ++unfinished_;
     goals_.push_back(std::move(goal));
@@ -111,7 +117,7 @@ class GoalStack {
     }
     g.status = status;
     if (!reason.empty()) g.reason = std::move(reason);
-    g.updated_at = detail::now_ms();
+    g.updated_at = now();
     return before;
   }
 
@@ -119,7 +125,7 @@ class GoalStack {
   void add_evidence(const std::string& id, const std::string& key, nlohmann::json value) {
     Goal& g = get(id);
     g.evidence[key] = std::move(value);
-    g.updated_at = detail::now_ms();
+    g.updated_at = now();
   }
 
   /// Sets how goal `id` was split. The children must be registered and have `id` as their parent.
@@ -132,7 +138,7 @@ class GoalStack {
       }
     }
     g.decomposition = std::move(decomposition);
-    g.updated_at = detail::now_ms();
+    g.updated_at = now();
   }
 
   /// Takes every goal in `ids` off the stack, keeping the order of the others (one pass).
@@ -171,6 +177,8 @@ class GoalStack {
   std::size_t goal_count() const noexcept { return goals_.size(); }
   /// How many registered goals are not finished (pending, active or blocked).
   std::size_t unfinished_count() const noexcept { return unfinished_; }
+  /// The clock that stamps goals; null when it is the system clock.
+  const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
 
   /// Nesting level of goal `id`: 0 for a root, 1 for its children, ...
   std::size_t depth(const std::string& id) const {
@@ -198,25 +206,27 @@ class GoalStack {
 
   /// Reads what to_json() wrote and checks that it is a consistent tree: unique ids, parents that exist and list
   /// the goal as a child (no cycles), children that name their parent, stack entries that exist once each and are
-  /// not finished. Throws cairn::parse_error / cairn::invalid_goal naming the goal; nothing is half-read.
-  static GoalStack from_json(const nlohmann::json& j) {
+  /// not finished. Throws cairn::parse_error / cairn::invalid_goal naming the goal; nothing is half-read. The stack
+  /// read stamps later changes with `clock` (null: the system clock).
+  static GoalStack from_json(const nlohmann::json& j, std::shared_ptr<Clock> clock = nullptr) {
     const detail::GoalReader in("goal stack");
     in.object(j, "");
     const auto* goals = detail::GoalReader::find(j, "goals");
     if (!goals || !goals->is_array()) in.fail("goals", "expected an array");
     const auto* stack = detail::GoalReader::find(j, "stack");
     if (!stack || !stack->is_array()) in.fail("stack", "expected an array");
-    return from_json(*goals, *stack);
+    return from_json(*goals, *stack, std::move(clock));
   }
 
   /// The same from the two arrays (`goals`, `stack`) held elsewhere, without copying them into one object first.
-  static GoalStack from_json(const nlohmann::json& goals_array, const nlohmann::json& stack_array) {
+  static GoalStack from_json(const nlohmann::json& goals_array, const nlohmann::json& stack_array,
+                             std::shared_ptr<Clock> clock = nullptr) {
     const detail::GoalReader in("goal stack");
     if (!goals_array.is_array()) in.fail("goals", "expected an array");
     if (!stack_array.is_array()) in.fail("stack", "expected an array");
     const auto* goals = &goals_array;
     const auto* stack = &stack_array;
-    GoalStack out;
+    GoalStack out(std::move(clock));
     for (std::size_t i = 0; i < goals->size(); ++i) {
       Goal g = goal_from_json((*goals)[i], fmt::format("goal stack: goals[{}]", i));
       if (out.index_.count(g.id)) {
@@ -293,6 +303,8 @@ class GoalStack {
     return *it->second;
   }
 
+  std::int64_t now() const { return detail::now_ms(clock_.get()); }
+
   void reindex() {
     index_.clear();
     for (Goal& g : goals_) index_.emplace(g.id, &g);
@@ -302,6 +314,7 @@ class GoalStack {
   std::unordered_map<std::string, Goal*> index_;
   std::vector<std::string> stack_;
   std::size_t unfinished_ = 0;
+  std::shared_ptr<Clock> clock_;  // null: the system clock
 };
 
 }  // namespace cairn

@@ -28,6 +28,7 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/detail/random.hpp"
 #include "cairn/error.hpp"
 #include "cairn/handoff/artifact_block.hpp"
@@ -59,6 +60,7 @@ struct HandoffOptions {
   int max_id_attempts = 16;            ///< random ids tried before giving up when all are taken
   ReplyLimits reply_limits;            ///< applied to every reply
   RevealOptions reveal_options;        ///< applied to every input and every expansion
+  std::shared_ptr<IdGenerator> ids{};  ///< draws the random part of ids (IdGenerator::token); null: the CSPRNG
 };
 
 /// What a handoff produced.
@@ -215,7 +217,8 @@ inline RevealResult Handoff::expand_references(std::string_view text) const {
 }
 
 inline std::string Handoff::new_id() const {
-  return options_.id_prefix + "_" + detail::random_string(options_.id_length, detail::handoff::id_alphabet);
+  return options_.id_prefix + "_" +
+         detail::new_token(options_.ids.get(), options_.id_length, detail::handoff::id_alphabet);
 }
 
 inline ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, const std::string& agent) const {

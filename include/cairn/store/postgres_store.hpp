@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cairn/artifact/store.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
 
 namespace cairn {
@@ -36,6 +37,12 @@ struct PostgresOptions {
   /// for an answer before it gives the connection up as dead and reconnects. 0 = no limit on either side (then a
   /// server that stops answering blocks the call until the kernel gives up on the connection).
   int statement_timeout_ms = 30000;
+  /// Stamps created_at of records stored without one; null: the system clock.
+  std::shared_ptr<Clock> clock{};
+  /// Ids of records stored without one; null: random UUID v4. (The token that lets a retry after a lost
+  /// connection find its own committed write always comes from the CSPRNG: it is never seen, and it must differ
+  /// between processes that share a database, which a test's sequential ids would not.)
+  std::shared_ptr<IdGenerator> ids{};
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cairn/artifact/store.hpp"
+#include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
 
 namespace cairn {
@@ -34,6 +35,10 @@ struct SqliteOptions {
   /// Values and metadata deeper or larger than this are refused by store() (cairn::limit_exceeded), so that
   /// everything stored can be read back under the same limits.
   JsonLimits json_limits{};
+  /// Stamps created_at of records stored without one; null: the system clock.
+  std::shared_ptr<Clock> clock{};
+  /// Ids of records stored without one; null: random UUID v4.
+  std::shared_ptr<IdGenerator> ids{};
 };
 
 /// An ArtifactStore kept in one SQLite file. Thread-safe; several processes may open the same file.

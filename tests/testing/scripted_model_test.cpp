@@ -1,0 +1,206 @@
+// cairn/testing/scripted_model.hpp: scripted replies, recorded prompts, expectations, and failures that name the
+// fake, the call and the prompt — for the plain model function and each goal-engine interface.
+#include "cairn/testing/scripted_model.hpp"
+
+#include <set>
+#include <thread>
+
+#include "cairn/artifact/memory_store.hpp"
+#include "cairn/context/execution_context.hpp"
+#include "cairn/context/tool.hpp"
+#include "cairn/goals/engine.hpp"
+#include "catch.hpp"
+
+using cairn::testing::prompt_contains;
+using cairn::testing::prompt_lacks;
+using cairn::testing::prompt_satisfies;
+using cairn::testing::script_error;
+using cairn::testing::ScriptedModel;
+using cairn_test::ContainsSubstring;
+using nlohmann::json;
+
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const script_error& e) {
+    return e.what();
+  }
+  FAIL("no script_error was thrown");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("ScriptedModel answers its replies in order and records every prompt") {
+  ScriptedModel model("writer");
+  model.reply("one").reply("two");
+  CHECK(model.remaining() == 2);
+  CHECK(model("first prompt") == "one");
+  cairn::ModelFunction f = model;  // a copy shares the script
+  CHECK(f("second prompt") == "two");
+  CHECK(model.calls() == 2);
+  CHECK(model.prompts() == std::vector<std::string>{"first prompt", "second prompt"});
+  CHECK(model.prompt(2) == "second prompt");
+  CHECK_THROWS_AS(model.prompt(3), script_error);
+  CHECK_NOTHROW(model.verify());
+}
+
+TEST_CASE("a ScriptedModel whose script ran out names itself, the call and the prompt") {
+  ScriptedModel model("writer");
+  model.reply("only");
+  model("a");
+  const std::string message = error_of([&] { model("Please write\nthe report"); });
+  CHECK(message == "scripted model 'writer': call 2: the script has no reply left (1 scripted, all used); "
+                   "prompt: \"Please write\\x0athe report\"");
+  // verify() reports it again: a component may have caught it.
+  CHECK_THROWS_WITH(model.verify(), message);
+  CHECK(model.failures().size() == 1);
+}
+
+TEST_CASE("ScriptedModel checks expectations on prompts") {
+  ScriptedModel model("interpreter");
+  model.reply("ok", {prompt_contains("Paris"), prompt_lacks("London")})
+      .reply("ok", {prompt_satisfies("be short", [](const std::string& p) { return p.size() < 10; })});
+
+  SECTION("met") {
+    CHECK(model("a train to Paris") == "ok");
+    CHECK(model("short") == "ok");
+    CHECK_NOTHROW(model.verify());
+  }
+  SECTION("a substring that is missing") {
+    CHECK_THAT(error_of([&] { model("a train to Rome"); }),
+               ContainsSubstring("scripted model 'interpreter': call 1: expected the prompt to contain \"Paris\"; "
+                                 "prompt: \"a train to Rome\""));
+  }
+  SECTION("a substring that should not be there") {
+    CHECK_THAT(error_of([&] { model("Paris or London"); }),
+               ContainsSubstring("call 1: expected the prompt to not contain \"London\""));
+  }
+  SECTION("a predicate") {
+    model("Paris");
+    CHECK_THAT(error_of([&] { model("a much longer prompt"); }),
+               ContainsSubstring("call 2: expected the prompt to be short"));
+    CHECK_THROWS_AS(model.verify(), script_error);
+  }
+  SECTION("a predicate that throws") {
+    ScriptedModel m("m");
+    m.reply("x", {prompt_satisfies("parse", [](const std::string& p) { return json::parse(p).is_object(); })});
+    CHECK_THAT(error_of([&] { m("not json"); }), ContainsSubstring("call 1: the expectation that the prompt would parse threw"));
+  }
+}
+
+TEST_CASE("ScriptedModel::verify reports replies that were never used") {
+  ScriptedModel model("planner model");
+  model.reply("a").reply("b").reply("c");
+  model("x");
+  CHECK_THROWS_WITH(model.verify(), "scripted model 'planner model': 2 scripted replies were never used (the next one "
+                                    "was for call 2; 1 call was made)");
+}
+
+TEST_CASE("ScriptedModel can throw on a call and answer a fallback once the queue is empty") {
+  ScriptedModel model;
+  model.reply_error(cairn::storage_error("model endpoint timed out"), {prompt_contains("q")});
+  CHECK_THROWS_WITH(model("q"), "model endpoint timed out");
+  model.otherwise("default");
+  CHECK(model("anything") == "default");
+  CHECK(model("again") == "default");
+  CHECK_NOTHROW(model.verify());
+  model.otherwise(std::nullopt);
+  CHECK_THROWS_AS(model("now"), script_error);
+}
+
+TEST_CASE("ScriptedModel is thread-safe: every reply is taken exactly once") {
+  ScriptedModel model;
+  for (int i = 0; i < 400; ++i) model.reply(std::to_string(i));
+  std::vector<std::vector<std::string>> got(4);
+  std::vector<std::thread> threads;
+  for (auto& g : got) {
+    threads.emplace_back([&model, &g] {
+      for (int i = 0; i < 100; ++i) g.push_back(model("p"));
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> all;
+  for (const auto& g : got) all.insert(g.begin(), g.end());
+  CHECK(all.size() == 400);
+  CHECK(model.calls() == 400);
+  CHECK_NOTHROW(model.verify());
+}
+
+TEST_CASE("the model adapters run on a ScriptedModel, and its expectations see their prompts") {
+  ScriptedModel model("interpreter model");
+  model.reply(R"({"action": "add_evidence", "evidence": {"key": "city", "value": "Oslo"}, "reasoning": "r"})",
+              {prompt_contains("User message: Oslo please")});
+  cairn::ModelInterpreter interpreter(model);
+  const auto in = interpreter.interpret("Oslo please", nullptr, json::object());
+  CHECK(in.action == cairn::Interpretation::Action::add_evidence);
+  CHECK(in.value == "Oslo");
+
+  SECTION("a reply the adapter rejects is asked again, and the second prompt is recorded too") {
+    model.reply("not json").reply(R"({"action": "continue", "reasoning": "r"})",
+                                   {prompt_contains("Your previous reply was rejected")});
+    CHECK(interpreter.interpret("hm", nullptr, json::object()).action == cairn::Interpretation::Action::continue_);
+    CHECK(model.calls() == 3);
+  }
+  CHECK_NOTHROW(model.verify());
+}
+
+TEST_CASE("ScriptedInterpreter, ScriptedPlanner, ScriptedEvaluator and ScriptedQuestionWriter drive a GoalEngine") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  cairn::ExecutionContext ctx(store, "acme");
+  cairn::ToolRegistry tools;
+  auto interpreter = std::make_shared<cairn::testing::ScriptedInterpreter>();
+  auto planner = std::make_shared<cairn::testing::ScriptedPlanner>();
+  auto evaluator = std::make_shared<cairn::testing::ScriptedEvaluator>();
+  auto writer = std::make_shared<cairn::testing::ScriptedQuestionWriter>();
+
+  interpreter->reply(cairn::Interpretation::new_goal("Plan a trip"), {prompt_contains("User message: Trip please")})
+      .reply(cairn::Interpretation::add_evidence("date", "tomorrow"), {prompt_contains("asking for date")});
+  cairn::GoalPlan plan;
+  cairn::SubgoalSpec ask;
+  ask.gloss = "Ask the date";
+  ask.predicate = cairn::Predicate{"gather_info", {{"key", "date"}}};
+  cairn::SubgoalSpec check;
+  check.gloss = "Check the date";
+  check.predicate = cairn::Predicate{"execute", json::object()};
+  check.done_when = {cairn::Condition::predicate_true(cairn::Predicate{"date_is_valid", json::object()})};
+  plan.subgoals = {ask, check};
+  planner->reply(plan, {prompt_contains("Plan goal g1: Plan a trip")});
+  writer->reply(cairn::Question{"When do you leave?", {"today", "tomorrow"}}, {prompt_contains("Information needed: date")});
+  evaluator->reply(true, {prompt_contains("date_is_valid"), prompt_contains("tomorrow")}).otherwise(true);
+
+  cairn::GoalEngine engine(ctx, tools, {interpreter, planner, evaluator, writer});
+  CHECK(engine.handle("Trip please") == std::vector<std::string>{"When do you leave?\nSuggestions: today, tomorrow"});
+  engine.handle("tomorrow");
+  CHECK(engine.goals().find("g1")->status == cairn::GoalStatus::achieved);
+  CHECK(evaluator->calls() >= 1);
+  CHECK_THAT(planner->prompt(1), ContainsSubstring("Predicate: {\"args\":{},\"name\":\"composite\"}"));
+
+  interpreter->verify();
+  planner->verify();
+  writer->verify();
+  evaluator->verify();
+}
+
+TEST_CASE("a script_error a component swallows is still reported by verify()") {
+  // The goal engine turns a planner's exception into the reason the goal was abandoned.
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  cairn::ExecutionContext ctx(store, "acme");
+  cairn::ToolRegistry tools;
+  auto interpreter = std::make_shared<cairn::testing::ScriptedInterpreter>("turns");
+  auto planner = std::make_shared<cairn::testing::ScriptedPlanner>("steps");
+  interpreter->reply(cairn::Interpretation::new_goal("Do something"));
+  cairn::GoalEngine engine(ctx, tools, {interpreter, planner});
+  engine.handle("go");
+  const cairn::Goal* g1 = engine.goals().find("g1");
+  REQUIRE(g1);
+  CHECK(g1->status == cairn::GoalStatus::abandoned);
+  CHECK_THAT(g1->reason, ContainsSubstring("scripted planner 'steps': call 1: the script has no reply left"));
+  CHECK_THROWS_WITH(planner->verify(), ContainsSubstring("scripted planner 'steps': call 1"));
+  CHECK_NOTHROW(interpreter->verify());
+  CHECK_THAT(error_of([&] { interpreter->interpret("more", nullptr, json::object()); }),
+             ContainsSubstring("scripted interpreter 'turns': call 2"));
+}
