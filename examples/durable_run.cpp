@@ -2,7 +2,8 @@
 // finished tool again.
 //
 //   durable_run [store-url]                     the demo: a child process runs the steps and is killed with SIGKILL
-//                                               half-way; a second child resumes the run and finishes it
+//                                               half-way; a second child resumes the run and finishes it (default:
+//                                               a new SQLite file in the temp folder)
 //   durable_run <store-url> --worker RUN [--crash-at N] [--steps K] [--effects FILE]
 //                                               one worker (the kill tests drive these): runs or resumes RUN and
 //                                               kills itself with SIGKILL at crash point N (0: never)
@@ -31,7 +32,7 @@ namespace {
 using nlohmann::json;
 
 struct Options {
-  std::string url = "memory:";
+  std::string url;  // default: a new SQLite file in the temp folder
   std::string run_id;
   std::string effects;
   int crash_at = 0;  // 0: never
@@ -60,8 +61,7 @@ void record_effect(const std::string& call_id) {
 }
 
 // Four tools with an effect each: a crash point before it and one after it.
-cairn::ToolRegistry make_tools() {
-  cairn::ToolRegistry tools;
+void add_tools(cairn::ToolRegistry& tools) {
   auto tool = [&](const char* name, std::function<json(const json&)> f) {
     cairn::Tool t{name, name, json{{"type", "object"}},
                   [f](const json& in) {
@@ -79,7 +79,6 @@ cairn::ToolRegistry make_tools() {
     return json(in.at("lang").get<std::string>() + ": " + in.at("text").get<std::string>());
   });
   tool("publish", [](const json& in) { return json{{"published", in.at("text")}, {"where", "blog"}}; });
-  return tools;
 }
 
 // Step i of the script: a tool call named "step-i" whose inputs refer to what earlier steps stored.
@@ -104,7 +103,8 @@ cairn::ToolCall step(int i) {
 int worker() {
   auto store = cairn::open_store(opts.url);
   auto journal = cairn::open_run_journal(opts.url);
-  const auto tools = make_tools();
+  cairn::ToolRegistry tools;
+  add_tools(tools);
   cairn::Run run(journal, "demo", opts.run_id, cairn::RunOptions{7});
   cairn::ExecutionContext ctx(store, "demo");
   ctx.attach(run);
@@ -138,6 +138,11 @@ int demo() {
   ::close(fd);
   opts.effects = effects;
   opts.steps = 6;
+  std::string scratch_db;
+  if (opts.url.empty()) {
+    scratch_db = std::string(effects) + ".db";
+    opts.url = "sqlite:" + scratch_db;
+  }
   if (opts.url == "memory:") {
     std::cout << "durable_run: memory: keeps nothing across processes; give sqlite:<file> or postgres:<conninfo> to "
                  "see a run resumed in a new process. Running the steps once:\n";
@@ -176,6 +181,9 @@ int demo() {
   while (f && std::fgets(line, sizeof line, f)) fired.emplace_back(line, std::strcspn(line, "\n"));
   if (f) std::fclose(f);
   std::remove(effects);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    if (!scratch_db.empty()) std::remove((scratch_db + suffix).c_str());
+  }
   std::cout << "effects:";
   for (const auto& e : fired) std::cout << ' ' << e;
   std::cout << '\n';

@@ -396,9 +396,9 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
       record.has_value() ? std::optional<std::string>(detail::dump_json_column(record.value(), "value", limits))
                          : std::nullopt;
   const std::string metadata = detail::dump_json_column(record.metadata(), "metadata", limits);
-  std::string id = record.id().empty() ? detail::new_uuid(impl_->options.ids.get()) : record.id();
+  std::string id = record.id().empty() ? detail::new_uuid(options.ids.get()) : record.id();
   const std::int64_t created_at =
-      record.created_at() == 0 ? detail::now_ms(impl_->options.clock.get()) : record.created_at();
+      record.created_at() == 0 ? detail::now_ms(options.clock.get()) : record.created_at();
 
   auto conn = pool.acquire();
   std::int64_t version = 1;

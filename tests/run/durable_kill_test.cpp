@@ -5,11 +5,14 @@
 //
 // CAIRN_KILL_ROUNDS sets the number of kills per backend (default 48: every crash point of the 6-step script
 // 2.67 times); scripts/kill-test runs the full count.
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>

@@ -468,6 +468,8 @@ TEST_CASE("postgres store_if: threads of two processes racing on one id, exactly
   store_test::check_store_if_race_across_processes(
       [] { return std::make_unique<PostgresArtifactStore>(base_conninfo(), PostgresOptions{4, 15000, {}}); },
       random_name("cond-"), dir.file("child.txt"));
+}
+
 namespace {
 
 // The store's connections go through a TcpProxy to the real server; `raw` (direct) holds locks and watches.

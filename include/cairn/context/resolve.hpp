@@ -120,7 +120,7 @@ inline std::size_t json_text_size(const nlohmann::json& value) {
         total += fmt::formatted_size("{}", node->get<std::uint64_t>());
         break;
       case nlohmann::json::value_t::number_float: total += fmt::formatted_size("{}", node->get<double>()); break;
-      case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4 : 5; break;
+      case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4u : 5u; break;
       case nlohmann::json::value_t::binary: total += node->get_binary().size(); break;
       case nlohmann::json::value_t::null:
       case nlohmann::json::value_t::discarded: total += 4; break;

@@ -37,21 +37,6 @@
 
 namespace cairn {
 
-// open_store's body depends on which backends the including file links. An inline namespace per combination
-// gives each its own name, so two files of one program built with different backends do not break the
-// one-definition rule; callers still write cairn::open_store.
-#if defined(CAIRN_HAS_SQLITE) && defined(CAIRN_HAS_POSTGRES)
-#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_sqlite_postgres
-#elif defined(CAIRN_HAS_SQLITE)
-#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_sqlite
-#elif defined(CAIRN_HAS_POSTGRES)
-#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_postgres
-#else
-#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_memory
-#endif
-
-inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
-
 namespace detail {
 
 /// A store URL taken apart: the backend and what it needs (a path, a conninfo). Throws cairn::invalid_argument
@@ -103,6 +88,22 @@ inline invalid_argument backend_not_built(const char* call, const char* scheme, 
 }
 
 }  // namespace detail
+
+// open_store's body depends on which backends the including file links. An inline namespace per combination
+// gives each its own name, so two files of one program built with different backends do not break the
+// one-definition rule; callers still write cairn::open_store.
+#if defined(CAIRN_HAS_SQLITE) && defined(CAIRN_HAS_POSTGRES)
+#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_sqlite_postgres
+#elif defined(CAIRN_HAS_SQLITE)
+#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_sqlite
+#elif defined(CAIRN_HAS_POSTGRES)
+#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_postgres
+#else
+#define CAIRN_DETAIL_OPEN_STORE_NS open_store_with_memory
+#endif
+
+inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
+
 
 /// The store `url` names (see the top of this header). Throws cairn::invalid_argument for an unknown scheme, a
 /// backend this program was not built with, or a missing path; the backends' own errors (cairn::storage_error)

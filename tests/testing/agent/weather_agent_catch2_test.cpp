@@ -80,7 +80,8 @@ TEST_CASE("the forecast and the report are each stored once") {
   const auto forecast = f.agent->context().get_artifact("forecast");
   REQUIRE(forecast);
   CHECK(f.store->count(ct::StoreOperation::store, "acme", forecast->id()) == 1);
-  CHECK(f.store->count(ct::StoreOperation::store, "acme", "report_aaab") == 1);
+  CHECK(f.store->count(ct::StoreOperation::store_if, "acme", "report_aaab") == 1);  // handoff creates with store_if
+  CHECK(f.store->count(ct::StoreOperation::store, "acme", "report_aaab") == 0);
   f.verify();
 }
 

@@ -58,7 +58,8 @@ TEST_F(WeatherAgentTest, TheReportIsStoredOnceUnderASequentialId) {
   weather_test::script_two_turns(interpreter_, *planner_, writer_);
   agent_->handle("What's the weather like?");
   agent_->handle("Oslo");
-  EXPECT_EQ(store_->count(ct::StoreOperation::store, "acme", "report_aaab"), 1u);
+  EXPECT_EQ(store_->count(ct::StoreOperation::store_if, "acme", "report_aaab"), 1u);  // handoff creates with store_if
+  EXPECT_EQ(store_->count(ct::StoreOperation::store, "acme", "report_aaab"), 0u);
   const auto forecast = agent_->context().get_artifact("forecast");
   ASSERT_TRUE(forecast);
   EXPECT_EQ(forecast->created_at(), ct::ManualClock::default_start_ms);
