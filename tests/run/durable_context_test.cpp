@@ -297,3 +297,17 @@ TEST_CASE("a journal entry that names a missing artifact is a clear error when r
   ExecutionContext third(f.store, "acme");
   CHECK_THROWS_AS(third.attach(fresh), invalid_argument);
 }
+
+TEST_CASE("a run that ends before its context leaves the context unattached, recording nothing more") {
+  Fixture f;
+  ExecutionContext ctx(f.store, "acme");
+  {
+    Run run(f.journal, "acme", "short");
+    ctx.attach(run);
+    ctx.add_message(Role::user, "recorded");
+  }
+  CHECK(ctx.run() == nullptr);
+  ctx.add_message(Role::user, "not recorded");
+  CHECK(ctx.message_count() == 2);
+  CHECK(f.restored_state("short").at("messages").size() == 1);
+}

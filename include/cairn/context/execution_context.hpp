@@ -522,6 +522,7 @@ class ExecutionContext : private RunParticipant {
   }
 
   std::string participant_name() const override { return "context"; }
+  void participant_detached() noexcept override { run_ = nullptr; }
 
   nlohmann::json participant_state() const override {
     std::vector<const Bindings::Entry*> entries;

@@ -195,6 +195,7 @@ class GoalEngine : private RunParticipant {
   }
 
   std::string participant_name() const override { return "goals"; }
+  void participant_detached() noexcept override { run_ = nullptr; }
   nlohmann::json participant_state() const override { return to_json(); }
   void restore_participant(const nlohmann::json& state) override {
     restore_state(state);

@@ -45,6 +45,8 @@ class RunParticipant {
   virtual void restore_participant(const nlohmann::json& state) = 0;
   /// Applies one of its own recorded entries (the kind without the `name.` prefix, the entry's data).
   virtual void apply_participant_entry(std::string_view kind, const JournalEntry& entry) = 0;
+  /// The run it is attached to is being destroyed: forget it (record nothing more).
+  virtual void participant_detached() noexcept {}
 
  protected:
   RunParticipant() = default;
@@ -90,7 +92,10 @@ class Run {
   Run& operator=(const Run&) = delete;
   Run(Run&&) = delete;
   Run& operator=(Run&&) = delete;
-  ~Run() = default;
+  /// Participants still attached are told, so that they never record into a run that is gone.
+  ~Run() {
+    for (auto* p : attached_) p->participant_detached();
+  }
 
   const std::string& tenant_id() const noexcept { return tenant_id_; }
   const std::string& run_id() const noexcept { return run_id_; }
