@@ -2,6 +2,10 @@
 // workflow tools and artifact tools, without writing C++.
 //
 //   cairn-mcp --workspace /path/to/repo --workflow feature.yaml --tenant acme [--store memory:]
+//   cairn-mcp --workspace /srv/repo --workflow feature.yaml --tenant acme --store postgres://db/agents --run feat-42
+//
+// With a durable store (sqlite: or postgres:) the workflow state lives in a run of that store's run journal, so
+// several servers (on several machines) serve one workflow; with memory: it lives in <workspace>/workflow-state.json.
 //
 // stdout carries only JSON-RPC messages (one per line); every diagnostic goes to stderr. See docs/mcp.md.
 #include <csignal>
@@ -73,6 +77,8 @@ int main(int argc, char** argv) {
   std::string workflow;
   std::string tenant = "default";
   std::string store_url = "memory:";
+  std::string workflow_state = "auto";
+  std::string run_id;
   bool quiet = false;
   app.add_option("--workspace", workspace,
                  "Folder the workflow works in: holds workflow-state.json; register_artefacts paths resolve in it")
@@ -81,7 +87,15 @@ int main(int argc, char** argv) {
   app.add_option("--workflow", workflow, "Workflow template (.json, or .yaml/.yml); without it no workflow tools")
       ->check(CLI::ExistingFile);
   app.add_option("--tenant", tenant, "The one tenant every artifact tool works in")->capture_default_str();
-  app.add_option("--store", store_url, "Artifact store URL (memory:)")->capture_default_str();
+  app.add_option("--store", store_url, "Store URL: memory:, sqlite:<path>, postgres:<conninfo> or postgresql://...")
+      ->capture_default_str();
+  app.add_option("--workflow-state", workflow_state,
+                 "Where the workflow state lives: file (workflow-state.json in the workspace), journal (a run in "
+                 "the --store's run journal, shared by every server on that store), auto (journal with a sqlite: "
+                 "or postgres: store, else file)")
+      ->check(CLI::IsMember({"auto", "file", "journal"}))
+      ->capture_default_str();
+  app.add_option("--run", run_id, "The run holding the workflow in the journal (default: the template's name)");
   app.add_flag("--quiet", quiet, "No diagnostics on stderr");
   app.set_version_flag("--version", std::string("cairn-mcp ") + cairn::version_string());
   // A bad command line exits 2 with one line on stderr, as docs/mcp.md promises (CLI11's own codes, 105 to 114,
@@ -115,11 +129,32 @@ int main(int argc, char** argv) {
     auto store = open_artifact_store(store_url);
     if (!workflow.empty()) {
       const auto root = fs::canonical(workspace);
+      auto tmpl = load_template(workflow);
+      const bool durable_store = store_url.rfind("memory:", 0) != 0;
+      const bool in_journal = workflow_state == "journal" || (workflow_state == "auto" && durable_store);
+      if (in_journal && !durable_store) {
+        throw cairn::invalid_argument("--workflow-state journal needs a sqlite: or postgres: --store (a memory: "
+                                      "journal would die with this process)");
+      }
+      if (!run_id.empty() && !in_journal) throw cairn::invalid_argument("--run is only used with a journal");
       // Registered files are also stored as `file` artifacts of the tenant, so artifact_list finds them.
-      cairn::WorkflowTools wf(cairn::StateFile(root), load_template(workflow),
-                              cairn::artefact_recorder(store, tenant));
-      tools = wf.tools();
-      log("workflow '" + workflow + "' in " + root.string());
+      auto recorder = cairn::artefact_recorder(store, tenant);
+      if (in_journal) {
+        if (run_id.empty()) run_id = tmpl.name();
+        std::shared_ptr<cairn::RunJournal> journal;
+        try {
+          journal = cairn::open_run_journal(store_url);
+        } catch (const cairn::error& e) {
+          throw cairn::invalid_argument(std::string("--store: ") + e.what());
+        }
+        cairn::WorkflowTools wf(cairn::RunWorkflowState(journal, tenant, run_id, root), std::move(tmpl), recorder);
+        tools = wf.tools();
+        log("workflow '" + workflow + "' in run '" + run_id + "' of the store's journal; workspace " + root.string());
+      } else {
+        cairn::WorkflowTools wf(cairn::StateFile(root), std::move(tmpl), recorder);
+        tools = wf.tools();
+        log("workflow '" + workflow + "' in " + root.string());
+      }
     }
     cairn::mcp::ArtifactTools artifacts(store, tenant);
     tools.insert(tools.end(), artifacts.tools().begin(), artifacts.tools().end());

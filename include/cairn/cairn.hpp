@@ -29,6 +29,7 @@
 #include "cairn/workflow/state.hpp"
 #include "cairn/workflow/machine.hpp"
 #include "cairn/workflow/state_file.hpp"
+#include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/tools.hpp"
 #include "cairn/workflow/artefact_recorder.hpp"
 #include "cairn/context/resolve.hpp"

@@ -103,6 +103,17 @@ class Run {
   /// The sequence number of the newest entry this run has seen (0 for a new run).
   std::uint64_t seq() const noexcept { return seq_; }
 
+  /// True when the run, as loaded, holds entries of participant `name` (attaching one of that name restores it).
+  bool holds(std::string_view name) const {
+    for (const auto& k : loaded_names_) {
+      if (k == name) return true;
+    }
+    for (const auto* p : attached_) {
+      if (p->participant_name() == name) return true;
+    }
+    return false;
+  }
+
   /// Makes `p` part of this run (see the top of this header). Throws cairn::invalid_argument when a participant
   /// of that name is attached already, cairn::state_error when the journal holds an entry `p` cannot apply.
   void attach(RunParticipant& p) {
@@ -221,7 +232,12 @@ class Run {
       const std::size_t n = entries.size();
       seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(entries));
       since_snapshot_ += n;
-      snapshot();
+      // The entries are committed: a snapshot that fails now must not make the caller believe they were not. It is
+      // only skipped (restores read further back); the next one is due after snapshot_every more entries.
+      try {
+        snapshot();
+      } catch (...) {
+      }
       return;
     }
     const std::size_t n = entries.size();
@@ -294,8 +310,6 @@ class Run {
             p.apply_participant_entry(kind, e);
           }
         }
-      } catch (const state_error&) {
-        throw;
       } catch (const std::exception& ex) {
         throw state_error(fmt::format("run '{}': entry {} ({}) cannot be applied: {}", run_id_, e.seq, e.kind,
                                       ex.what()));

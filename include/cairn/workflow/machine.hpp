@@ -35,6 +35,7 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/run/run.hpp"
 #include "cairn/workflow/state.hpp"
 #include "cairn/workflow/template.hpp"
 
@@ -115,13 +116,14 @@ void to_json(nlohmann::json& j, const WorkflowProgress& p);
 void to_json(nlohmann::json& j, const StatusReport& r);
 void to_json(nlohmann::json& j, const ArtefactRegistration& r);
 
-/// The step machine. Not thread-safe: one owner (StateFile::update serialises processes).
+/// The step machine. Not thread-safe: one owner (StateFile::update serialises processes; a run journal's
+/// conditional appends serialise the machines attached to one run, see attach()).
 ///
 ///     cairn::WorkflowMachine m(tmpl, "/path/to/workspace");
 ///     auto s = m.start("Add CSV export");
 ///     // ... the agent does s.instructions ...
 ///     s = m.advance("Plan written to plan.md");
-class WorkflowMachine {
+class WorkflowMachine : private RunParticipant {
  public:
   static constexpr std::size_t max_summary_length = 100;  ///< code points
   static constexpr std::size_t max_tasks = 10000;         ///< per loop
@@ -137,9 +139,87 @@ class WorkflowMachine {
   WorkflowMachine(WorkflowTemplate tmpl, std::filesystem::path workspace_root)
       : template_(std::move(tmpl)), workspace_root_(std::move(workspace_root)) {}
 
+  /// A copy is not attached to any run (two machines recording into one run would conflict with each other).
+  WorkflowMachine(const WorkflowMachine& o)
+      : RunParticipant(o),
+        template_(o.template_),
+        workspace_root_(o.workspace_root_),
+        state_(o.state_),
+        observer_(o.observer_),
+        state_file_name_(o.state_file_name_) {}
+  WorkflowMachine& operator=(const WorkflowMachine& o) {
+    if (this != &o) {
+      detach();
+      template_ = o.template_;
+      workspace_root_ = o.workspace_root_;
+      state_ = o.state_;
+      observer_ = o.observer_;
+      state_file_name_ = o.state_file_name_;
+    }
+    return *this;
+  }
+  /// A moved machine takes the attachment with it; the moved-from one may only be destroyed or assigned to.
+  WorkflowMachine(WorkflowMachine&& o) noexcept
+      : RunParticipant(o),
+        template_(std::move(o.template_)),
+        workspace_root_(std::move(o.workspace_root_)),
+        state_(std::move(o.state_)),
+        observer_(std::move(o.observer_)),
+        state_file_name_(std::move(o.state_file_name_)),
+        run_(std::exchange(o.run_, nullptr)),
+        recorded_(std::move(o.recorded_)) {
+    if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
+  }
+  WorkflowMachine& operator=(WorkflowMachine&& o) noexcept {
+    if (this != &o) {
+      detach();
+      template_ = std::move(o.template_);
+      workspace_root_ = std::move(o.workspace_root_);
+      state_ = std::move(o.state_);
+      observer_ = std::move(o.observer_);
+      state_file_name_ = std::move(o.state_file_name_);
+      run_ = std::exchange(o.run_, nullptr);
+      recorded_ = std::move(o.recorded_);
+      if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
+    }
+    return *this;
+  }
+  ~WorkflowMachine() override { detach(); }
+
+  /// Records this machine in `run` from now on (see cairn/run/run.hpp), as participant "workflow": when the run
+  /// holds a workflow already, this machine's template and state are replaced by the run's (the workspace root,
+  /// the observer and the state file name stay this machine's); otherwise its current state is recorded. Every
+  /// change (start, advance, set_tasks, register_artifacts, fail) is then committed to the run as one entry — a
+  /// JSON Patch (RFC 6902) from the state before to the state after, so storage grows with what changed — before
+  /// the call returns; when the append fails (cairn::conflict: another machine moved the run on; or what the
+  /// journal throws) the machine is left as it was and the observer hears nothing. The run must outlive the
+  /// attachment (detach() or the machine's end).
+  void attach(Run& run) {
+    if (run_) throw invalid_argument("attach: the workflow machine is attached to a run already");
+    run.attach(static_cast<RunParticipant&>(*this));
+    run_ = &run;
+    recorded_ = participant_state();
+  }
+  void detach() noexcept {
+    if (run_) run_->detach(static_cast<const RunParticipant&>(*this));
+    run_ = nullptr;
+  }
+  Run* run() const noexcept { return run_; }
+
   /// A machine at a saved position. Throws cairn::state_error when the state does not fit the template (a step,
   /// loop, task or sub-step it does not have, a task index out of range, ...).
   static WorkflowMachine restore(WorkflowTemplate tmpl, WorkflowState state, std::filesystem::path workspace_root);
+
+  /// The machine run `run` holds (its template and state), attached to it: how a process resumes a workflow recorded
+  /// in a run journal. Throws cairn::state_error when the run holds no workflow or one that cannot be applied.
+  static WorkflowMachine resume(Run& run, std::filesystem::path workspace_root) {
+    if (!run.holds("workflow")) {
+      throw state_error(fmt::format("run '{}' holds no workflow (attach a machine to record one)", run.run_id()));
+    }
+    WorkflowMachine m(std::move(workspace_root));
+    m.attach(run);
+    return m;
+  }
 
   /// `{"template": ..., <state fields>}`; `from_json` reads it back (cairn::state_error naming the field).
   nlohmann::json to_json() const;
@@ -198,6 +278,8 @@ class WorkflowMachine {
   static std::string ralph_line(int iteration, int total);
 
  private:
+  explicit WorkflowMachine(std::filesystem::path workspace_root) : workspace_root_(std::move(workspace_root)) {}
+
   const WorkflowState& require_started(const char* op) const {
     if (!state_) throw state_error(fmt::format("{}: the workflow is not started (call start first)", op));
     return *state_;
@@ -219,11 +301,69 @@ class WorkflowMachine {
   void next_step();
   std::string instructions() const;
 
+  // Runs `body` (a change of state_) and, when attached, commits the change to the run before returning; when the
+  // body or the append throws, state_ is put back as it was.
+  template <class F>
+  auto change(F&& body) -> decltype(body()) {
+    if (!run_) return body();
+    std::optional<WorkflowState> before = state_;
+    try {
+      auto result = body();
+      nlohmann::json now = participant_state();
+      nlohmann::json patch = nlohmann::json::diff(recorded_, now);
+      if (!patch.empty()) {
+        // Through a batch: a snapshot that is due is written after the patch, never before it (the state here
+        // already has the change).
+        auto group = run_->batch();
+        run_->record("workflow", "patch", std::move(patch));
+        group.commit();
+        recorded_ = std::move(now);
+      }
+      return result;
+    } catch (...) {
+      state_ = std::move(before);
+      throw;
+    }
+  }
+  ArtefactRegistration register_paths(const std::vector<std::string>& paths, std::vector<ArtefactEvent>& events);
+  StatusReport advance_unrecorded(const std::string& output, StepResult result);
+  StatusReport set_tasks_unrecorded(const std::string& loop_id, std::vector<Task> tasks);
+
+  // RunParticipant: the state is `{"template": ...}` before start, to_json() after.
+  std::string participant_name() const override { return "workflow"; }
+  void participant_detached() noexcept override { run_ = nullptr; }
+  nlohmann::json participant_state() const override {
+    if (!state_) return {{"template", template_.to_json()}};
+    return to_json();
+  }
+  void restore_participant(const nlohmann::json& state) override {
+    if (!state.is_object()) throw state_error("workflow: a recorded state must be a JSON object");
+    if (state.size() == 1 && state.contains("template")) {
+      try {
+        template_ = WorkflowTemplate::from_json(state.at("template"));
+      } catch (const invalid_template& e) {
+        throw state_error(fmt::format("workflow: recorded template: {}", e.what()));
+      }
+      state_.reset();
+    } else {
+      auto m = from_json(state, workspace_root_, "recorded workflow state");
+      template_ = std::move(m.template_);
+      state_ = std::move(m.state_);
+    }
+    recorded_ = state;
+  }
+  void apply_participant_entry(std::string_view kind, const JournalEntry& e) override {
+    if (kind != "patch") throw state_error(fmt::format("workflow: unknown journal entry kind 'workflow.{}'", kind));
+    restore_participant(recorded_.patch(e.data));
+  }
+
   WorkflowTemplate template_;
   std::filesystem::path workspace_root_;
   std::optional<WorkflowState> state_;
   ArtefactObserver observer_;
   std::string state_file_name_ = "workflow-state.json";
+  Run* run_ = nullptr;
+  nlohmann::json recorded_;  // the state the run holds (when attached)
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -533,14 +673,21 @@ inline StatusReport WorkflowMachine::status() const {
 
 inline StatusReport WorkflowMachine::start(const std::optional<std::string>& summary) {
   if (state_) return status();
-  state_.emplace();
-  if (summary) state_->summary = sanitize_summary(*summary);
-  enter_step(0);
-  return status();
+  return change([&] {
+    state_.emplace();
+    if (summary) state_->summary = sanitize_summary(*summary);
+    enter_step(0);
+    return status();
+  });
 }
 
 inline StatusReport WorkflowMachine::advance(const std::string& output, StepResult result) {
-  auto& s = require_running("advance");
+  require_running("advance");
+  return change([&] { return advance_unrecorded(output, result); });
+}
+
+inline StatusReport WorkflowMachine::advance_unrecorded(const std::string& output, StepResult result) {
+  auto& s = *state_;
   s.outputs[output_key()] = output;
   const auto& step = current_step();
   if (result == StepResult::failed) {
@@ -592,7 +739,12 @@ inline StatusReport WorkflowMachine::advance(const std::string& output, StepResu
 }
 
 inline StatusReport WorkflowMachine::set_tasks(const std::string& loop_id, std::vector<Task> tasks) {
-  auto& s = require_running("set_tasks");
+  require_running("set_tasks");
+  return change([&] { return set_tasks_unrecorded(loop_id, std::move(tasks)); });
+}
+
+inline StatusReport WorkflowMachine::set_tasks_unrecorded(const std::string& loop_id, std::vector<Task> tasks) {
+  auto& s = *state_;
   const auto loop_index = template_.step_index(loop_id);
   if (!loop_index || template_.steps()[*loop_index].type != StepType::loop) {
     std::string loops;
@@ -690,8 +842,17 @@ inline StatusReport WorkflowMachine::set_tasks(const std::string& loop_id, std::
 }
 
 inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vector<std::string>& paths) {
-  namespace fs = std::filesystem;
   require_started("register_artefacts");
+  std::vector<ArtefactEvent> events;
+  auto out = change([&] { return register_paths(paths, events); });
+  // The observer hears only of what the state (and an attached run) has.
+  for (const auto& e : events) observer_(e);
+  return out;
+}
+
+inline ArtefactRegistration WorkflowMachine::register_paths(const std::vector<std::string>& paths,
+                                                            std::vector<ArtefactEvent>& events) {
+  namespace fs = std::filesystem;
   auto& s = *state_;
   ArtefactRegistration out;
   std::error_code ec;
@@ -715,7 +876,6 @@ inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vecto
     return false;
   };
   std::unordered_set<std::string> known(s.artefacts.begin(), s.artefacts.end());
-  std::vector<ArtefactEvent> events;
   for (const auto& raw : paths) {
     if (!have_root) {
       out.refuse(raw, fmt::format("the workspace folder '{}' does not exist", workspace_root_.string()));
@@ -780,17 +940,19 @@ inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vecto
       events.push_back(std::move(e));
     }
   }
-  for (const auto& e : events) observer_(e);
   return out;
 }
 
 inline StatusReport WorkflowMachine::fail(const std::string& reason) {
-  auto& s = require_running("fail");
-  s.status = WorkflowStatus::failed;
-  std::string r = reason.substr(0, max_reason_length);
-  if (r.find_first_not_of(" \t\r\n") == std::string::npos) r = "no reason given";
-  s.failure_reason = std::move(r);
-  return status();
+  require_running("fail");
+  return change([&] {
+    auto& s = *state_;
+    s.status = WorkflowStatus::failed;
+    std::string r = reason.substr(0, max_reason_length);
+    if (r.find_first_not_of(" \t\r\n") == std::string::npos) r = "no reason given";
+    s.failure_reason = std::move(r);
+    return status();
+  });
 }
 
 inline nlohmann::json WorkflowMachine::to_json() const {

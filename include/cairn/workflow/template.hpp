@@ -120,6 +120,7 @@ class WorkflowTemplate {
   friend bool operator!=(const WorkflowTemplate& a, const WorkflowTemplate& b) { return !(a == b); }
 
  private:
+  friend class WorkflowMachine;  // a machine about to take its template from a run starts with an empty one
   WorkflowTemplate() = default;
 
   std::string name_;

@@ -8,8 +8,10 @@
 //      "structuredContent": <the result as JSON>, "isError": false}
 //
 // Bad arguments and refused transitions come back as results too, with `isError: true` and the result
-// `{"error": "<message>"}`, so the model sees what went wrong; handlers never throw. Every call is one
-// load-modify-save of the StateFile under its lock, so several server processes may serve the same workspace.
+// `{"error": "<message>"}`, so the model sees what went wrong; handlers never throw. The state lives in a StateFile
+// (every call one load-modify-save under its lock, so several server processes may serve the same workspace) or in
+// a run of a run journal (RunWorkflowState: every change one conditional append, so several servers on several
+// machines may serve the same workflow).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +28,7 @@
 
 #include "cairn/error.hpp"
 #include "cairn/workflow/machine.hpp"
+#include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/state_file.hpp"
 #include "cairn/workflow/template.hpp"
 
@@ -53,7 +56,15 @@ class WorkflowTools {
   /// the template it was started with). `observer`, when set, hears of every newly registered artefact (see
   /// artefact_recorder for one that stores `file` artifacts).
   WorkflowTools(StateFile file, WorkflowTemplate tmpl, ArtefactObserver observer = {})
-      : impl_(std::make_shared<const Impl>(Impl{std::move(file), std::move(tmpl), std::move(observer)})) {
+      : impl_(std::make_shared<const Impl>(
+            Impl{std::make_shared<const Keeper<StateFile>>(std::move(file)), std::move(tmpl), std::move(observer)})) {
+    build();
+  }
+
+  /// Tools over the workflow of a run in a run journal (see RunWorkflowState); otherwise as above.
+  WorkflowTools(RunWorkflowState state, WorkflowTemplate tmpl, ArtefactObserver observer = {})
+      : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<RunWorkflowState>>(std::move(state)),
+                                                std::move(tmpl), std::move(observer)})) {
     build();
   }
 
@@ -92,10 +103,45 @@ class WorkflowTools {
   }
 
  private:
+  // Where the state lives: a StateFile or a RunWorkflowState, behind one interface.
+  struct StateKeeper {
+    virtual ~StateKeeper() = default;
+    virtual StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary) const = 0;
+    virtual void update(const std::function<void(WorkflowMachine&)>& f) const = 0;
+    virtual bool read(const std::function<void(const WorkflowMachine&)>& f) const = 0;
+  };
+  template <class S>
+  struct Keeper final : StateKeeper {
+    explicit Keeper(S s) : state(std::move(s)) {}
+    StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary) const override {
+      return state.start(tmpl, summary);
+    }
+    void update(const std::function<void(WorkflowMachine&)>& f) const override { state.update(f); }
+    bool read(const std::function<void(const WorkflowMachine&)>& f) const override {
+      return state.read([&](const WorkflowMachine& m) {
+        f(m);
+        return true;
+      }).has_value();
+    }
+    S state;
+  };
   struct Impl {
-    StateFile file;
+    std::shared_ptr<const StateKeeper> file;
     WorkflowTemplate tmpl;
     ArtefactObserver observer;
+
+    template <class F>
+    auto update(F&& f) const {
+      std::optional<std::invoke_result_t<F, WorkflowMachine&>> out;
+      file->update([&](WorkflowMachine& m) { out = f(m); });
+      return std::move(*out);
+    }
+    template <class F>
+    auto read(F&& f) const {
+      std::optional<std::invoke_result_t<F, const WorkflowMachine&>> out;
+      file->read([&](const WorkflowMachine& m) { out = f(m); });
+      return out;
+    }
   };
   using Args = const nlohmann::json&;
 
@@ -190,7 +236,7 @@ class WorkflowTools {
            return guarded([&] {
              check_args("workflow_start", a, {"summary"});
              const auto summary = opt_string("workflow_start", a, "summary");
-             return nlohmann::json(impl->file.start(impl->tmpl, summary));
+             return nlohmann::json(impl->file->start(impl->tmpl, summary));
            });
          }});
 
@@ -230,8 +276,8 @@ class WorkflowTools {
              if (tasks_arg == a.end()) throw invalid_argument("workflow_set_tasks: tasks is required");
              auto tasks = read_tasks(*tasks_arg);
              const std::size_t count = tasks.size();
-             return impl->file.update([&](WorkflowMachine& m) {
-               nlohmann::json status = m.set_tasks(*loop_id, std::move(tasks));
+             return impl->update([&](WorkflowMachine& m) {
+               nlohmann::json status = m.set_tasks(*loop_id, tasks);  // a copy: the call may be tried again
                nlohmann::json order = nlohmann::json::array();
                for (const auto& t : m.state().tasks.at(*loop_id)) order.push_back(t.id);
                return nlohmann::json{{"tasks_set", count}, {"order", order}, {"status", status}};
@@ -246,7 +292,7 @@ class WorkflowTools {
                       no_args, [impl](Args a) {
                         return guarded([&] {
                           check_args("workflow_status", a, {});
-                          auto status = impl->file.read([](const WorkflowMachine& m) { return m.status(); });
+                          auto status = impl->read([](const WorkflowMachine& m) { return m.status(); });
                           if (!status) throw state_error("the workflow is not started: call workflow_start first");
                           return nlohmann::json(*status);
                         });
@@ -282,7 +328,7 @@ class WorkflowTools {
                if (!s->is_boolean()) throw invalid_argument("workflow_advance: success must be true or false");
                success = s->get<bool>();
              }
-             return nlohmann::json(impl->file.update([&](WorkflowMachine& m) {
+             return nlohmann::json(impl->update([&](WorkflowMachine& m) {
                return m.advance(*output, success ? StepResult::succeeded : StepResult::failed);
              }));
            });
@@ -294,7 +340,7 @@ class WorkflowTools {
                       no_args, [impl](Args a) {
                         return guarded([&] {
                           check_args("workflow_context", a, {});
-                          auto context = impl->file.read([](const WorkflowMachine& m) { return m.context(); });
+                          auto context = impl->read([](const WorkflowMachine& m) { return m.context(); });
                           if (!context) throw state_error("the workflow is not started: call workflow_start first");
                           return nlohmann::json(*context);
                         });
@@ -331,7 +377,7 @@ class WorkflowTools {
                if (v.is_string()) paths.push_back(v.get<std::string>());
                else not_strings.push_back(v.dump());
              }
-             auto result = impl->file.update([&](WorkflowMachine& m) {
+             auto result = impl->update([&](WorkflowMachine& m) {
                if (impl->observer) m.set_artefact_observer(impl->observer);
                return m.register_artefacts(paths);
              });

@@ -471,6 +471,54 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   assert.equal(reply.result.structuredContent.value, 'from a', JSON.stringify(reply.result));
   await a2.close();
   checks++;
+
+  // Two workflow servers on one SQLite store share the workflow through the store's run journal: what one does,
+  // the other sees; no state file is written. `--workflow-state file` keeps the file instead.
+  const sharedWs = path.join(templates, 'shared-ws');
+  fs.mkdirSync(sharedWs);
+  fs.writeFileSync(path.join(sharedWs, 'plan.md'), '# plan');
+  const wfArgs = ['--workspace', sharedWs, '--workflow', templatePath, '--tenant', 'acme', '--store', `sqlite:${db}`];
+  const s1 = new Raw([...wfArgs, '--run', 'feature-42']);
+  const s2 = new Raw([...wfArgs, '--run', 'feature-42']);
+  await s1.request(init(1, '2025-06-18'));
+  await s2.request(init(1, '2025-06-18'));
+  reply = await s1.request(tool(2, 'workflow_start', { summary: 'shared' }));
+  assert.equal(reply.result.structuredContent.step, 'plan', JSON.stringify(reply.result));
+  reply = await s2.request(tool(2, 'workflow_status', {}));
+  assert.equal(reply.result.structuredContent.summary, 'shared', JSON.stringify(reply.result));
+  reply = await s2.request(tool(3, 'register_artefacts', { paths: ['plan.md'] }));
+  assert.deepEqual(reply.result.structuredContent.registered, [path.join(fs.realpathSync(sharedWs), 'plan.md')]);
+  reply = await s2.request(tool(4, 'workflow_advance', { output: 'planned by s2' }));
+  assert.equal(reply.result.structuredContent.step, 'define_tasks');
+  reply = await s1.request(tool(3, 'workflow_advance', { output: 'tasks by s1' }));
+  assert.equal(reply.result.structuredContent.step, 'implement', JSON.stringify(reply.result));
+  reply = await s1.request(tool(4, 'workflow_context', {}));
+  assert.deepEqual(reply.result.structuredContent, { plan: 'planned by s2', define_tasks: 'tasks by s1' });
+  // The registered file is an artifact of the tenant too.
+  reply = await s1.request(tool(5, 'artifact_list', {}));
+  check(reply.result.structuredContent.artifacts.some((r) => r.type === 'file'), 'registered file stored');
+  await s1.close();
+  await s2.close();
+  check(!fs.existsSync(path.join(sharedWs, 'workflow-state.json')), 'no state file with a journal');
+  // A new server resumes the run; another run id is another workflow.
+  const s3 = new Raw([...wfArgs, '--run', 'feature-42']);
+  await s3.request(init(1, '2025-06-18'));
+  reply = await s3.request(tool(2, 'workflow_status', {}));
+  assert.equal(reply.result.structuredContent.step, 'implement');
+  await s3.close();
+  const s4 = new Raw(wfArgs);  // default run id: the template's name
+  await s4.request(init(1, '2025-06-18'));
+  reply = await s4.request(tool(2, 'workflow_status', {}));
+  assert.equal(reply.result.isError, true);
+  assert.match(reply.result.structuredContent.error, /not started/);
+  await s4.close();
+  const f = new Raw([...wfArgs, '--workflow-state', 'file']);
+  await f.request(init(1, '2025-06-18'));
+  reply = await f.request(tool(2, 'workflow_start', {}));
+  assert.equal(reply.result.isError, false);
+  await f.close();
+  check(fs.existsSync(path.join(sharedWs, 'workflow-state.json')), '--workflow-state file writes the file');
+  checks++;
 }
 
 // A bad command line fails at once, on stderr, with nothing on stdout.
@@ -479,6 +527,9 @@ for (const [args, pattern] of [
   [['--tenant', ''], /--tenant must not be empty/],
   [['--workspace', path.join(templates, 'no-such-dir')], /workspace/i],
   [['--workflow', path.join(templates, 'outside.md')], /outside\.md/],
+  [['--workflow', templatePath, '--workflow-state', 'journal'], /--workflow-state journal needs a sqlite: or postgres:/],
+  [['--workflow', templatePath, '--run', 'r1'], /--run is only used with a journal/],
+  [['--workflow-state', 'cloud'], /workflow-state/],
 ]) {
   const r = spawnSync(server, args, { input: '', encoding: 'utf8' });
   assert.notEqual(r.status, 0, `${args.join(' ')} should fail`);

@@ -1,0 +1,172 @@
+// cairn — RunWorkflowState: the state of one workflow kept in a run of a RunJournal instead of a local state file,
+// so that several processes on several machines (each with its own WorkflowMachine) serve one workflow safely.
+//
+// It offers what StateFile offers (start, update, read) with the same meaning. Where StateFile serialises writers
+// with a file lock, this relies on the journal's conditional append: every change is one entry appended after the
+// sequence number the writer last saw, so of two writers that both saw the same state exactly one appends and the
+// other gets cairn::conflict, re-reads the run and applies its change again on top of the winner's. Nothing is
+// ever lost or applied to a stale state; a change is committed once.
+//
+//     auto journal = cairn::open_run_journal("postgresql://db/agents");
+//     cairn::RunWorkflowState state(journal, "acme", "feature-42", "/srv/workspace");
+//     state.start(tmpl, "Add CSV export");
+//     state.update([](cairn::WorkflowMachine& m) { return m.advance("Plan written"); });
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "cairn/error.hpp"
+#include "cairn/run/journal.hpp"
+#include "cairn/run/run.hpp"
+#include "cairn/workflow/machine.hpp"
+
+namespace cairn {
+
+/// The workflow of run `run_id` of `tenant_id` in `journal`. Thread-safe (calls are serialised in the process;
+/// processes and machines are serialised by the journal).
+///
+/// It keeps the run and its machine in memory between calls: an update tries the cached machine first, and a
+/// conflict (someone else appended) reloads the run from the journal and tries again, at most `max_attempts`
+/// times. A read asks the journal for the run's head first and reloads only when it moved.
+class RunWorkflowState {
+ public:
+  /// Attempts of one update before it gives up with cairn::conflict (a run that busy has other problems).
+  static constexpr std::size_t max_attempts = 64;
+
+  /// Throws cairn::invalid_argument for a null journal and what the journal throws for bad ids.
+  RunWorkflowState(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id,
+                   std::filesystem::path workspace_root, RunOptions options = {})
+      : shared_(std::make_shared<Shared>()) {
+    if (!journal) throw invalid_argument("RunWorkflowState: journal must not be null");
+    shared_->journal = std::move(journal);
+    shared_->tenant_id = std::move(tenant_id);
+    shared_->run_id = std::move(run_id);
+    shared_->root = std::move(workspace_root);
+    shared_->options = options;
+    (void)shared_->journal->info(shared_->tenant_id, shared_->run_id);  // checks the ids now
+  }
+
+  const std::string& tenant_id() const noexcept { return shared_->tenant_id; }
+  const std::string& run_id() const noexcept { return shared_->run_id; }
+  const std::filesystem::path& workspace_root() const noexcept { return shared_->root; }
+  const std::shared_ptr<RunJournal>& journal() const noexcept { return shared_->journal; }
+
+  /// Starts `tmpl` in the run, unless the run holds a started workflow already: then that workflow (with the
+  /// template it was started with) is left as it is and its status returned. Of two processes starting at once,
+  /// one starts it and the other gets its status.
+  StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary = std::nullopt) const {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    Shared& s = *shared_;
+    for (std::size_t attempt = 1;; ++attempt) {
+      try {
+        if (!s.loaded) s.reload();
+        if (s.machine && s.machine->started()) return s.machine->status();
+        if (!s.machine) {
+          s.machine.emplace(tmpl, s.root);
+          s.machine->set_artefact_observer(s.observer);
+        }
+        auto group = s.run->batch();  // the template and the start: one append
+        if (!s.machine->run()) s.machine->attach(*s.run);
+        auto status = s.machine->start(summary);
+        group.commit();
+        return status;
+      } catch (const conflict&) {
+        s.loaded = false;
+        if (attempt == max_attempts) throw;
+      } catch (...) {
+        s.loaded = false;  // whatever failed, the next call reads the run again
+        throw;
+      }
+    }
+  }
+
+  /// Calls `f` on the run's machine and commits what it changed (one entry), retrying on top of another writer's
+  /// change when one came first; returns what f returned. Throws cairn::state_error when the workflow is not
+  /// started, and what f throws (nothing is recorded then). `f` may run more than once: it must not have effects
+  /// outside the machine (the machine's observer hears only of a committed change).
+  template <class F>
+  auto update(F&& f) const -> std::invoke_result_t<F, WorkflowMachine&> {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    Shared& s = *shared_;
+    for (std::size_t attempt = 1;; ++attempt) {
+      try {
+        if (!s.loaded) s.reload();
+        if (!s.machine || !s.machine->started()) {
+          throw state_error(
+              fmt::format("the workflow is not started: run '{}' holds no started workflow", s.run_id));
+        }
+        return f(*s.machine);
+      } catch (const conflict&) {
+        s.loaded = false;
+        if (attempt == max_attempts) throw;
+      } catch (...) {
+        s.loaded = false;
+        throw;
+      }
+    }
+  }
+
+  /// Calls `f` on the run's machine as the journal holds it now; nullopt when the workflow is not started.
+  template <class F>
+  auto read(F&& f) const -> std::optional<std::invoke_result_t<F, const WorkflowMachine&>> {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    Shared& s = *shared_;
+    try {
+      const auto head = s.journal->info(s.tenant_id, s.run_id);
+      if (!s.loaded || (head ? head->last_seq : 0) != s.run->seq()) s.reload();
+    } catch (...) {
+      s.loaded = false;
+      throw;
+    }
+    if (!s.machine || !s.machine->started()) return std::nullopt;
+    return f(static_cast<const WorkflowMachine&>(*s.machine));
+  }
+
+  /// Sets the machine's observer: told of each newly registered artifact once its entry is committed.
+  void set_observer(ArtefactObserver observer) {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->observer = std::move(observer);
+    if (shared_->machine) shared_->machine->set_artefact_observer(shared_->observer);
+  }
+
+ private:
+  struct Shared {
+    std::mutex mutex;
+    std::shared_ptr<RunJournal> journal;
+    std::string tenant_id;
+    std::string run_id;
+    std::filesystem::path root;
+    RunOptions options;
+    ArtefactObserver observer;
+    // The machine is declared after the run: it is destroyed first, detaching itself from a run still there.
+    std::unique_ptr<Run> run;
+    std::optional<WorkflowMachine> machine;  // set when the run holds a workflow
+    bool loaded = false;
+
+    // Opens the run again at its newest entry and rebuilds the machine from it.
+    void reload() {
+      loaded = false;
+      machine.reset();
+      run.reset();
+      run = std::make_unique<Run>(journal, tenant_id, run_id, options);
+      if (run->holds("workflow")) {
+        machine.emplace(WorkflowMachine::resume(*run, root));
+        machine->set_artefact_observer(observer);
+      }
+      loaded = true;
+    }
+  };
+
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace cairn
