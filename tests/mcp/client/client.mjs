@@ -521,6 +521,32 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   checks++;
 }
 
+// Two workflow servers on one PostgreSQL database (the test server of scripts/test) serve one workflow through the
+// database's run journal, as servers on two machines would.
+if (process.env.CAIRN_MCP_POSTGRES === '1' && process.env.CAIRN_TEST_PG_CONNINFO) {
+  const tool = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+  const pgWs = path.join(templates, 'pg-ws');
+  fs.mkdirSync(pgWs);
+  const run = `feature-${process.pid}-${Date.now()}`;
+  const pgArgs = ['--workspace', pgWs, '--workflow', templatePath, '--tenant', 'acme', '--run', run,
+                  '--store', `postgres:${process.env.CAIRN_TEST_PG_CONNINFO}`];
+  const p1 = new Raw(pgArgs);
+  const p2 = new Raw(pgArgs);
+  await p1.request(init(1, '2025-06-18'));
+  await p2.request(init(1, '2025-06-18'));
+  reply = await p1.request(tool(2, 'workflow_start', { summary: 'on postgres' }));
+  assert.equal(reply.result.isError, false, JSON.stringify(reply.result));
+  reply = await p2.request(tool(2, 'workflow_advance', { output: 'planned by p2' }));
+  assert.equal(reply.result.structuredContent.step, 'define_tasks', JSON.stringify(reply.result));
+  reply = await p1.request(tool(3, 'workflow_advance', { output: 'tasks by p1' }));
+  assert.equal(reply.result.structuredContent.step, 'implement', JSON.stringify(reply.result));
+  reply = await p2.request(tool(3, 'workflow_context', {}));
+  assert.deepEqual(reply.result.structuredContent, { plan: 'planned by p2', define_tasks: 'tasks by p1' });
+  await p1.close();
+  await p2.close();
+  check(!fs.existsSync(path.join(pgWs, 'workflow-state.json')), 'no state file with a PostgreSQL journal');
+}
+
 // A bad command line fails at once, on stderr, with nothing on stdout.
 for (const [args, pattern] of [
   [['--store', 'nosuch:/tmp/x.db'], /--store: .*nosuch/],
