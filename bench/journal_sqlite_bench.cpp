@@ -5,6 +5,11 @@
 // journal mode (WAL) and synchronous setting. The journal does more per append (it reads the run's last seq and
 // updates the run row in the same transaction); the ratio says what that costs.
 //
+// Restore: a run of 10,000 steps (an ExecutionContext attached to it, one ~400-character message per step, a
+// snapshot every 256 entries) is opened and a new context attached, which rebuilds it: the newest snapshot and the
+// entries after it are read from the file and applied. The floor parses the text of that snapshot, already in
+// memory: the least any restore from it must do.
+//
 // Growth: a run of N = 10 ... 10,000 entries gets 200 more; per entry, the growth of the database file (after a
 // checkpoint moves everything out of the WAL) and the bytes the process wrote (WAL frames and checkpoints, from
 // /proc/self/io). Flat means a step costs what it adds, not what the run holds. Synchronous NORMAL there: the bytes
@@ -16,12 +21,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
+#include "cairn/artifact/memory_store.hpp"
+#include "cairn/context/execution_context.hpp"
+#include "cairn/run/run.hpp"
 #include "cairn/store/sqlite_journal.hpp"
 
 namespace {
@@ -220,8 +229,66 @@ void BM_Conversation500_Cairn(benchmark::State& state) {
   state.counters["total_file_bytes"] = total;
 }
 
+// The runs of the restore rows, built once per process: 10,000 steps (17 entries after the newest snapshot) and
+// 10,238 steps (255 after it: the most a restore reads with snapshots every 256).
+struct TenThousandSteps {
+  int steps;
+  std::string path = fresh_file("restore");
+  std::shared_ptr<cairn::InMemoryArtifactStore> store = std::make_shared<cairn::InMemoryArtifactStore>();
+  std::string snapshot_text;
+  std::size_t entries_after_snapshot = 0;
+  std::string final_state;
+
+  explicit TenThousandSteps(int n) : steps(n) {
+    auto journal = std::make_shared<cairn::SqliteRunJournal>(path, options(false));
+    cairn::Run run(journal, "tenant-1", "run-1");
+    cairn::ExecutionContext ctx(store, "tenant-1");
+    ctx.attach(run);
+    for (int i = 1; i <= steps; ++i) {
+      ctx.add_message(i % 2 ? cairn::Role::assistant : cairn::Role::user, message_of(i)["content"].get<std::string>());
+    }
+    final_state = ctx.state().dump();
+    const auto entries = journal->read_for_restore("tenant-1", "run-1", run.seq());
+    if (entries.empty() || entries.front().kind != "snapshot") std::abort();
+    snapshot_text = entries.front().data.dump();
+    entries_after_snapshot = entries.size() - 1;
+  }
+  static const TenThousandSteps& get(std::int64_t n) {
+    static std::map<std::int64_t, std::unique_ptr<TenThousandSteps>> runs;
+    auto& r = runs[n];
+    if (!r) r = std::make_unique<TenThousandSteps>(static_cast<int>(n));
+    return *r;
+  }
+};
+
+void BM_Restore10k_Floor(benchmark::State& state) {
+  const auto& r = TenThousandSteps::get(state.range(0));
+  for (auto _ : state) {
+    auto parsed = json::parse(r.snapshot_text);
+    benchmark::DoNotOptimize(parsed);
+  }
+  state.counters["snapshot_bytes"] = static_cast<double>(r.snapshot_text.size());
+  state.counters["entries_after_snapshot"] = static_cast<double>(r.entries_after_snapshot);
+}
+
+void BM_Restore10k_Cairn(benchmark::State& state) {
+  const auto& r = TenThousandSteps::get(state.range(0));
+  auto journal = std::make_shared<cairn::SqliteRunJournal>(r.path, options(false));
+  for (auto _ : state) {
+    cairn::Run run(journal, "tenant-1", "run-1");
+    cairn::ExecutionContext ctx(r.store, "tenant-1");
+    ctx.attach(run);
+    if (ctx.messages().size() != static_cast<std::size_t>(r.steps)) state.SkipWithError("restore lost messages");
+    benchmark::DoNotOptimize(ctx);
+  }
+  state.counters["entries_after_snapshot"] = static_cast<double>(r.entries_after_snapshot);
+  state.counters["snapshot_bytes"] = static_cast<double>(r.snapshot_text.size());
+}
+
 }  // namespace
 
+BENCHMARK(BM_Restore10k_Floor)->Arg(10000)->Arg(10238)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Restore10k_Cairn)->Arg(10000)->Arg(10238)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Append_Floor)->UseRealTime();
 BENCHMARK(BM_Append_Cairn)->UseRealTime();
 BENCHMARK(BM_AppendNoSync_Floor)->UseRealTime();
