@@ -89,6 +89,17 @@ class InMemoryRunJournal final : public RunJournal {
       throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0,
                      existing->second.info.last_seq);
     }
+    // RunJournal::fork checked the source before taking this lock; another thread may have removed or pruned it
+    // since. Checked again here, so a fork never points at entries that are gone.
+    const auto src = runs_.find(Key{tenant_id, source});
+    if (src == runs_.end()) {
+      throw not_found(fmt::format("fork: run '{}' not found in tenant '{}'", excerpt(source), excerpt(tenant_id)));
+    }
+    const RunInfo& s = src->second.info;
+    if (fork_seq > s.last_seq || (fork_seq > s.fork_seq && fork_seq < s.kept_from)) {
+      throw invalid_argument(fmt::format("fork: run '{}' holds seq {} to {}; cannot fork at {}", excerpt(source),
+                                         s.kept_from, s.last_seq, fork_seq));
+    }
     Run fork;
     fork.info.run_id = run_id;
     fork.info.last_seq = fork_seq;
@@ -118,6 +129,16 @@ class InMemoryRunJournal final : public RunJournal {
     const auto it = runs_.find(Key{tenant_id, run_id});
     if (it == runs_.end()) return 0;
     Run& run = it->second;
+    // RunJournal::prune chose keep_from from the forks it saw; a fork made since at an earlier point would lose
+    // its entries.
+    for (auto r = runs_.lower_bound(Key{tenant_id, ""}); r != runs_.end() && r->first.tenant == tenant_id; ++r) {
+      const RunInfo& f = r->second.info;
+      if (f.forked_from == run_id && f.fork_seq > run.info.fork_seq && f.fork_seq < keep_from) {
+        throw state_error(fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
+                                      "nothing was pruned, try again",
+                                      excerpt(run_id), keep_from, excerpt(r->first.run)));
+      }
+    }
     const auto cut = std::lower_bound(run.entries.begin(), run.entries.end(), keep_from,
                                       [](const JournalEntry& e, std::uint64_t s) { return e.seq < s; });
     const auto gone = static_cast<std::size_t>(cut - run.entries.begin());
