@@ -49,14 +49,25 @@ CREATE TABLE cairn_run_entries (
 ) WITHOUT ROWID;
 CREATE INDEX cairn_run_snapshots ON cairn_run_entries (tenant_id, run_id, seq) WHERE kind = 'snapshot';
 )sql",
+    // 1 -> 2: where a run ends and when it was last appended to are read from its newest entry (the last key of
+    // its range: one seek) instead of being kept in its row, so an append writes the entries' page and not the run
+    // row's too (one WAL page less per append, measured ~25 % of an append's time in synchronous NORMAL). Each
+    // entry keeps the time of its append (`time` is the host's to set). Existing entries get their run's
+    // updated_at, which is when the newest of them was appended.
+    R"sql(
+ALTER TABLE cairn_run_entries ADD COLUMN appended_at INTEGER;
+UPDATE cairn_run_entries SET appended_at = (SELECT r.updated_at FROM cairn_runs AS r
+  WHERE r.tenant_id = cairn_run_entries.tenant_id AND r.run_id = cairn_run_entries.run_id);
+ALTER TABLE cairn_runs DROP COLUMN last_seq;
+ALTER TABLE cairn_runs DROP COLUMN updated_at;
+)sql",
 };
 
 enum Stmt : std::size_t {
   begin_immediate,
   commit,
-  run_last,
+  run_end,
   run_insert,
-  run_advance,
   run_head,
   run_delete,
   run_keep,
@@ -75,23 +86,26 @@ const char* statement_sql(Stmt s) {
   switch (s) {
     case begin_immediate: return "BEGIN IMMEDIATE";
     case commit: return "COMMIT";
-    case run_last: return "SELECT last_seq FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_end:
+      // Where the run ends: its newest own entry, or its fork point when it has none yet.
+      return "SELECT fork_seq, (SELECT seq FROM cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2 "
+             "ORDER BY seq DESC LIMIT 1) FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2";
     case run_insert:
-      return "INSERT INTO cairn_runs (tenant_id, run_id, last_seq, kept_from, forked_from, fork_seq, created_at, "
-             "updated_at) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?6)";
-    case run_advance:
-      // Moves the run on only from the seq the writer expects: no row changed means a conflict (or no run).
-      return "UPDATE cairn_runs SET last_seq = ?3, updated_at = ?4 WHERE tenant_id = ?1 AND run_id = ?2 "
-             "AND last_seq = ?5";
+      return "INSERT INTO cairn_runs (tenant_id, run_id, kept_from, forked_from, fork_seq, created_at) "
+             "VALUES (?1, ?2, 1, ?3, ?4, ?5)";
     case run_head:
-      return "SELECT last_seq, kept_from, forked_from, fork_seq, created_at, updated_at FROM cairn_runs "
-             "WHERE tenant_id = ?1 AND run_id = ?2";
-    case run_delete: return "DELETE FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2 AND updated_at < ?3";
+      return "SELECT kept_from, forked_from, fork_seq, created_at, e.seq, e.appended_at FROM cairn_runs "
+             "LEFT JOIN (SELECT seq, appended_at FROM cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2 "
+             "ORDER BY seq DESC LIMIT 1) AS e ON 1 WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_delete:
+      // Only while the run is still idle: its newest entry (or its creation) older than ?3.
+      return "DELETE FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2 AND coalesce((SELECT appended_at FROM "
+             "cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2 ORDER BY seq DESC LIMIT 1), created_at) < ?3";
     case run_keep:
       return "UPDATE cairn_runs SET kept_from = max(kept_from, ?3) WHERE tenant_id = ?1 AND run_id = ?2";
     case entry_insert:
-      return "INSERT INTO cairn_run_entries (tenant_id, run_id, seq, kind, data, time) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+      return "INSERT INTO cairn_run_entries (tenant_id, run_id, seq, kind, data, time, appended_at) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
     case entries_range:
       return "SELECT seq, kind, data, time FROM cairn_run_entries "
              "WHERE tenant_id = ?1 AND run_id = ?2 AND seq >= ?3 AND seq <= ?4 ORDER BY seq";
@@ -106,7 +120,10 @@ const char* statement_sql(Stmt s) {
     case forks_between:
       return "SELECT run_id FROM cairn_runs WHERE tenant_id = ?1 AND forked_from = ?2 AND fork_seq > ?3 "
              "AND fork_seq < ?4 LIMIT 1";
-    case stale: return "SELECT run_id FROM cairn_runs WHERE tenant_id = ?1 AND updated_at < ?2 ORDER BY run_id";
+    case stale:
+      return "SELECT run_id FROM cairn_runs AS r WHERE tenant_id = ?1 AND coalesce((SELECT e.appended_at FROM "
+             "cairn_run_entries AS e WHERE e.tenant_id = r.tenant_id AND e.run_id = r.run_id ORDER BY e.seq DESC "
+             "LIMIT 1), r.created_at) < ?2 ORDER BY run_id";
     case statement_count: break;
   }
   return "";
@@ -359,26 +376,33 @@ struct SqliteRunJournal::Impl {
                                     excerpt(tenant_id), what));
   }
 
-  // The run row in the current result row of a run_head query.
+  // The run in the current result row of a run_head query: its row, and its newest own entry (NULLs when none).
   RunInfo run_row(const Query& q, const std::string& tenant_id, const std::string& run_id) const {
-    for (int col : {0, 1, 3, 4, 5}) {
+    for (int col : {0, 2, 3}) {
       if (q.type(col) != SQLITE_INTEGER) damaged_run(tenant_id, run_id, "a number column holds something else");
     }
-    if (q.type(2) != SQLITE_NULL && q.type(2) != SQLITE_TEXT) {
+    if (q.type(2) == SQLITE_INTEGER && q.int64(2) < 0) damaged_run(tenant_id, run_id, "fork_seq is negative");
+    if (q.type(1) != SQLITE_NULL && q.type(1) != SQLITE_TEXT) {
       damaged_run(tenant_id, run_id, "forked_from is not text");
     }
-    const std::int64_t last = q.int64(0), kept = q.int64(1), fork = q.int64(3);
-    if (last < 0 || kept < 1 || fork < 0 || fork > last) {
+    for (int col : {4, 5}) {
+      if (q.type(col) != SQLITE_NULL && q.type(col) != SQLITE_INTEGER) {
+        damaged_run(tenant_id, run_id, "its newest entry's seq or append time is not a number");
+      }
+    }
+    const std::int64_t kept = q.int64(0), fork = q.int64(2);
+    const std::int64_t newest = q.type(4) == SQLITE_INTEGER ? q.int64(4) : 0;
+    if (kept < 1 || newest < 0 || (newest != 0 && newest <= fork)) {
       damaged_run(tenant_id, run_id, "its sequence numbers are out of order");
     }
     RunInfo info;
     info.run_id = run_id;
-    info.last_seq = static_cast<std::uint64_t>(last);
+    info.last_seq = static_cast<std::uint64_t>(std::max(newest, fork));
     info.kept_from = static_cast<std::uint64_t>(kept);
-    if (q.type(2) == SQLITE_TEXT) info.forked_from = std::string(q.text(2));
+    if (q.type(1) == SQLITE_TEXT) info.forked_from = std::string(q.text(1));
     info.fork_seq = static_cast<std::uint64_t>(fork);
-    info.created_at = q.int64(4);
-    info.updated_at = q.int64(5);
+    info.created_at = q.int64(3);
+    info.updated_at = q.type(5) == SQLITE_INTEGER ? q.int64(5) : info.created_at;
     return info;
   }
 
@@ -420,41 +444,32 @@ void SqliteRunJournal::do_append(const std::string& tenant_id, const std::string
 
   auto conn = impl_->pool.acquire();
   Impl::WriteTransaction tx(*conn);
-  // The check and the move are one statement, inside a transaction that holds the database's write lock: no other
-  // writer, in this process or another, can move the run on between them. Only when it fails is the run's actual
-  // end read, for the conflict.
-  const std::int64_t last = sql_seq(entries.back().seq);
-  // (Expected 0 also goes this way: a fork at seq 0 is a run that ends at 0.)
-  Impl::Query(*conn, run_advance)
-      .bind(1, tenant_id)
-      .bind(2, run_id)
-      .bind(3, last)
-      .bind(4, now)
-      .bind(5, sql_seq(expected_seq))
-      .run();
-  if (sqlite3_changes(conn->db) != 1) {
-    std::optional<std::int64_t> actual;
-    {
-      Impl::Query q(*conn, run_last);
-      q.bind(1, tenant_id).bind(2, run_id);
-      if (q.step()) {
-        if (q.type(0) != SQLITE_INTEGER || q.int64(0) < 0) impl_->damaged_run(tenant_id, run_id, "last_seq");
-        actual = q.int64(0);
+  // The check and the insert are inside a transaction that holds the database's write lock: no other writer, in
+  // this process or another, can move the run on between them. Where the run ends is its newest entry's key.
+  std::optional<std::uint64_t> actual;
+  {
+    Impl::Query q(*conn, run_end);
+    q.bind(1, tenant_id).bind(2, run_id);
+    if (q.step()) {
+      if (q.type(0) != SQLITE_INTEGER || q.int64(0) < 0) impl_->damaged_run(tenant_id, run_id, "fork_seq");
+      if (q.type(1) != SQLITE_NULL && (q.type(1) != SQLITE_INTEGER || q.int64(1) < 1)) {
+        impl_->damaged_run(tenant_id, run_id, "its newest entry's seq");
       }
+      actual = static_cast<std::uint64_t>(std::max(q.int64(0), q.type(1) == SQLITE_INTEGER ? q.int64(1) : 0));
     }
-    if (actual || expected_seq != 0) {
-      const auto actual_seq = static_cast<std::uint64_t>(actual.value_or(0));
-      throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}",
-                                 excerpt(run_id), expected_seq, actual_seq),
-                     expected_seq, actual_seq);
-    }
+  }
+  if (actual.value_or(0) != expected_seq) {
+    throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}",
+                               excerpt(run_id), expected_seq, actual.value_or(0)),
+                   expected_seq, actual.value_or(0));
+  }
+  if (!actual) {
     Impl::Query(*conn, run_insert)  // expected 0 and no run: this append creates it
         .bind(1, tenant_id)
         .bind(2, run_id)
-        .bind(3, last)
-        .bind(4, std::optional<std::string>())
-        .bind(5, std::int64_t{0})
-        .bind(6, now)
+        .bind(3, std::optional<std::string>())
+        .bind(4, std::int64_t{0})
+        .bind(5, now)
         .run();
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -466,6 +481,7 @@ void SqliteRunJournal::do_append(const std::string& tenant_id, const std::string
         .bind(4, entries[i].kind)
         .bind(5, texts[i])
         .bind(6, entries[i].time)
+        .bind(7, now)
         .run();
   }
   tx.commit();
@@ -546,10 +562,9 @@ void SqliteRunJournal::do_create_fork(const std::string& tenant_id, const std::s
   Impl::Query(*conn, run_insert)
       .bind(1, tenant_id)
       .bind(2, run_id)
-      .bind(3, sql_seq(fork_seq))
-      .bind(4, source)
-      .bind(5, sql_seq(fork_seq))
-      .bind(6, now)
+      .bind(3, source)
+      .bind(4, sql_seq(fork_seq))
+      .bind(5, now)
       .run();
   tx.commit();
 }

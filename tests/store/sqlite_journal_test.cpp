@@ -331,6 +331,46 @@ TEST_CASE("data the journal could not read back the same is refused before anyth
   CHECK(journal.read("t", "r", 2)[0].data == ten);
 }
 
+TEST_CASE("a file of run schema 1 is migrated: runs end and were updated where they did, and go on from there") {
+  TempDir dir;
+  const auto path = dir.file("v1.db");
+  {
+    RawDb raw(path);
+    raw.exec(R"sql(
+CREATE TABLE cairn_run_schema (version INTEGER NOT NULL);
+INSERT INTO cairn_run_schema VALUES (1);
+CREATE TABLE cairn_runs (tenant_id TEXT NOT NULL, run_id TEXT NOT NULL, last_seq INTEGER NOT NULL,
+  kept_from INTEGER NOT NULL, forked_from TEXT, fork_seq INTEGER NOT NULL, created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL, PRIMARY KEY (tenant_id, run_id)) WITHOUT ROWID;
+CREATE INDEX cairn_runs_forks ON cairn_runs (tenant_id, forked_from) WHERE forked_from IS NOT NULL;
+CREATE TABLE cairn_run_entries (tenant_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+  kind TEXT NOT NULL, data TEXT NOT NULL, time INTEGER NOT NULL, PRIMARY KEY (tenant_id, run_id, seq)) WITHOUT ROWID;
+CREATE INDEX cairn_run_snapshots ON cairn_run_entries (tenant_id, run_id, seq) WHERE kind = 'snapshot';
+INSERT INTO cairn_runs VALUES ('t', 'r', 2, 1, NULL, 0, 1000, 5000);
+INSERT INTO cairn_runs VALUES ('t', 'f', 1, 1, 'r', 1, 6000, 6000);
+INSERT INTO cairn_run_entries VALUES ('t', 'r', 1, 'a', '1', 1000), ('t', 'r', 2, 'b', '2', 123);
+)sql");
+  }
+  SqliteRunJournal journal(path);
+  const auto r = journal.info("t", "r");
+  REQUIRE(r);
+  CHECK(r->last_seq == 2);
+  CHECK(r->created_at == 1000);
+  CHECK(r->updated_at == 5000);  // the run's, not the entry's own time
+  const auto f = journal.info("t", "f");
+  REQUIRE(f);
+  CHECK(f->last_seq == 1);
+  CHECK(f->updated_at == 6000);
+  CHECK(journal.read("t", "f").size() == 1);
+  CHECK_THROWS_AS(journal.append("t", "r", 1, one("late", 3)), conflict);
+  CHECK(journal.append("t", "r", 2, one("c", 3)) == 3);
+  CHECK(journal.read("t", "r").back().data == 3);
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT version FROM cairn_run_schema") == "2");
+  CHECK(raw.scalar("SELECT count(*) FROM pragma_table_info('cairn_runs') WHERE name IN ('last_seq', 'updated_at')") ==
+        "0");
+}
+
 TEST_CASE("a damaged row is a storage_error naming the run and the seq, not a crash") {
   TempDir dir;
   const auto path = dir.file("damaged.db");
@@ -359,22 +399,26 @@ TEST_CASE("a damaged row is a storage_error naming the run and the seq, not a cr
   // A damaged run row.
   {
     RawDb raw(path);
-    raw.exec("UPDATE cairn_runs SET last_seq = 'many' WHERE run_id = 'other'");
+    raw.exec("UPDATE cairn_runs SET fork_seq = 'many' WHERE run_id = 'other'");
   }
   CHECK_THROWS_WITH(journal.info("t", "other"), cairn_test::ContainsSubstring("run 'other' in tenant 't' is damaged"));
   CHECK_THROWS_AS(journal.append("t", "other", 1, one("b", 2)), storage_error);
   {
     RawDb raw(path);
-    raw.exec("UPDATE cairn_runs SET last_seq = 1, fork_seq = 7 WHERE run_id = 'other'");
+    raw.exec("UPDATE cairn_runs SET fork_seq = 7 WHERE run_id = 'other'");  // a fork point after its own entries
+  }
+  CHECK_THROWS_AS(journal.info("t", "other"), storage_error);
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_runs SET fork_seq = 0, kept_from = 0 WHERE run_id = 'other'");
   }
   CHECK_THROWS_AS(journal.info("t", "other"), storage_error);
   // Entries lost behind the journal's back are noticed.
-  {
-    RawDb raw(path);
-    raw.exec("UPDATE cairn_runs SET fork_seq = 0 WHERE run_id = 'other'");
-    raw.exec("DELETE FROM cairn_run_entries WHERE run_id = 'other'");
-  }
-  CHECK_THROWS_WITH(journal.read("t", "other"), cairn_test::ContainsSubstring("should hold seq 1 to 1 but has 0"));
+  { RawDb(path).exec("UPDATE cairn_runs SET kept_from = 1 WHERE run_id = 'other'"); }
+  journal.append("t", "other", 1, one("more", 2));
+  journal.append("t", "other", 2, one("more", 3));
+  { RawDb(path).exec("DELETE FROM cairn_run_entries WHERE run_id = 'other' AND seq = 2"); }
+  CHECK_THROWS_WITH(journal.read("t", "other"), cairn_test::ContainsSubstring("should hold seq 1 to 3 but has 2"));
   // A damaged run can still be removed.
   journal.remove("t", "r");
   CHECK(!journal.info("t", "r"));

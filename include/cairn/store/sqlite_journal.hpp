@@ -50,7 +50,7 @@ struct SqliteJournalOptions {
 class SqliteRunJournal final : public RunJournal {
  public:
   /// The run schema version this cairn writes; files with a lower one are migrated when opened.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   /// Opens (creating when missing) the database at `path`. In-memory databases (":memory:", "") are refused: each
   /// connection would see its own empty database; use InMemoryRunJournal instead.
