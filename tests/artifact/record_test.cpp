@@ -326,3 +326,34 @@ TEST_CASE("a value is walked once per build; records revised from a checked one 
   auto shared = std::make_shared<const json>(json{std::numeric_limits<double>::quiet_NaN()});
   CHECK_THROWS_AS(r->revise().shared_value(shared).build(), cairn::invalid_artifact);
 }
+
+TEST_CASE("a shared value that passed is remembered by identity, never by address alone") {
+  // The checked-value memo (one per thread) lets one document shared into many records be walked once. It must
+  // still walk every other document: a different one, a sub-document aliasing the same owner, and a new document
+  // allocated where a checked one was freed.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto good = std::make_shared<const json>(json{{"rows", json::array({1, 2})}});
+  CHECK_NOTHROW(minimal().shared_value(good).build());
+  CHECK_NOTHROW(minimal().shared_value(good).build());  // the same document again
+  auto bad = std::make_shared<const json>(json{{"rows", json::array({nan})}});
+  CHECK_THROWS_AS(minimal().shared_value(bad).build(), cairn::invalid_artifact);
+  CHECK_NOTHROW(minimal().shared_value(good).build());
+  // Aliasing: same owner as a checked document, another object.
+  auto owner = std::make_shared<json>(json{{"ok", 1}, {"bad", json{{"x", nan}}}});
+  std::shared_ptr<const json> whole(owner, owner.get());
+  std::shared_ptr<const json> part(owner, &(*owner)["bad"]);
+  CHECK_THROWS_AS(minimal().shared_value(whole).build(), cairn::invalid_artifact);
+  (*owner)["bad"] = json{{"x", 1}};
+  CHECK_NOTHROW(minimal().shared_value(whole).build());
+  (*owner)["bad"] = json{{"x", nan}};
+  CHECK_THROWS_AS(minimal().shared_value(part).build(), cairn::invalid_artifact);
+  // Freed and reallocated: whatever address the new document gets, it is checked.
+  for (int i = 0; i < 50; ++i) {
+    {
+      auto fine = std::make_shared<const json>(json{{"rows", json::array({i})}});
+      REQUIRE_NOTHROW(minimal().shared_value(fine).build());
+    }
+    auto poisoned = std::make_shared<const json>(json{{"rows", json::array({nan})}});
+    REQUIRE_THROWS_AS(minimal().shared_value(poisoned).build(), cairn::invalid_artifact);
+  }
+}

@@ -137,7 +137,8 @@ class ArtifactRecord::Builder {
     value_checked_ = false;
     return *this;
   }
-  /// Shares an existing value without copying it.
+  /// Shares an existing value without copying it. The value must not change afterwards (records are immutable):
+  /// a document shared into many records is checked once per thread while it lives, not once per record.
   Builder& shared_value(std::shared_ptr<const nlohmann::json> v) {
     value_ = std::move(v);
     value_checked_ = false;
@@ -348,6 +349,38 @@ inline void check_json_content(const char* field, const nlohmann::json& root) {
   }
 }
 
+/// check_json_content for a value held behind a shared_ptr, remembering per thread the last value that passed: the
+/// same immutable document shared into record after record (one payload referenced by many artifacts) is walked
+/// once, not once per record. The memo holds a weak_ptr, so a value freed and another allocated at the same address
+/// is never mistaken for it.
+inline void check_shared_json_content(const char* field, const std::shared_ptr<const nlohmann::json>& v) {
+  struct Memo {
+    std::weak_ptr<const nlohmann::json> owner;
+    const nlohmann::json* at = nullptr;
+  };
+  thread_local Memo memo;
+  // Scalars cost less to check than to remember.
+  if (!v->is_structured()) return check_json_content(field, *v);
+  if (memo.at == v.get() && !memo.owner.owner_before(v) && !v.owner_before(memo.owner) && !memo.owner.expired()) {
+    return;
+  }
+  check_json_content(field, *v);
+  memo.owner = v;
+  memo.at = v.get();
+}
+
+/// The value of records built without one (JSON null), shared like empty_metadata.
+inline const std::shared_ptr<const nlohmann::json>& null_value() {
+  static const auto null = std::make_shared<const nlohmann::json>();
+  return null;
+}
+
+/// The metadata of records built without any: one shared empty object rather than one allocation per record.
+inline const std::shared_ptr<const nlohmann::json>& empty_metadata() {
+  static const auto empty = std::make_shared<const nlohmann::json>(nlohmann::json::object());
+  return empty;
+}
+
 }  // namespace detail
 
 inline ArtifactRecord::ArtifactRecord(Builder&& b)
@@ -358,15 +391,14 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b)
       title_(std::move(b.title_)),
       description_(std::move(b.description_)),
       purpose_(b.purpose_ && !b.purpose_->empty() ? std::move(*b.purpose_) : description_),
-      value_(b.value_ ? std::move(b.value_) : std::make_shared<const nlohmann::json>()),
+      value_(b.value_ ? std::move(b.value_) : detail::null_value()),
       storage_url_(std::move(b.storage_url_)),
       mime_type_(std::move(b.mime_type_)),
       size_bytes_(b.size_bytes_),
       schema_url_(std::move(b.schema_url_)),
       created_by_(std::move(b.created_by_)),
       created_at_(b.created_at_),
-      metadata_(b.metadata_ ? std::move(b.metadata_)
-                            : std::make_shared<const nlohmann::json>(nlohmann::json::object())) {
+      metadata_(b.metadata_ ? std::move(b.metadata_) : detail::empty_metadata()) {
   detail::check_identifier("id", id_, false);
   detail::check_identifier("tenant_id", tenant_id_, true);
   if (!b.type_) throw invalid_artifact("type: must be set");  // b.type_ was only moved from, still engaged
@@ -397,7 +429,7 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b)
   }
   // Last: the only checks that walk a whole value. A value or metadata shared from a built record (revise,
   // to_builder) was checked when that record was built, and is immutable.
-  if (!b.value_checked_) detail::check_json_content("value", *value_);
+  if (!b.value_checked_) detail::check_shared_json_content("value", value_);
   if (!b.metadata_checked_) detail::check_json_content("metadata", *metadata_);
 }
 
