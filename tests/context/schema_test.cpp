@@ -63,8 +63,8 @@ struct Fixture {
   // The message execute() throws for these inputs (the tool must not run), or "" when it runs.
   std::string refusal(const json& inputs, const std::string& tool_name = "fetch_page") {
     const int before = *runs;
-    const ToolCall call = ToolCall::from_json({{"tool", tool_name}, {"inputs", inputs},
-                                               {"outputs", {{{"name", "page"}, {"type", "data"}, {"description", "d"}}}}});
+    const json outputs = {{{"name", "page"}, {"type", "data"}, {"description", "d"}}};
+    const ToolCall call = ToolCall::from_json({{"tool", tool_name}, {"inputs", inputs}, {"outputs", outputs}});
     try {
       cairn::execute(call, ctx, registry);
     } catch (const cairn::invalid_argument& e) {
@@ -131,6 +131,14 @@ TEST_CASE("schema: many violations are reported up to a bound and the rest count
   CHECK(message.find("fetch_page: input /") == 0);
   INFO(message);
   CHECK_THAT(message, Catch::EndsWith("; and 3 more"));  // 8 violations, 5 described
+}
+
+TEST_CASE("schema: a string that is not valid UTF-8 is refused before its characters are counted") {
+  Fixture f;
+  std::string bad = "a";
+  bad.append(12, '\x80');  // a run of continuation bytes
+  CHECK(f.refusal({{"url", bad}, {"port", 1}}) == "fetch_page: input /url: string: not valid UTF-8");
+  CHECK(f.refusal({{"url", "h\xC3\xA9llo"}, {"port", 1}}).empty());
 }
 
 TEST_CASE("schema: inputs are checked after @name resolution") {

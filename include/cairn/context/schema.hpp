@@ -11,6 +11,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -91,6 +92,7 @@ class CompiledSchema {
 #if CAIRN_WITH_SCHEMA
   struct Compiled;
   std::shared_ptr<const Compiled> compiled_;
+  bool counts_characters_ = false;  // the schema has minLength / maxLength somewhere
 #else
   std::vector<std::string> required_;
 #endif
@@ -282,6 +284,51 @@ inline SchemaViolation to_violation(const nlohmann::json& schema, const nlohmann
   return out;
 }
 
+/// True when `schema` has a member named `key` at any depth (walked without recursion).
+inline bool has_key_anywhere(const nlohmann::json& schema, std::string_view key) {
+  std::vector<const nlohmann::json*> todo{&schema};
+  while (!todo.empty()) {
+    const nlohmann::json* j = todo.back();
+    todo.pop_back();
+    if (j->is_object()) {
+      for (auto it = j->begin(); it != j->end(); ++it) {
+        if (it.key() == key) return true;
+        if (it->is_structured()) todo.push_back(&*it);
+      }
+    } else if (j->is_array()) {
+      for (const auto& e : *j) {
+        if (e.is_structured()) todo.push_back(&e);
+      }
+    }
+  }
+  return false;
+}
+
+/// The pointer of the first string in `value` (or member name) that is not valid UTF-8, if any. valijson counts
+/// the characters of a string for minLength / maxLength with a decoder that reads past its table on malformed
+/// sequences, so such strings never reach it.
+inline std::optional<std::string> invalid_utf8_at(const nlohmann::json& value) {
+  std::vector<std::pair<const nlohmann::json*, std::string>> todo;
+  todo.emplace_back(&value, "");
+  while (!todo.empty()) {
+    auto [j, at] = std::move(todo.back());
+    todo.pop_back();
+    if (j->is_string()) {
+      if (!is_valid_utf8(j->get_ref<const std::string&>())) return at;
+    } else if (j->is_object()) {
+      for (auto it = j->begin(); it != j->end(); ++it) {
+        std::string child = at;
+        append_pointer_token(child, it.key());
+        if (!is_valid_utf8(it.key())) return child;
+        todo.emplace_back(&*it, std::move(child));
+      }
+    } else if (j->is_array()) {
+      for (std::size_t i = 0; i < j->size(); ++i) todo.emplace_back(&(*j)[i], at + "/" + std::to_string(i));
+    }
+  }
+  return std::nullopt;
+}
+
 /// True when `e` only says that something below it failed (valijson reports the parent too).
 inline bool is_wrapper_error(const valijson::ValidationResults::Error& e,
                              const std::deque<valijson::ValidationResults::Error>& all) {
@@ -348,12 +395,20 @@ inline CompiledSchema::CompiledSchema(const nlohmann::json& schema, std::string_
     throw invalid_argument(fmt::format("{}: not a usable JSON Schema: {}", what, e.what()));
   }
   compiled_ = std::move(compiled);
+  counts_characters_ = detail::has_key_anywhere(schema, "minLength") || detail::has_key_anywhere(schema, "maxLength");
 }
 
 inline std::vector<SchemaViolation> CompiledSchema::validate(const nlohmann::json& value, std::size_t max_reported,
                                                              std::size_t* total) const {
   std::vector<SchemaViolation> out;
   if (total) *total = 0;
+  if (counts_characters_) {
+    if (auto at = detail::invalid_utf8_at(value)) {
+      out.push_back(SchemaViolation{std::move(*at), "string", "not valid UTF-8"});
+      if (total) *total = 1;
+      return out;
+    }
+  }
   auto validator = compiled_->borrow();
   const detail::ValijsonAdapter target(value);
   try {
@@ -407,7 +462,8 @@ inline std::vector<SchemaViolation> CompiledSchema::validate(const nlohmann::jso
     if (value.is_object() && value.contains(key)) continue;
     ++count;
     if (out.size() < max_reported) {
-      out.push_back(SchemaViolation{"", "required", fmt::format("missing required property '{}'", detail::excerpt(key))});
+      out.push_back(
+          SchemaViolation{"", "required", fmt::format("missing required property '{}'", detail::excerpt(key))});
     }
   }
   if (total) *total = count;

@@ -370,7 +370,8 @@ inline std::string input_hash(const nlohmann::json& inputs) {
 ///     and the rule: `fetch: input /port: type: expected type integer, got string`). Nothing has run and nothing
 ///     changed (no journal entry either) when it throws.
 ///  2. runs the tool on the resolved inputs. A tool that returns success = false, throws, or returns data that does
-///     not match its output_schema has failed: no output is stored, `Tool <name> failed: <reason>` is logged (role tool) and the result says why.
+///     not match its output_schema has failed: no output is stored, `Tool <name> failed: <reason>` is logged (role
+///     tool) and the result says why.
 ///  3. for each output spec, stores a record {type, value, description, purpose, metadata {tool_name, success,
 ///     input_artifacts, ...the tool's metadata}} and binds it under the spec's name, logging
 ///     `Executed <tool> and stored output as @<name>` (role assistant). The value is `data[name]` when data is an
