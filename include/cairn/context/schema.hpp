@@ -308,6 +308,27 @@ inline bool has_key_anywhere(const nlohmann::json& schema, std::string_view key)
 /// the characters of a string for minLength / maxLength with a decoder that reads past its table on malformed
 /// sequences, so such strings never reach it.
 inline std::optional<std::string> invalid_utf8_at(const nlohmann::json& value) {
+  {  // the usual case, everything valid: one walk that builds no pointers
+    std::vector<const nlohmann::json*> scan{&value};
+    bool all_valid = true;
+    while (all_valid && !scan.empty()) {
+      const nlohmann::json* j = scan.back();
+      scan.pop_back();
+      if (j->is_string()) {
+        all_valid = is_valid_utf8(j->get_ref<const std::string&>());
+      } else if (j->is_object()) {
+        for (auto it = j->begin(); all_valid && it != j->end(); ++it) {
+          all_valid = is_valid_utf8(it.key());
+          if (!it->is_primitive() || it->is_string()) scan.push_back(&*it);
+        }
+      } else if (j->is_array()) {
+        for (const auto& e : *j) {
+          if (!e.is_primitive() || e.is_string()) scan.push_back(&e);
+        }
+      }
+    }
+    if (all_valid) return std::nullopt;
+  }
   std::vector<std::pair<const nlohmann::json*, std::string>> todo;
   todo.emplace_back(&value, "");
   while (!todo.empty()) {
