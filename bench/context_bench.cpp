@@ -1,6 +1,8 @@
 // ExecutionContext: fork() must stay flat whatever the context holds; a lookup after a chain of 1,000 forks must
 // cost what it costs in an unforked context; resolve() must stay close to a plain deep copy of the same JSON; and
-// the catalog of 1,000 artifacts is timed against the same text formatted from a ready-made list.
+// the catalog of 1,000 artifacts is timed against the same text formatted from a ready-made list. Schema validation:
+// execute() of a tool with a realistic input schema against the same tool with the default schema, and the compiled
+// schema alone against the same rules written by hand.
 // scripts/bench prints the ratios.
 #include <cstddef>
 #include <memory>
@@ -13,6 +15,8 @@
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/prompt.hpp"
+#include "cairn/context/schema.hpp"
+#include "cairn/context/tool.hpp"
 
 namespace {
 
@@ -189,6 +193,117 @@ void BM_FormatCatalog_Cairn(benchmark::State& state) {
 }
 BENCHMARK(BM_FormatCatalog_Floor);
 BENCHMARK(BM_FormatCatalog_Cairn);
+
+// Schema validation. An input schema of 8 properties with types, an enum, bounds, a nested object and an array of
+// objects, and inputs that satisfy it (the usual case: a valid call).
+const json& fetch_schema() {
+  static const json s = json::parse(R"({
+    "type": "object",
+    "required": ["url", "method"],
+    "additionalProperties": false,
+    "properties": {
+      "url": {"type": "string", "minLength": 1},
+      "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+      "method": {"enum": ["GET", "POST", "PUT", "DELETE"]},
+      "timeout_ms": {"type": "number", "minimum": 0},
+      "follow_redirects": {"type": "boolean"},
+      "headers": {"type": "array", "items": {"type": "object", "required": ["name"],
+                  "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}},
+      "query": {"type": "object", "additionalProperties": {"type": "string"}},
+      "auth": {"type": "object", "required": ["kind"],
+               "properties": {"kind": {"enum": ["basic", "bearer"]}, "token": {"type": "string"}}}
+    }
+  })");
+  return s;
+}
+
+const json& fetch_inputs() {
+  static const json in = json::parse(R"({
+    "url": "https://example.com/search", "port": 443, "method": "GET", "timeout_ms": 2500.0,
+    "follow_redirects": true,
+    "headers": [{"name": "Accept", "value": "text/html"}, {"name": "User-Agent", "value": "cairn"}, {"name": "DNT"}],
+    "query": {"q": "json schema", "page": "2"},
+    "auth": {"kind": "bearer", "token": "abc"}
+  })");
+  return in;
+}
+
+// The same rules written by hand, as a host would without a validator.
+bool hand_check(const json& in) {
+  static const char* const known[] = {"url", "port", "method", "timeout_ms", "follow_redirects", "headers", "query",
+                                      "auth"};
+  if (!in.is_object()) return false;
+  for (const auto& [key, value] : in.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) return false;
+  }
+  const auto url = in.find("url");
+  if (url == in.end() || !url->is_string() || url->get_ref<const std::string&>().empty()) return false;
+  const auto method = in.find("method");
+  if (method == in.end() || !method->is_string()) return false;
+  const std::string& m = method->get_ref<const std::string&>();
+  if (m != "GET" && m != "POST" && m != "PUT" && m != "DELETE") return false;
+  if (const auto p = in.find("port"); p != in.end()) {
+    if (!p->is_number_integer() || p->get<long long>() < 1 || p->get<long long>() > 65535) return false;
+  }
+  if (const auto t = in.find("timeout_ms"); t != in.end() && (!t->is_number() || t->get<double>() < 0)) return false;
+  if (const auto f = in.find("follow_redirects"); f != in.end() && !f->is_boolean()) return false;
+  if (const auto h = in.find("headers"); h != in.end()) {
+    if (!h->is_array()) return false;
+    for (const auto& e : *h) {
+      if (!e.is_object()) return false;
+      const auto n = e.find("name");
+      if (n == e.end() || !n->is_string()) return false;
+      if (const auto v = e.find("value"); v != e.end() && !v->is_string()) return false;
+    }
+  }
+  if (const auto q = in.find("query"); q != in.end()) {
+    if (!q->is_object()) return false;
+    for (const auto& [k, v] : q->items()) {
+      if (!v.is_string()) return false;
+    }
+  }
+  if (const auto a = in.find("auth"); a != in.end()) {
+    if (!a->is_object()) return false;
+    const auto kind = a->find("kind");
+    if (kind == a->end() || !kind->is_string()) return false;
+    if (*kind != "basic" && *kind != "bearer") return false;
+    if (const auto tok = a->find("token"); tok != a->end() && !tok->is_string()) return false;
+  }
+  return true;
+}
+
+void BM_SchemaValidate_Floor(benchmark::State& state) {
+  const json& in = fetch_inputs();
+  for (auto _ : state) benchmark::DoNotOptimize(hand_check(in));
+}
+void BM_SchemaValidate_Cairn(benchmark::State& state) {
+  const cairn::CompiledSchema schema(fetch_schema(), "bench");
+  const json& in = fetch_inputs();
+  if (!schema.validate(in).empty() || !hand_check(in)) state.SkipWithError("the bench inputs are not valid");
+  for (auto _ : state) benchmark::DoNotOptimize(schema.validate(in));
+}
+BENCHMARK(BM_SchemaValidate_Floor);
+BENCHMARK(BM_SchemaValidate_Cairn);
+
+// execute() of one call (no outputs, so the store does not grow): the tool with the default schema
+// {"type":"object"} against the same tool with the schema above.
+void execute_fetch(benchmark::State& state, json schema) {
+  cairn::ToolRegistry registry;
+  registry.add(cairn::Tool{"fetch_page", "fetches a page", std::move(schema),
+                           [](const json& in) { return cairn::ToolResult::ok(in.size()); }});
+  ExecutionContext ctx(shared_store(), "bench");
+  const cairn::ToolCall call{"fetch_page", fetch_inputs(), {}};
+  for (auto _ : state) {
+    auto result = cairn::execute(call, ctx, registry);
+    benchmark::DoNotOptimize(result);
+  }
+}
+void BM_ExecuteSchema_Floor(benchmark::State& state) { execute_fetch(state, json{{"type", "object"}}); }
+void BM_ExecuteSchema_Cairn(benchmark::State& state) { execute_fetch(state, fetch_schema()); }
+BENCHMARK(BM_ExecuteSchema_Floor);
+BENCHMARK(BM_ExecuteSchema_Cairn);
 
 }  // namespace
 

@@ -303,7 +303,7 @@ TEST_CASE("execute throws before running anything for a bad call, and changes no
   REQUIRE_THROWS_WITH(
       cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"other", 1}}}, {"outputs", out}}), ctx,
                      reg),
-      "needs_path: missing required input 'path'");
+      "needs_path: input (top level): required: missing required property 'path'");
   ToolCall hand_made{"needs_path", {{"path", "/x"}}, {}};
   hand_made.outputs.push_back(cairn::OutputSpec{"bad name", cairn::ArtifactType::data, "d", ""});
   REQUIRE_THROWS_WITH(cairn::execute(hand_made, ctx, reg),

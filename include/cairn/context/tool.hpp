@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@
 #include "cairn/artifact/type.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/resolve.hpp"
+#include "cairn/context/schema.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
@@ -53,11 +55,22 @@ using ToolFunction = std::function<ToolResult(const nlohmann::json& inputs)>;
 struct Tool {
   std::string name;  ///< 1 to 128 characters of [A-Za-z0-9_.-]
   std::string description;
-  nlohmann::json input_schema = nlohmann::json{{"type", "object"}};  ///< a JSON Schema object, shown to the model
+  /// A JSON Schema object, shown to the model; execute() checks the resolved inputs against it (docs/context.md).
+  nlohmann::json input_schema = nlohmann::json{{"type", "object"}};
   ToolFunction function;
   /// Running it twice with the same inputs has the effect of running it once (a read, a PUT, an upsert keyed by
   /// the inputs). A durable run retries such a tool's in-doubt calls by itself; others go to the host.
   bool idempotent = false;
+  /// A JSON Schema the tool's returned `data` must satisfy before any output is stored; none by default. A result
+  /// that does not is a failure of the tool (nothing stored).
+  std::optional<nlohmann::json> output_schema = std::nullopt;
+};
+
+/// A tool as a ToolRegistry keeps it: the tool and its schemas, compiled once when it was registered.
+struct RegisteredTool {
+  Tool tool;
+  CompiledSchema input;
+  std::optional<CompiledSchema> output;  ///< when the tool declares an output_schema
 };
 
 /// True when `name` is 1 to 128 characters of [A-Za-z0-9_.-].
@@ -73,8 +86,10 @@ inline bool is_valid_tool_name(std::string_view name) noexcept {
 /// up while another thread adds one. A tool's function may then run on several threads at once.
 class ToolRegistry {
  public:
-  /// Registers `tool`. Throws cairn::invalid_argument for a malformed or taken name, a missing function or an
-  /// input schema that is not a JSON object.
+  /// Registers `tool` and compiles its schemas (once: execute() then only checks values). Throws
+  /// cairn::invalid_argument for a malformed or taken name, a missing function, an input schema that is not a JSON
+  /// object, or a schema that is not a valid JSON Schema (`tool 'fetch': input_schema: not a valid JSON Schema: at
+  /// /properties/port/type: ...`); nothing is registered then.
   void add(Tool tool) {
     if (!is_valid_tool_name(tool.name)) {
       throw invalid_argument(fmt::format(
@@ -85,16 +100,26 @@ class ToolRegistry {
       throw invalid_argument(fmt::format("tool '{}': input_schema must be a JSON object, got {}", tool.name,
                                          tool.input_schema.type_name()));
     }
-    auto shared = std::make_shared<const Tool>(std::move(tool));
+    CompiledSchema input(tool.input_schema, fmt::format("tool '{}': input_schema", tool.name));
+    std::optional<CompiledSchema> output;
+    if (tool.output_schema) output.emplace(*tool.output_schema, fmt::format("tool '{}': output_schema", tool.name));
+    auto shared = std::make_shared<const RegisteredTool>(RegisteredTool{std::move(tool), std::move(input),
+                                                                        std::move(output)});
     std::unique_lock lock(mutex_);
-    if (!by_name_.emplace(shared->name, shared).second) {
-      throw invalid_argument(fmt::format("tool '{}': a tool of that name is registered already", shared->name));
+    if (!by_name_.emplace(shared->tool.name, shared).second) {
+      throw invalid_argument(fmt::format("tool '{}': a tool of that name is registered already", shared->tool.name));
     }
     order_.push_back(std::move(shared));
   }
 
   /// The tool named `name`, or null.
   std::shared_ptr<const Tool> find(std::string_view name) const {
+    auto entry = find_registered(name);
+    return entry ? std::shared_ptr<const Tool>(entry, &entry->tool) : nullptr;
+  }
+
+  /// The tool named `name` with its compiled schemas, or null.
+  std::shared_ptr<const RegisteredTool> find_registered(std::string_view name) const {
     std::shared_lock lock(mutex_);
     const auto it = by_name_.find(std::string(name));
     return it == by_name_.end() ? nullptr : it->second;
@@ -103,7 +128,10 @@ class ToolRegistry {
   /// Every tool, in registration order.
   std::vector<std::shared_ptr<const Tool>> list() const {
     std::shared_lock lock(mutex_);
-    return order_;
+    std::vector<std::shared_ptr<const Tool>> out;
+    out.reserve(order_.size());
+    for (const auto& entry : order_) out.emplace_back(entry, &entry->tool);
+    return out;
   }
 
   std::size_t size() const {
@@ -113,8 +141,8 @@ class ToolRegistry {
 
  private:
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const Tool>> by_name_;
-  std::vector<std::shared_ptr<const Tool>> order_;
+  std::unordered_map<std::string, std::shared_ptr<const RegisteredTool>> by_name_;
+  std::vector<std::shared_ptr<const RegisteredTool>> order_;
 };
 
 /// One output a tool call asks for: the artifact to store and the name to bind it to.
@@ -337,10 +365,13 @@ inline std::string input_hash(const nlohmann::json& inputs) {
 
 /// Runs `call` against `ctx`:
 ///  1. checks the call (throws cairn::not_found "Tool not found: <name>", cairn::invalid_argument for malformed or
-///     repeated output names or a missing required input of the tool's schema) and resolves its inputs (throws
-///     what ExecutionContext::resolve throws). Nothing has run and nothing changed when it throws.
-///  2. runs the tool on the resolved inputs. A tool that returns success = false or throws has failed: no output
-///     is stored, `Tool <name> failed: <reason>` is logged (role tool) and the result says why.
+///     repeated output names), resolves its inputs (throws what ExecutionContext::resolve throws) and checks the
+///     resolved inputs against the tool's input schema (cairn::invalid_argument naming the tool, the JSON pointer
+///     and the rule: `fetch: input /port: type: expected type integer, got string`). Nothing has run and nothing
+///     changed (no journal entry either) when it throws.
+///  2. runs the tool on the resolved inputs. A tool that returns success = false, throws, or returns data that does
+///     not match its output_schema has failed: no output is stored, `Tool <name> failed: <reason>` is logged (role
+///     tool) and the result says why.
 ///  3. for each output spec, stores a record {type, value, description, purpose, metadata {tool_name, success,
 ///     input_artifacts, ...the tool's metadata}} and binds it under the spec's name, logging
 ///     `Executed <tool> and stored output as @<name>` (role assistant). The value is `data[name]` when data is an
@@ -355,7 +386,8 @@ inline std::string input_hash(const nlohmann::json& inputs) {
 /// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt`, or throws call_in_doubt.
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                const ExecuteOptions& options) {
-  const auto tool = registry.find(call.tool);
+  const auto entry = registry.find_registered(call.tool);
+  const Tool* tool = entry ? &entry->tool : nullptr;
   if (!tool) throw not_found(fmt::format("Tool not found: {}", detail::excerpt(call.tool)));
   std::unordered_set<std::string_view> names;
   for (const OutputSpec& o : call.outputs) {
@@ -369,12 +401,11 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   }
   nlohmann::json inputs = ctx.resolve(call.inputs, options.resolve);
   std::vector<std::string> input_artifacts = references(call.inputs, options.resolve);  // cannot throw now
-  if (const auto it = tool->input_schema.find("required"); it != tool->input_schema.end() && it->is_array()) {
-    for (const auto& key : *it) {
-      if (key.is_string() && !(inputs.is_object() && inputs.contains(key.get_ref<const std::string&>()))) {
-        throw invalid_argument(
-            fmt::format("{}: missing required input '{}'", call.tool, detail::excerpt(key.get<std::string>())));
-      }
+  {
+    std::size_t total = 0;
+    const auto violations = entry->input.validate(inputs, CompiledSchema::default_max_reported, &total);
+    if (!violations.empty()) {
+      throw invalid_argument(fmt::format("{}: {}", call.tool, describe_violations("input", violations, total)));
     }
   }
 
@@ -454,6 +485,15 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   if (!out.result.success) return fail(out.result.error.empty() ? "no reason given" : out.result.error);
   if (!out.result.metadata.is_null() && !out.result.metadata.is_object()) {
     return fail(fmt::format("the tool returned metadata that is not an object ({})", out.result.metadata.type_name()));
+  }
+
+  if (entry->output) {
+    std::size_t total = 0;
+    const auto violations = entry->output->validate(out.result.data, CompiledSchema::default_max_reported, &total);
+    if (!violations.empty()) {
+      return fail(fmt::format("the tool's result does not match its output_schema: {}",
+                              describe_violations("output", violations, total)));
+    }
   }
 
   nlohmann::json metadata = {
