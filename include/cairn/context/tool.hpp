@@ -300,7 +300,8 @@ struct ExecutionResult {
 /// up (see docs/runs.md).
 class call_in_doubt : public state_error {
  public:
-  call_in_doubt(const std::string& what, RecordedCall call) : state_error(what), call_(std::move(call)) {}
+  call_in_doubt(const std::string& what, RecordedCall call)
+      : state_error(what, errc::call_in_doubt), call_(std::move(call)) {}
   const RecordedCall& call() const noexcept { return call_; }
 
  private:
