@@ -354,6 +354,7 @@ inline std::string input_hash(const nlohmann::json& inputs) {
 /// run recorded as finished or failed is answered from the journal (ExecutionResult::replayed) and never runs
 /// again; the same id with another tool or other inputs is a cairn::state_error. A call recorded as intended only
 /// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt`, or throws call_in_doubt.
+[[nodiscard]]
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                const ExecuteOptions& options) {
   const auto tool = registry.find(call.tool);
@@ -500,6 +501,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
 }
 
 /// The same with only resolve options.
+[[nodiscard]]
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                const ResolveOptions& options = {}) {
   ExecuteOptions o;
