@@ -59,7 +59,7 @@ const std::string& hostile_of_size(std::size_t bytes) {
 std::shared_ptr<cairn::InMemoryArtifactStore> make_store() {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   for (int i = 0; i < kDistinctArtifacts; ++i) {
-    store->store(*cairn::ArtifactRecord::builder()
+    (void)store->store(*cairn::ArtifactRecord::builder()
                       .tenant_id(kTenant)
                       .id(id_of(i))
                       .type(cairn::ArtifactType::document)

@@ -100,7 +100,7 @@ void BM_PgAppendRoundTrips_Cairn(benchmark::State& state) {
   const std::string log = std::string(dir) + "/server.log";
   cairn::PostgresRunJournal journal(pg_conninfo(), cairn::PostgresJournalOptions{nullptr, 1});
   const std::string tenant = fresh("rt-");
-  journal.info(tenant, "run");  // the connection is open and its statements prepared
+  (void)journal.info(tenant, "run");  // the connection is open and its statements prepared
   PgFloor admin(pg_conninfo());
   double per_append = 0, per_batch = 0, per_conflict = 0;
   auto count_executes = [&](auto&& op) {
@@ -131,7 +131,7 @@ void BM_PgAppendRoundTrips_Cairn(benchmark::State& state) {
     per_batch = count_executes([&](int k) { seq = journal.append(tenant, "run", seq, {entry(k), entry(k), entry(k)}); });
     per_conflict = count_executes([&](int k) {
       try {
-        journal.append(tenant, "run", 1, {entry(k)});
+        (void)journal.append(tenant, "run", 1, {entry(k)});
       } catch (const cairn::conflict&) {
       }
     });

@@ -94,7 +94,7 @@ void BM_Store_Floor(benchmark::State& state) {
   const auto& d = dataset();
   for (auto _ : state) {
     FloorStore s;
-    for (const auto& r : d.records) s.store(*r);
+    for (const auto& r : d.records) (void)s.store(*r);
     benchmark::DoNotOptimize(&s);
   }
   state.SetItemsProcessed(state.iterations() * kArtifacts);
@@ -104,7 +104,7 @@ void BM_Store_Cairn(benchmark::State& state) {
   const auto& d = dataset();
   for (auto _ : state) {
     cairn::InMemoryArtifactStore s;
-    for (const auto& r : d.records) s.store(*r);
+    for (const auto& r : d.records) (void)s.store(*r);
     benchmark::DoNotOptimize(&s);
   }
   state.SetItemsProcessed(state.iterations() * kArtifacts);
@@ -113,7 +113,7 @@ void BM_Store_Cairn(benchmark::State& state) {
 void BM_Fetch_Floor(benchmark::State& state) {
   const auto& d = dataset();
   FloorStore s;
-  for (const auto& r : d.records) s.store(*r);
+  for (const auto& r : d.records) (void)s.store(*r);
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> pick(0, kArtifacts - 1);
   for (auto _ : state) {
@@ -126,7 +126,7 @@ void BM_Fetch_Floor(benchmark::State& state) {
 void BM_Fetch_Cairn(benchmark::State& state) {
   const auto& d = dataset();
   cairn::InMemoryArtifactStore s;
-  for (const auto& r : d.records) s.store(*r);
+  for (const auto& r : d.records) (void)s.store(*r);
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> pick(0, kArtifacts - 1);
   for (auto _ : state) {
@@ -162,7 +162,7 @@ const std::vector<ArtifactPtr>& unstamped(bool with_ids) {
 void store_all(benchmark::State& state, const std::vector<ArtifactPtr>& records, cairn::InMemoryStoreOptions options) {
   for (auto _ : state) {
     cairn::InMemoryArtifactStore s(options);
-    for (const auto& r : records) s.store(*r);
+    for (const auto& r : records) (void)s.store(*r);
     benchmark::DoNotOptimize(&s);
   }
   state.SetItemsProcessed(state.iterations() * kArtifacts);
@@ -204,11 +204,11 @@ void BM_List_Tenant(benchmark::State& state) {
   const auto others = static_cast<int>(state.range(0));
   cairn::InMemoryArtifactStore s;
   for (int i = 0; i < 1000; ++i) {
-    s.store(*ArtifactRecord::builder().tenant_id("target").id("doc-" + std::to_string(100000 + i))
+    (void)s.store(*ArtifactRecord::builder().tenant_id("target").id("doc-" + std::to_string(100000 + i))
                  .type("document").title("t").value(i).build());
   }
   for (int i = 0; i < others; ++i) {
-    s.store(*ArtifactRecord::builder().tenant_id("other-" + std::to_string(i % 1000)).id(std::to_string(i))
+    (void)s.store(*ArtifactRecord::builder().tenant_id("other-" + std::to_string(i % 1000)).id(std::to_string(i))
                  .type("document").title("t").value(i).build());
   }
   cairn::ListQuery q;
@@ -221,7 +221,7 @@ void BM_List_Tenant(benchmark::State& state) {
 void BM_Versions_Cairn(benchmark::State& state) {
   cairn::InMemoryArtifactStore s;
   for (int v = 0; v < 10; ++v) {
-    s.store(*ArtifactRecord::builder().tenant_id("t").id("doc").type("document").title("t").value(v).build());
+    (void)s.store(*ArtifactRecord::builder().tenant_id("t").id("doc").type("document").title("t").value(v).build());
   }
   for (auto _ : state) benchmark::DoNotOptimize(s.versions("doc", "t"));
   state.SetItemsProcessed(state.iterations());
@@ -234,7 +234,7 @@ void BM_Memory_Floor(benchmark::State& state) {
   for (auto _ : state) {
     const long long before = g_live_bytes.load();
     auto s = std::make_unique<FloorStore>();
-    for (const auto& r : d.records) s->store(*r);
+    for (const auto& r : d.records) (void)s->store(*r);
     state.counters["bytes_per_artifact"] = static_cast<double>(g_live_bytes.load() - before) / kArtifacts;
   }
 }
@@ -244,7 +244,7 @@ void BM_Memory_Cairn(benchmark::State& state) {
   for (auto _ : state) {
     const long long before = g_live_bytes.load();
     auto s = std::make_unique<cairn::InMemoryArtifactStore>();
-    for (const auto& r : d.records) s->store(*r);
+    for (const auto& r : d.records) (void)s->store(*r);
     state.counters["bytes_per_artifact"] = static_cast<double>(g_live_bytes.load() - before) / kArtifacts;
   }
 }

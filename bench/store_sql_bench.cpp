@@ -158,7 +158,7 @@ cairn::SqliteArtifactStore& loaded_store() {
     cairn::SqliteOptions o;
     o.synchronous = cairn::SqliteOptions::Synchronous::normal;
     auto* s = new cairn::SqliteArtifactStore(bench_dir() + "/cairn-read.db", o);
-    for (int i = 0; i < kArtifacts; ++i) s->store(*record_of(i, value_of(i)));
+    for (int i = 0; i < kArtifacts; ++i) (void)s->store(*record_of(i, value_of(i)));
     return s;
   }();
   return *store;
@@ -239,7 +239,7 @@ void BM_FetchWhileWriting_Cairn(benchmark::State& state) {
   for (auto _ : state) {
     const int i = static_cast<int>(rng() % kArtifacts);
     if (state.thread_index() == 0 && i % 10 == 0) {
-      store.store(*record_of(i, value_of(i)));
+      (void)store.store(*record_of(i, value_of(i)));
     } else {
       benchmark::DoNotOptimize(store.fetch(id_of(i), tenant_of(i)));
     }
@@ -330,7 +330,7 @@ void BM_PgRoundTrips_Cairn(benchmark::State& state) {
   }
   const std::string log = std::string(dir) + "/server.log";
   cairn::PostgresArtifactStore store(pg_conninfo());
-  store.store(*record_of(0, 1));  // statements are prepared on first use; do not count that
+  (void)store.store(*record_of(0, 1));  // statements are prepared on first use; do not count that
   PgFloor admin(pg_conninfo());
   auto count_executes = [&](auto&& op) {
     admin.exec("ALTER SYSTEM SET log_statement = 'all'");
@@ -351,10 +351,10 @@ void BM_PgRoundTrips_Cairn(benchmark::State& state) {
   };
   double stores = 0, fetches = 0, lists = 0, versions = 0, removes = 0;
   for (auto _ : state) {
-    stores = count_executes([&](int k) { store.store(*record_of(k, k)); });
-    fetches = count_executes([&](int k) { store.fetch(id_of(k), tenant_of(k)); });
-    lists = count_executes([&](int k) { store.list(tenant_of(k)); });
-    versions = count_executes([&](int k) { store.versions(id_of(k), tenant_of(k)); });
+    stores = count_executes([&](int k) { (void)store.store(*record_of(k, k)); });
+    fetches = count_executes([&](int k) { (void)store.fetch(id_of(k), tenant_of(k)); });
+    lists = count_executes([&](int k) { (void)store.list(tenant_of(k)); });
+    versions = count_executes([&](int k) { (void)store.versions(id_of(k), tenant_of(k)); });
     removes = count_executes([&](int k) { store.remove(id_of(k), tenant_of(k)); });
   }
   state.counters["store"] = stores;

@@ -1,13 +1,14 @@
-// cairn — the whole header-only core in one include (target cairn::cairn): artifacts and the in-memory store,
-// handoff, workflow, context, goals and the MCP server pieces.
+// cairn — the whole header-only core in one include (target cairn::cairn): the version and errors, artifacts and the
+// in-memory store, handoff, workflow (JSON templates), execution context, durable runs (RunJournal, the in-memory
+// journal, Run), goals and the MCP server pieces.
 //
 // Not included, on purpose — include them yourself where you need them:
-//   cairn/store/sqlite_store.hpp, cairn/store/postgres_store.hpp, cairn/workflow/yaml.hpp
+//   cairn/store/*.hpp (sqlite_store, postgres_store, sqlite_journal, postgres_journal), cairn/workflow/yaml.hpp
 //       declare the compiled parts; using them needs cairn::sqlite, cairn::postgres or cairn::yaml linked.
 //   cairn/store/open_store.hpp
 //       its body depends on which of those parts the including file links (CAIRN_HAS_SQLITE, CAIRN_HAS_POSTGRES).
-//   cairn/testing/store_conformance.hpp
-//       the conformance suite for a host's own ArtifactStore: test code, not program code.
+//   cairn/testing/*.hpp (clock, scripted_model, recording_store, store_conformance, journal_conformance)
+//       the testing kit and the conformance suites: test code, not program code.
 //   cairn/detail/..., cairn/context/detail/...
 //       internals, included by the headers that need them.
 #pragma once
@@ -37,6 +38,9 @@
 #include "cairn/context/tool.hpp"
 #include "cairn/context/plan.hpp"
 #include "cairn/context/prompt.hpp"
+#include "cairn/run/journal.hpp"
+#include "cairn/run/memory_journal.hpp"
+#include "cairn/run/run.hpp"
 #include "cairn/goals/goal.hpp"
 #include "cairn/goals/goal_stack.hpp"
 #include "cairn/goals/interfaces.hpp"

@@ -7,11 +7,22 @@
 #define CAIRN_VERSION_MINOR 1
 #define CAIRN_VERSION_PATCH 0
 
+/// The version as one integer, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is 100, 1.2.3 is 10203), like FMT_VERSION
+/// and SPDLOG_VERSION, for `#if CAIRN_VERSION >= 10000`. Computed from the three macros above, so it cannot disagree
+/// with them or with CMake's project version (tests/artifact/version_test.cpp checks that too).
+#define CAIRN_VERSION (CAIRN_VERSION_MAJOR * 10000 + CAIRN_VERSION_MINOR * 100 + CAIRN_VERSION_PATCH)
+
+#if CAIRN_VERSION_MINOR > 99 || CAIRN_VERSION_PATCH > 99
+#error "cairn: CAIRN_VERSION packs minor and patch into two decimal digits each; they must stay below 100"
+#endif
+
 namespace cairn {
 
 inline constexpr int version_major = CAIRN_VERSION_MAJOR;
 inline constexpr int version_minor = CAIRN_VERSION_MINOR;
 inline constexpr int version_patch = CAIRN_VERSION_PATCH;
+/// CAIRN_VERSION as a constant, for code that prefers it to the macro.
+inline constexpr int version = CAIRN_VERSION;
 
 #define CAIRN_DETAIL_STR2(x) #x
 #define CAIRN_DETAIL_STR(x) CAIRN_DETAIL_STR2(x)

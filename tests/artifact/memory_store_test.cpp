@@ -42,9 +42,9 @@ TEST_CASE("mixed operations across tenants from many threads keep every tenant's
       const std::string tenant = "tenant-" + std::to_string(i % 3);
       for (int k = 0; k < ops; ++k) {
         const std::string id = "t" + std::to_string(i) + "-" + std::to_string(k % 10);
-        store.store(*ArtifactRecord::builder().tenant_id(tenant).id(id).type("data").title(id).value(k).build());
-        store.fetch(id, tenant);
-        store.list(tenant);
+        (void)store.store(*ArtifactRecord::builder().tenant_id(tenant).id(id).type("data").title(id).value(k).build());
+        (void)store.fetch(id, tenant);
+        (void)store.list(tenant);
         if (k % 7 == 0) store.remove(id, tenant);
       }
     });

@@ -255,19 +255,19 @@ std::string invalid_artifact_message(F&& f) {
 TEST_CASE("non-finite numbers are refused at build time, naming the field and the JSON pointer") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  CHECK(invalid_artifact_message([&] { minimal().value(nan).build(); }) ==
+  CHECK(invalid_artifact_message([&] { (void)minimal().value(nan).build(); }) ==
         "value: holds a non-finite number (NaN) at the top level; JSON has no NaN or Infinity");
-  CHECK(invalid_artifact_message([&] { minimal().value(json{{"a", {1, 2, -inf}}}).build(); }) ==
+  CHECK(invalid_artifact_message([&] { (void)minimal().value(json{{"a", {1, 2, -inf}}}).build(); }) ==
         "value: holds a non-finite number (-Infinity) at /a/2; JSON has no NaN or Infinity");
-  CHECK(invalid_artifact_message([&] { minimal().value(json{{"x/y~z", inf}}).build(); }) ==
+  CHECK(invalid_artifact_message([&] { (void)minimal().value(json{{"x/y~z", inf}}).build(); }) ==
         "value: holds a non-finite number (Infinity) at /x~1y~0z; JSON has no NaN or Infinity");
-  CHECK(invalid_artifact_message([&] { minimal().metadata("score", nan).build(); }) ==
+  CHECK(invalid_artifact_message([&] { (void)minimal().metadata("score", nan).build(); }) ==
         "metadata: holds a non-finite number (NaN) at /score; JSON has no NaN or Infinity");
   // build_value and from_json go the same way.
   CHECK_THROWS_AS(minimal().value(json::array({nan})).build_value(), cairn::invalid_artifact);
   json j = *minimal().build();
   j["value"] = json{{"deep", {{"deeper", {nan}}}}};
-  CHECK(invalid_artifact_message([&] { ArtifactRecord::from_json(j); }) ==
+  CHECK(invalid_artifact_message([&] { (void)ArtifactRecord::from_json(j); }) ==
         "value: holds a non-finite number (NaN) at /deep/deeper/0; JSON has no NaN or Infinity");
   // Finite extremes stay.
   CHECK_NOTHROW(minimal().value(json{std::numeric_limits<double>::max(), -0.0, 5e-324}).build());
@@ -278,29 +278,29 @@ TEST_CASE("invalid UTF-8 is refused in every string field and inside value and m
   const std::string overlong = "\xC0\xAF";  // an overlong '/'
   const std::string surrogate = "\xED\xA0\x80";
   auto msg = [](auto&& f) { return invalid_artifact_message(f); };
-  CHECK(msg([&] { minimal().id(bad).build(); }) == "id: is not valid UTF-8 ('caf\\xc3')");
-  CHECK(msg([&] { minimal().tenant_id(overlong).build(); }) == "tenant_id: is not valid UTF-8 ('\\xc0\\xaf')");
-  CHECK(msg([&] { minimal().title(bad).build(); }) == "title: is not valid UTF-8 ('caf\\xc3')");
-  CHECK(msg([&] { minimal().description(surrogate).build(); }) ==
+  CHECK(msg([&] { (void)minimal().id(bad).build(); }) == "id: is not valid UTF-8 ('caf\\xc3')");
+  CHECK(msg([&] { (void)minimal().tenant_id(overlong).build(); }) == "tenant_id: is not valid UTF-8 ('\\xc0\\xaf')");
+  CHECK(msg([&] { (void)minimal().title(bad).build(); }) == "title: is not valid UTF-8 ('caf\\xc3')");
+  CHECK(msg([&] { (void)minimal().description(surrogate).build(); }) ==
         "description: is not valid UTF-8 ('\\xed\\xa0\\x80')");
-  CHECK(msg([&] { minimal().purpose(bad).build(); }) == "purpose: is not valid UTF-8 ('caf\\xc3')");
-  CHECK(msg([&] { minimal().storage_url("s3://" + bad).build(); }) ==
+  CHECK(msg([&] { (void)minimal().purpose(bad).build(); }) == "purpose: is not valid UTF-8 ('caf\\xc3')");
+  CHECK(msg([&] { (void)minimal().storage_url("s3://" + bad).build(); }) ==
         "storage_url: is not valid UTF-8 ('s3://caf\\xc3')");
-  CHECK(msg([&] { minimal().mime_type("text/plain; x=" + bad).build(); }) ==
+  CHECK(msg([&] { (void)minimal().mime_type("text/plain; x=" + bad).build(); }) ==
         "mime_type: is not valid UTF-8 ('text/plain; x=caf\\xc3')");
-  CHECK(msg([&] { minimal().schema_url(bad).build(); }) == "schema_url: is not valid UTF-8 ('caf\\xc3')");
-  CHECK(msg([&] { minimal().created_by(bad).build(); }) == "created_by: is not valid UTF-8 ('caf\\xc3')");
-  CHECK(msg([&] { minimal().value(bad).build(); }) == "value: holds a string that is not valid UTF-8 at the top "
+  CHECK(msg([&] { (void)minimal().schema_url(bad).build(); }) == "schema_url: is not valid UTF-8 ('caf\\xc3')");
+  CHECK(msg([&] { (void)minimal().created_by(bad).build(); }) == "created_by: is not valid UTF-8 ('caf\\xc3')");
+  CHECK(msg([&] { (void)minimal().value(bad).build(); }) == "value: holds a string that is not valid UTF-8 at the top "
                                                       "level ('caf\\xc3')");
-  CHECK(msg([&] { minimal().value(json{{"k", {"ok", bad}}}).build(); }) ==
+  CHECK(msg([&] { (void)minimal().value(json{{"k", {"ok", bad}}}).build(); }) ==
         "value: holds a string that is not valid UTF-8 at /k/1 ('caf\\xc3')");
   json with_bad_key = json::object();
   with_bad_key["n"][bad] = 1;
-  CHECK(msg([&] { minimal().value(with_bad_key).build(); }) ==
+  CHECK(msg([&] { (void)minimal().value(with_bad_key).build(); }) ==
         "value: holds an object key that is not valid UTF-8 at /n/caf\\xc3");
-  CHECK(msg([&] { minimal().metadata("tool_name", bad).build(); }) ==
+  CHECK(msg([&] { (void)minimal().metadata("tool_name", bad).build(); }) ==
         "metadata: holds a string that is not valid UTF-8 at /tool_name ('caf\\xc3')");
-  CHECK(msg([&] { minimal().metadata(with_bad_key).build(); }) ==
+  CHECK(msg([&] { (void)minimal().metadata(with_bad_key).build(); }) ==
         "metadata: holds an object key that is not valid UTF-8 at /n/caf\\xc3");
   CHECK_THROWS_AS(minimal().build()->with_identity(bad, 1, 1), cairn::invalid_artifact);
   // Every valid code point, 1 to 4 bytes, passes; so does U+0000 inside a value.
@@ -310,7 +310,7 @@ TEST_CASE("invalid UTF-8 is refused in every string field and inside value and m
                     .value(json{{"\xE4\xB8\x96", std::string("a\0b", 3)}})
                     .build());
   // The error message itself is valid UTF-8, so it can travel in JSON (an MCP error, a log line).
-  const std::string m = msg([&] { minimal().value(json{{"k", bad}}).build(); });
+  const std::string m = msg([&] { (void)minimal().value(json{{"k", bad}}).build(); });
   CHECK_NOTHROW(json(m).dump());
 }
 

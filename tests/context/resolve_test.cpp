@@ -221,7 +221,7 @@ TEST_CASE("the resolved size is limited: 2,048 references to a 1 MiB artifact fa
   // The default limit is 64 MiB of JSON text: the 65th copy crosses it (64 x (1 MiB + 2 quotes) > 64 MiB).
   CHECK(cairn::ResolveOptions{}.max_resolved_bytes == 64u * 1024u * 1024u);
   try {
-    ctx.resolve(inputs);
+    (void)ctx.resolve(inputs);
     FAIL("expected cairn::limit_exceeded");
   } catch (const cairn::limit_exceeded& e) {
     CHECK(std::string(e.what()) ==

@@ -204,12 +204,12 @@ TEST_CASE("the output value is data[name] when data has that member, even a fals
   REQUIRE(*ctx.get_artifact_value("b") == "just a string");
 
   *s.next = ToolResult::ok(false);
-  cairn::execute(ToolCall::from_json({{"tool", "t"}, {"outputs", outputs({"f"})}}), ctx, reg);
+  (void)cairn::execute(ToolCall::from_json({{"tool", "t"}, {"outputs", outputs({"f"})}}), ctx, reg);
   REQUIRE(*ctx.get_artifact_value("f") == false);
 
   // The tool's metadata is spread last, as in DESIGN.md: its keys win.
   *s.next = ToolResult::ok(1, {{"tool_name", "spoofed"}, {"size", 3}});
-  cairn::execute(ToolCall::from_json({{"tool", "t"}, {"outputs", outputs({"m"})}}), ctx, reg);
+  (void)cairn::execute(ToolCall::from_json({{"tool", "t"}, {"outputs", outputs({"m"})}}), ctx, reg);
   REQUIRE(ctx.get_artifact("m")->metadata()["tool_name"] == "spoofed");
   REQUIRE(ctx.get_artifact("m")->metadata()["size"] == 3);
   REQUIRE(ctx.get_artifact("m")->metadata()["input_artifacts"] == json::array());
@@ -297,11 +297,11 @@ TEST_CASE("execute throws before running anything for a bad call, and changes no
   REQUIRE_THROWS_WITH(cairn::execute(ToolCall::from_json({{"tool", "missing_tool"}}), ctx, reg),
                       "Tool not found: missing_tool");
   REQUIRE_THROWS_AS(
-      cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"path", "@ghost"}}}, {"outputs", out}}),
+      (void)cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"path", "@ghost"}}}, {"outputs", out}}),
                      ctx, reg),
       cairn::artifact_not_found);
   REQUIRE_THROWS_WITH(
-      cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"other", 1}}}, {"outputs", out}}), ctx,
+      (void)cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"other", 1}}}, {"outputs", out}}), ctx,
                      reg),
       "needs_path: input (top level): required: missing required property 'path'");
   ToolCall hand_made{"needs_path", {{"path", "/x"}}, {}};

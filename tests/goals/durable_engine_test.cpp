@@ -127,7 +127,7 @@ TEST_CASE("a turn re-handled after a crash does not book twice: the tool call is
   REQUIRE(intended != all.rend());
   World w2;
   w2.store = w.store;
-  w2.journal->append("acme", "booking", 0, std::vector<cairn::JournalEntry>(all.begin(), intended.base()));
+  (void)w2.journal->append("acme", "booking", 0, std::vector<cairn::JournalEntry>(all.begin(), intended.base()));
 
   Agent b(w2, "booking");
   REQUIRE(b.ctx.in_doubt_calls().size() == 1);

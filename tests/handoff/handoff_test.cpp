@@ -77,7 +77,7 @@ TEST_CASE("a taken id is retried; when every id is taken the error is clear and 
   auto store = std::make_shared<InMemoryArtifactStore>();
   const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   for (char c : alphabet.substr(1)) {  // every one-character id but "a_a"
-    store->store(*ArtifactRecord::builder().tenant_id("t").id(std::string("a_") + c).type("document")
+    (void)store->store(*ArtifactRecord::builder().tenant_id("t").id(std::string("a_") + c).type("document")
                       .title("taken").value("old").build());
   }
   // One free id in 36: 5,000 attempts find it except with probability (35/36)^5000, about 1e-61.

@@ -134,7 +134,7 @@ TEST_CASE("full shows string values as they are and other JSON pretty-printed") 
 
 TEST_CASE("a record with only a storage_url cannot be shown in full and stays a reference") {
   InMemoryArtifactStore store;
-  store.store(*ArtifactRecord::builder()
+  (void)store.store(*ArtifactRecord::builder()
                    .tenant_id("t")
                    .id("big")
                    .type(ArtifactType::dataset)

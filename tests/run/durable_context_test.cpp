@@ -81,9 +81,9 @@ TEST_CASE("a context attached to a run is rebuilt byte for byte at every sequenc
       ctx.add_message(Role::user, "message " + std::to_string(i) + " ✓");
       states.emplace_back(run.seq(), ctx.state().dump());
     }
-    execute(f.email("mail-1", "ada@example.com"), ctx, f.registry);
+    (void)execute(f.email("mail-1", "ada@example.com"), ctx, f.registry);
     states.emplace_back(run.seq(), ctx.state().dump());
-    execute(ToolCall{"broken", json::object(), {}}, ctx, f.registry);
+    (void)execute(ToolCall{"broken", json::object(), {}}, ctx, f.registry);
     states.emplace_back(run.seq(), ctx.state().dump());
   }
   REQUIRE(states.size() == 27);
@@ -127,7 +127,7 @@ TEST_CASE("a finished call is never run again; its outputs come from the journal
   CHECK_THROWS_AS(execute(f.email("mail-1", "bob@example.com"), ctx, f.registry), state_error);
   CHECK(f.fired == 1);
   // A failed call is answered from the journal too.
-  execute(ToolCall{"broken", json::object(), {}, "b1"}, ctx, f.registry);
+  (void)execute(ToolCall{"broken", json::object(), {}, "b1"}, ctx, f.registry);
   auto failed_again = execute(ToolCall{"broken", json::object(), {}, "b1"}, ctx, f.registry);
   CHECK(failed_again.replayed);
   CHECK_FALSE(failed_again.success);
@@ -154,7 +154,7 @@ TEST_CASE("a call intended but never finished is in doubt and is never silently 
 
   // Not idempotent, no decision: an error that names the call, and the tool does not run.
   try {
-    execute(f.email("mail-9", "ada@example.com"), ctx, f.registry);
+    (void)execute(f.email("mail-9", "ada@example.com"), ctx, f.registry);
     FAIL("no call_in_doubt");
   } catch (const call_in_doubt& e) {
     CHECK(e.call().call_id == "mail-9");
@@ -200,7 +200,7 @@ TEST_CASE("the host may retry a call in doubt after checking its effect") {
   CHECK(f.fired == 1);
   CHECK(ctx.recorded_call("mail-1")->status == RecordedCall::Status::finished);
   // And now it is finished: never again.
-  execute(f.email("mail-1", "ada@example.com"), ctx, f.registry, retry);
+  (void)execute(f.email("mail-1", "ada@example.com"), ctx, f.registry, retry);
   CHECK(f.fired == 1);
 }
 

@@ -44,7 +44,7 @@ TEST_CASE("append stamps entries with the journal's clock and numbers them after
 
 TEST_CASE("error messages name the run, the call and what was wrong") {
   InMemoryRunJournal journal;
-  journal.append("t", "r", 0, one("a", 1));
+  (void)journal.append("t", "r", 0, one("a", 1));
   CHECK_THROWS_WITH(journal.append("t", "r", 0, one("a", 1)),
                     "append to run 'r': expected it to end at seq 0, it ends at seq 1");
   CHECK_THROWS_WITH(journal.read("t", "gone"), "read: run 'gone' not found in tenant 't'");
@@ -58,12 +58,12 @@ TEST_CASE("error messages name the run, the call and what was wrong") {
 
 TEST_CASE("a long chain of forks reads through every link") {
   InMemoryRunJournal journal;
-  journal.append("t", "r0", 0, one("step", 0));
+  (void)journal.append("t", "r0", 0, one("step", 0));
   for (int i = 1; i <= 50; ++i) {
     const std::string from = "r" + std::to_string(i - 1);
     const std::string to = "r" + std::to_string(i);
     journal.fork("t", from, static_cast<std::uint64_t>(i), to);
-    journal.append("t", to, static_cast<std::uint64_t>(i), one("step", i));
+    (void)journal.append("t", to, static_cast<std::uint64_t>(i), one("step", i));
   }
   const auto all = journal.read("t", "r50");
   REQUIRE(all.size() == 51);

@@ -17,7 +17,7 @@ TEST_CASE("open_store: memory: is always there") {
   auto store = open_store("memory:");
   REQUIRE(store != nullptr);
   CHECK(dynamic_cast<InMemoryArtifactStore*>(store.get()) != nullptr);
-  store->store(*note("a"));
+  (void)store->store(*note("a"));
   CHECK(store->fetch("a", "t")->value() == "a");
   CHECK_THROWS_WITH(open_store("memory:x"), cairn_test::ContainsSubstring("'memory:' takes nothing"));
 }
@@ -40,7 +40,7 @@ TEST_CASE("open_store: sqlite:<path>") {
   {
     auto store = open_store("sqlite:" + path);
     CHECK(dynamic_cast<SqliteArtifactStore*>(store.get()) != nullptr);
-    store->store(*note("kept"));
+    (void)store->store(*note("kept"));
   }
   CHECK(open_store("sqlite:" + path)->fetch("kept", "t")->value() == "kept");
   CHECK_THROWS_AS(open_store("sqlite:/nonexistent-dir-cairn/x.db"), storage_error);
@@ -58,18 +58,18 @@ TEST_CASE("open_store: postgres:<conninfo> and postgresql:// URIs") {
   const std::string id = "open-" + detail::random_string(8, "abcdefghijklmnopqrstuvwxyz");
   auto store = open_store(std::string("postgres:") + conninfo);
   CHECK(dynamic_cast<PostgresArtifactStore*>(store.get()) != nullptr);
-  store->store(*note(id));
+  (void)store->store(*note(id));
   CHECK(store->fetch(id, "t")->value() == id);
   store->remove(id, "t");
   // The error of a server that is not there names neither the password nor the whole conninfo.
   try {
-    open_store("postgres:host=127.0.0.1 port=1 password=hunter2 connect_timeout=2");
+    (void)open_store("postgres:host=127.0.0.1 port=1 password=hunter2 connect_timeout=2");
     FAIL("no error");
   } catch (const storage_error& e) {
     CHECK_THAT(e.what(), !cairn_test::ContainsSubstring("hunter2"));
   }
   try {
-    open_store("postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=2");
+    (void)open_store("postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=2");
     FAIL("no error");
   } catch (const storage_error& e) {
     CHECK_THAT(e.what(), !cairn_test::ContainsSubstring("hunter2"));
@@ -101,8 +101,8 @@ TEST_CASE("open_run_journal: one URL opens the journal next to the store, on eve
     auto store = open_store(url);
     auto journal = open_run_journal(url);
     CHECK(dynamic_cast<SqliteRunJournal*>(journal.get()) != nullptr);
-    store->store(*note("kept"));
-    journal->append("t", "run", 0, entry("a"));
+    (void)store->store(*note("kept"));
+    (void)journal->append("t", "run", 0, entry("a"));
   }
   CHECK(open_store(url)->fetch("kept", "t") != nullptr);
   CHECK(open_run_journal(url)->info("t", "run")->last_seq == 1);
@@ -118,7 +118,7 @@ TEST_CASE("open_run_journal: one URL opens the journal next to the store, on eve
   CHECK(pg->append("t", run, 0, entry("a")) == 1);
   pg->remove("t", run);
   try {
-    open_run_journal("postgres:host=127.0.0.1 port=1 password=hunter2 connect_timeout=2");
+    (void)open_run_journal("postgres:host=127.0.0.1 port=1 password=hunter2 connect_timeout=2");
     FAIL("no error");
   } catch (const storage_error& e) {
     CHECK_THAT(e.what(), !cairn_test::ContainsSubstring("hunter2"));

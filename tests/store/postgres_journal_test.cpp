@@ -280,7 +280,7 @@ TEST_CASE("postgres journal: runs survive a new journal and a dropped connection
                        {"text", "Grüße 世界 🚀 \"q\" \\"}, {"nested", {{"z", {1, {2, {}}}}}}};
   {
     PostgresRunJournal journal(db.conninfo());
-    journal.append("t", "run", 0, one("context.message", tricky));
+    (void)journal.append("t", "run", 0, one("context.message", tricky));
     std::vector<JournalEntry> batch = {one("a", 1)[0], one(snapshot_kind, {{"s", "x,\"}{"}})[0], one("c", "\\")[0]};
     CHECK(journal.append("t", "run", 1, batch) == 4);
   }
@@ -307,15 +307,15 @@ TEST_CASE("postgres journal: runs survive a new journal and a dropped connection
 TEST_CASE("postgres journal: an append is one statement, one round trip") {
   PostgresRunJournal journal(base_conninfo(), pool_of(1));
   const auto t = random_name("rt-");
-  journal.info(t, "warm-up");  // the pool's connection is open and its statements prepared
+  (void)journal.info(t, "warm-up");  // the pool's connection is open and its statements prepared
   auto before = journal.statements();
-  journal.append(t, "r", 0, one("a", std::string(400, 'x')));
+  (void)journal.append(t, "r", 0, one("a", std::string(400, 'x')));
   CHECK(journal.statements() - before == 1);
   before = journal.statements();
-  journal.append(t, "r", 1, one("b", 2));
+  (void)journal.append(t, "r", 1, one("b", 2));
   CHECK(journal.statements() - before == 1);
   before = journal.statements();
-  journal.append(t, "r", 2, {one("c", 3)[0], one("d", 4)[0], one("e", 5)[0]});
+  (void)journal.append(t, "r", 2, {one("c", 3)[0], one("d", 4)[0], one("e", 5)[0]});
   CHECK(journal.statements() - before == 1);
   // Only a conflict costs a second statement (to learn the actual seq).
   before = journal.statements();
@@ -350,7 +350,7 @@ TEST_CASE("postgres journal: a new database gets the schema; several journals an
 
 TEST_CASE("postgres journal: a database of a newer cairn is refused, and left as it was") {
   TempDatabase db;
-  { PostgresRunJournal journal(db.conninfo()); journal.append("t", "keep", 0, one("a", "kept")); }
+  { PostgresRunJournal journal(db.conninfo()); (void)journal.append("t", "keep", 0, one("a", "kept")); }
   RawPg raw(db.conninfo());
   raw.scalar("UPDATE cairn_run_schema SET version = 999");
   try {
@@ -411,7 +411,7 @@ TEST_CASE("postgres journal: a statement waiting on a lock gives up at the state
   PostgresJournalOptions o;
   o.statement_timeout_ms = 300;
   PostgresRunJournal journal(db.conninfo(), o);
-  journal.append("t", "r", 0, one("a", 1));
+  (void)journal.append("t", "r", 0, one("a", 1));
   RawPg locker(db.conninfo());
   locker.scalar("BEGIN");
   locker.scalar("SELECT last_seq FROM cairn_runs WHERE run_id = 'r' FOR UPDATE");
@@ -424,8 +424,8 @@ TEST_CASE("postgres journal: a statement waiting on a lock gives up at the state
 TEST_CASE("postgres journal: a damaged row is a storage_error naming the run and the entry") {
   TempDatabase db;
   PostgresRunJournal journal(db.conninfo());
-  journal.append("t", "ok", 0, one("a", 1));
-  journal.append("t", "broken", 0, {one("a", 1)[0], one("b", 2)[0]});
+  (void)journal.append("t", "ok", 0, one("a", 1));
+  (void)journal.append("t", "broken", 0, {one("a", 1)[0], one("b", 2)[0]});
   RawPg raw(db.conninfo());
   raw.scalar("UPDATE cairn_run_entries SET data = '{not json' WHERE run_id = 'broken' AND seq = 2");
   CHECK(journal.read("t", "ok")[0].data == 1);
@@ -568,7 +568,7 @@ TEST_CASE("postgres journal: an append cut off while it waits on the server is r
     TempDatabase db;
     CuttableProxy proxy(server_port());
     PostgresRunJournal journal(db.conninfo() + " host=127.0.0.1 port=" + std::to_string(proxy.port()), pool_of(1));
-    journal.append("t", "r", 0, one("a", 1));
+    (void)journal.append("t", "r", 0, one("a", 1));
     RawPg locker(db.conninfo());
     RawPg watcher(db.conninfo());
     locker.scalar("BEGIN");
@@ -607,7 +607,7 @@ TEST_CASE("postgres journal: when the retry cannot run either, the error says th
   PostgresJournalOptions o = pool_of(1);
   o.reconnect_timeout_ms = 300;
   PostgresRunJournal journal(db.conninfo() + " host=127.0.0.1 port=" + std::to_string(proxy.port()), o);
-  journal.append("t", "r", 0, one("a", 1));
+  (void)journal.append("t", "r", 0, one("a", 1));
   RawPg locker(db.conninfo());
   RawPg watcher(db.conninfo());
   locker.scalar("BEGIN");
@@ -615,7 +615,7 @@ TEST_CASE("postgres journal: when the retry cannot run either, the error says th
   std::string error;
   std::thread writer([&] {
     try {
-      journal.append("t", "r", 1, one("b", 2));
+      (void)journal.append("t", "r", 1, one("b", 2));
     } catch (const storage_error& e) {
       error = e.what();
     }

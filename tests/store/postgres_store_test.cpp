@@ -143,7 +143,7 @@ TEST_CASE("postgres: records survive a reopen bit for bit; values are jsonb") {
   CHECK(raw.scalar("SELECT value::text FROM cairn_artifacts WHERE id = 'scalars' AND version = 3") == "-1.5");
   CHECK(raw.scalar("SELECT value_text FROM cairn_artifacts WHERE id = 'scalars' AND version = 3") == "-1.5");
   CHECK(raw.scalar("SELECT metadata->>'tool_name' FROM cairn_artifacts WHERE id = 'tricky/äöü 1'") == "<null>");
-  store.store(*ArtifactRecord::builder().tenant_id("t1").id("queryable").type("data").title("q")
+  (void)store.store(*ArtifactRecord::builder().tenant_id("t1").id("queryable").type("data").title("q")
                    .value(json{{"n", 9007199254740993ULL}, {"s", "Grüße"}}).metadata({{"tool_name", "collect"}}).build());
   CHECK(raw.scalar("SELECT value->>'n' FROM cairn_artifacts WHERE id = 'queryable'") == "9007199254740993");
   CHECK(raw.scalar("SELECT value->>'s' FROM cairn_artifacts WHERE id = 'queryable'") == "Grüße");
@@ -173,7 +173,7 @@ TEST_CASE("postgres: a new database gets the schema; several stores may create i
 
 TEST_CASE("postgres: a database of a newer cairn is refused, and left as it was") {
   TempDatabase db;
-  { PostgresArtifactStore store(db.conninfo()); store.store(*note("t", "keep", "kept")); }
+  { PostgresArtifactStore store(db.conninfo()); (void)store.store(*note("t", "keep", "kept")); }
   RawPg raw(db.conninfo());
   raw.scalar("UPDATE cairn_schema SET version = 999");
   try {
@@ -207,7 +207,7 @@ TEST_CASE("postgres: bad conninfo, unreachable servers and bad options are clear
 TEST_CASE("postgres: what PostgreSQL text cannot hold is refused before anything is written") {
   PostgresArtifactStore store(base_conninfo());
   const auto t = random_name("bad-");
-  store.store(*note(t, "doc", "v1"));
+  (void)store.store(*note(t, "doc", "v1"));
   auto with_title = [&](std::string title) {
     return ArtifactRecord::builder().tenant_id(t).id("doc").type("data").title(std::move(title)).value(1).build();
   };
@@ -238,8 +238,8 @@ TEST_CASE("postgres: what PostgreSQL text cannot hold is refused before anything
 TEST_CASE("postgres: a damaged row is a storage_error naming the artifact") {
   TempDatabase db;
   PostgresArtifactStore store(db.conninfo());
-  store.store(*note("t", "ok", 1));
-  store.store(*note("t", "broken", 2));
+  (void)store.store(*note("t", "ok", 1));
+  (void)store.store(*note("t", "broken", 2));
   RawPg(db.conninfo()).scalar("UPDATE cairn_artifacts SET type = 'Not A Type' WHERE id = 'broken'");
   CHECK(store.fetch("ok", "t")->value() == 1);
   CHECK_THROWS_WITH(store.fetch("broken", "t"), cairn_test::ContainsSubstring("artifact 'broken' version 1"));
@@ -252,8 +252,8 @@ TEST_CASE("postgres: one unreadable row never makes a tenant unlistable") {
   // that is not a type token: neither makes a record.
   TempDatabase db;
   PostgresArtifactStore store(db.conninfo());
-  for (const char* id : {"a", "b-nan", "c", "d-type", "e"}) store.store(*note("t", id, id));
-  store.store(*note("other", "x", 1));
+  for (const char* id : {"a", "b-nan", "c", "d-type", "e"}) (void)store.store(*note("t", id, id));
+  (void)store.store(*note("other", "x", 1));
   RawPg raw(db.conninfo());
   raw.scalar("UPDATE cairn_artifacts SET value = 'null'::jsonb, value_text = NULL, storage_url = NULL "
              "WHERE id = 'b-nan'");
@@ -286,7 +286,7 @@ TEST_CASE("postgres list: prefixes are ranges in byte order, whatever the databa
   const auto t = random_name("list-");
   const std::vector<std::string> all = {"B", "a%b", "a_b", "aXb", "a\\b", "ab", "b", "\xc3\xa9t\xc3\xa9", "\xc3\xa9z",
                                         "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "a", "\xed\x9f\xbf" "x", "\xee\x80\x80"};
-  for (const auto& id : all) store.store(*note(t, id, 1));
+  for (const auto& id : all) (void)store.store(*note(t, id, 1));
   auto ids = [&](const ListQuery& q) {
     std::vector<std::string> out;
     for (const auto& r : store.list(t, q).items) out.push_back(r->id());
@@ -336,7 +336,7 @@ TEST_CASE("postgres: 8 connections of two stores storing versions of the same id
         } catch (...) {
           ++failures;
         }
-        if (k % 5 == 0) s.list(t);
+        if (k % 5 == 0) (void)s.list(t);
       }
     });
   }
@@ -368,7 +368,7 @@ TEST_CASE("postgres: under a stricter default isolation level, conflicting store
     pool.emplace_back([&, i] {
       for (int k = 0; k < 20; ++k) {
         try {
-          store.store(*note("t", "contended", json{{"thread", i}, {"k", k}}));
+          (void)store.store(*note("t", "contended", json{{"thread", i}, {"k", k}}));
         } catch (...) {
           ++failures;
         }
@@ -392,7 +392,7 @@ TEST_CASE("postgres: a server restart in the middle of a run loses no acknowledg
   // Fill the pool, so that idle connections are broken by the restart too.
   {
     std::vector<std::thread> warm;
-    for (int i = 0; i < 4; ++i) warm.emplace_back([&] { store.list(t); });
+    for (int i = 0; i < 4; ++i) warm.emplace_back([&] { (void)store.list(t); });
     for (auto& th : warm) th.join();
   }
 
@@ -414,7 +414,7 @@ TEST_CASE("postgres: a server restart in the middle of a run loses no acknowledg
         const json value = {{"writer", i}, {"k", k}};
         try {
           auto r = store.store(*note(t, id, value));
-          store.fetch(id, t);
+          (void)store.fetch(id, t);
           std::lock_guard<std::mutex> lock(mu);
           acks.push_back({id, r->version(), value});
         } catch (const std::exception& e) {
@@ -515,7 +515,7 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
        {Cut::client_side_only, Cut::backend_terminated, Cut::committed_before_retry, Cut::retry_first}) {
     const std::string id = "doc" + std::to_string(static_cast<int>(cut));
     INFO("case " << static_cast<int>(cut));
-    store.store(*note(t, id, "v1"));
+    (void)store.store(*note(t, id, "v1"));
     const bool lock = cut != Cut::retry_first;
     if (lock) {
       locker.scalar("BEGIN");
@@ -597,7 +597,7 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
 
 TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database with doubled writes migrates") {
   TempDatabase db;
-  { PostgresArtifactStore store(db.conninfo()); store.store(*note("t", "a", "v1")); }
+  { PostgresArtifactStore store(db.conninfo()); (void)store.store(*note("t", "a", "v1")); }
   RawPg raw(db.conninfo());
   // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
   raw.scalar("DROP INDEX cairn_artifacts_write_token");
@@ -630,7 +630,7 @@ TEST_CASE("postgres: statements that failed to prepare half-way are prepared afr
   raw.scalar("ALTER FUNCTION cairn_remove_artifact(text, text) RENAME TO cairn_remove_artifact_away");
   for (int i = 0; i < 2; ++i) {
     try {
-      store.fetch("a", "t");
+      (void)store.fetch("a", "t");
       FAIL("no error");
     } catch (const storage_error& e) {
       CHECK_THAT(e.what(), cairn_test::ContainsSubstring("preparing statements"));
@@ -650,7 +650,7 @@ TEST_CASE("postgres: statement_timeout_ms bounds a statement on the server") {
   options.statement_timeout_ms = 300;
   PostgresArtifactStore store(base_conninfo(), options);
   const auto t = random_name("slow-");
-  store.store(*note(t, "a", "v1"));
+  (void)store.store(*note(t, "a", "v1"));
   RawPg locker(base_conninfo());
   locker.scalar("BEGIN");
   locker.scalar("SELECT 1 FROM cairn_heads WHERE tenant_id = '" + t + "' AND id = 'a' FOR UPDATE");
@@ -666,7 +666,7 @@ TEST_CASE("postgres: a server that stops answering fails a call within its deadl
   const auto t = random_name("silent-");
   PostgresOptions options{1, 2000, {}, 500};
   PostgresArtifactStore store(server.conninfo(), options);
-  store.store(*note(t, "a", "v1"));
+  (void)store.store(*note(t, "a", "v1"));
   using clock = std::chrono::steady_clock;
   auto millis = [](clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
 
@@ -675,7 +675,7 @@ TEST_CASE("postgres: a server that stops answering fails a call within its deadl
   // reconnecting for 2 s, every try waiting only for what is left. Margins are generous for a loaded machine.
   auto start = clock::now();
   try {
-    store.fetch("a", t);
+    (void)store.fetch("a", t);
     FAIL("no error");
   } catch (const storage_error& e) {
     CHECK_THAT(e.what(), cairn_test::ContainsSubstring("could not reconnect within 2000 ms"));
@@ -699,7 +699,7 @@ TEST_CASE("postgres: reconnect_timeout_ms = 0 means one try at reconnecting, not
   const auto app = random_name("cairn_once_");
   PostgresArtifactStore store(base_conninfo() + " application_name=" + app, PostgresOptions{1, 0, {}});
   const auto t = random_name("once-");
-  store.store(*note(t, "a", "v1"));
+  (void)store.store(*note(t, "a", "v1"));
   // With a timeout, pg_terminate_backend waits until the backend is gone (PostgreSQL 14 or later).
   RawPg(base_conninfo()).scalar("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
                                 "WHERE application_name = '" + app + "'");

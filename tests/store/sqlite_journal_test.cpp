@@ -131,13 +131,13 @@ TEST_CASE("runs survive a reopen exactly: entries, snapshots, forks and pruning"
   std::vector<JournalEntry> before;
   {
     SqliteRunJournal journal(path);
-    journal.append("t", "run/ä 1", 0, one("context.message", tricky));
-    journal.append("t", "run/ä 1", 1, one(snapshot_kind, {{"state", 2}}));
-    journal.append("t", "run/ä 1", 2, one("tool.intended", {{"call", "c1"}}));
-    journal.append("t", "run/ä 1", 3, one(snapshot_kind, {{"state", 4}}));
-    journal.append("t", "run/ä 1", 4, one("tool.finished", {{"call", "c1"}, {"out", json::array()}}));
+    (void)journal.append("t", "run/ä 1", 0, one("context.message", tricky));
+    (void)journal.append("t", "run/ä 1", 1, one(snapshot_kind, {{"state", 2}}));
+    (void)journal.append("t", "run/ä 1", 2, one("tool.intended", {{"call", "c1"}}));
+    (void)journal.append("t", "run/ä 1", 3, one(snapshot_kind, {{"state", 4}}));
+    (void)journal.append("t", "run/ä 1", 4, one("tool.finished", {{"call", "c1"}, {"out", json::array()}}));
     journal.fork("t", "run/ä 1", 3, "fork");
-    journal.append("t", "fork", 3, one("alt", "x"));
+    (void)journal.append("t", "fork", 3, one("alt", "x"));
     CHECK(journal.prune("t", "run/ä 1") == 1);  // seq 1 goes; the fork still needs snapshot 2 and entry 3
     before = journal.read("t", "run/ä 1", 2);
   }
@@ -160,7 +160,7 @@ TEST_CASE("runs survive a reopen exactly: entries, snapshots, forks and pruning"
   CHECK(restore[0].seq == 2);
   CHECK(restore[2].data == "x");
   // The tricky value is gone with seq 1; write it again and compare its text after another reopen.
-  journal.append("t", "fork", 4, one("context.message", tricky));
+  (void)journal.append("t", "fork", 4, one("context.message", tricky));
   SqliteRunJournal again(path);
   CHECK(again.read("t", "fork", 5)[0].data.dump() == tricky.dump());
   CHECK(again.append("t", "fork", 5, one("next", 6)) == 6);
@@ -175,10 +175,10 @@ TEST_CASE("one file holds artifacts and runs; either opens it first, and each ke
   {
     SqliteArtifactStore store(path);
     SqliteRunJournal journal(path);
-    store.store(*note("a", 1));
-    journal.append("t", "r", 0, one("bind", {{"name", "a"}}));
-    store.store(*note("a", 2));
-    journal.append("t", "r", 1, one("bind", {{"name", "a"}, {"version", 2}}));
+    (void)store.store(*note("a", 1));
+    (void)journal.append("t", "r", 0, one("bind", {{"name", "a"}}));
+    (void)store.store(*note("a", 2));
+    (void)journal.append("t", "r", 1, one("bind", {{"name", "a"}, {"version", 2}}));
   }
   {
     SqliteRunJournal journal(path);  // the journal alone
@@ -192,11 +192,11 @@ TEST_CASE("one file holds artifacts and runs; either opens it first, and each ke
   const auto path2 = dir2.file("journal-first.db");
   {
     SqliteRunJournal journal(path2);
-    journal.append("t", "r", 0, one("x", 1));
+    (void)journal.append("t", "r", 0, one("x", 1));
   }
   {
     SqliteArtifactStore store(path2);  // a journal's file becomes a store's too
-    store.store(*note("b", 1));
+    (void)store.store(*note("b", 1));
     SqliteRunJournal journal(path2);
     CHECK(journal.append("t", "r", 1, one("y", 2)) == 2);
     CHECK(store.fetch("b", "t")->value() == 1);
@@ -213,7 +213,7 @@ TEST_CASE("one file holds artifacts and runs; either opens it first, and each ke
 TEST_CASE("the newest snapshot is found by a search of its partial index, not by walking the run back") {
   TempDir dir;
   const auto path = dir.file("plan.db");
-  { SqliteRunJournal journal(path); journal.append("t", "r", 0, one("a", 1)); }
+  { SqliteRunJournal journal(path); (void)journal.append("t", "r", 0, one("a", 1)); }
   RawDb raw(path);
   // The statement SqliteRunJournal prepares (it names the index: without statistics the planner would walk the
   // primary key back from the seq, reading every entry after the snapshot).
@@ -228,7 +228,7 @@ TEST_CASE("the newest snapshot is found by a search of its partial index, not by
 TEST_CASE("a file with runs of a newer cairn is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("newer.db");
-  { SqliteRunJournal journal(path); journal.append("t", "keep", 0, one("a", "kept")); }
+  { SqliteRunJournal journal(path); (void)journal.append("t", "keep", 0, one("a", "kept")); }
   { RawDb raw(path); raw.exec("UPDATE cairn_run_schema SET version = 999"); }
   try {
     SqliteRunJournal journal(path);
@@ -249,7 +249,7 @@ TEST_CASE("a file with runs of a newer cairn is refused, and left as it was") {
 TEST_CASE("a file whose run schema version is not a number is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("edited.db");
-  { SqliteRunJournal journal(path); journal.append("t", "keep", 0, one("a", "kept")); }
+  { SqliteRunJournal journal(path); (void)journal.append("t", "keep", 0, one("a", "kept")); }
   for (const std::string bad : {"'two'", "-3", "99999999999999999999", "'7x'"}) {
     { RawDb raw(path); raw.exec("UPDATE cairn_run_schema SET version = " + bad); }
     try {
@@ -308,7 +308,7 @@ TEST_CASE("data the journal could not read back the same is refused before anyth
   opts.json_limits.max_depth = 10;
   opts.json_limits.max_bytes = 1000;
   SqliteRunJournal journal(dir.file("bad.db"), opts);
-  journal.append("t", "r", 0, one("a", "v1"));
+  (void)journal.append("t", "r", 0, one("a", "v1"));
 
   std::vector<JournalEntry> two = one("ok", 1);
   two.push_back(one("bad", std::string("\xff\xfe bad utf-8"))[0]);
@@ -375,10 +375,10 @@ TEST_CASE("a damaged row is a storage_error naming the run and the seq, not a cr
   TempDir dir;
   const auto path = dir.file("damaged.db");
   SqliteRunJournal journal(path);
-  journal.append("t", "r", 0, one("a", 1));
-  journal.append("t", "r", 1, one("b", 2));
-  journal.append("t", "r", 2, one("c", 3));
-  journal.append("t", "other", 0, one("a", 1));
+  (void)journal.append("t", "r", 0, one("a", 1));
+  (void)journal.append("t", "r", 1, one("b", 2));
+  (void)journal.append("t", "r", 2, one("c", 3));
+  (void)journal.append("t", "other", 0, one("a", 1));
   {
     RawDb raw(path);
     raw.exec("UPDATE cairn_run_entries SET data = '{\"unterminated' WHERE run_id = 'r' AND seq = 2");
@@ -430,7 +430,7 @@ TEST_CASE("a writer that holds the lock longer than the busy timeout makes appen
   SqliteJournalOptions opts;
   opts.busy_timeout_ms = 100;
   SqliteRunJournal journal(path, opts);
-  journal.append("t", "r", 0, one("a", 1));
+  (void)journal.append("t", "r", 0, one("a", 1));
   RawDb other(path);
   other.exec("BEGIN IMMEDIATE");
   CHECK_THROWS_WITH(journal.append("t", "r", 1, one("b", 2)), cairn_test::ContainsSubstring("locked"));
@@ -447,17 +447,17 @@ TEST_CASE("a fork checks its source again under the write lock: a source removed
   opts.clock = clock;
   SqliteRunJournal journal(path, opts);
   SqliteRunJournal other(path);
-  journal.append("t", "src", 0, one("a", 1));
-  journal.append("t", "src", 1, one(snapshot_kind, 2));
-  journal.append("t", "src", 2, one("c", 3));
+  (void)journal.append("t", "src", 0, one("a", 1));
+  (void)journal.append("t", "src", 1, one(snapshot_kind, 2));
+  (void)journal.append("t", "src", 2, one("c", 3));
   // Between fork()'s check of the source and its transaction, another process removes the source.
   clock->hook = [&] { other.remove("t", "src"); };
   CHECK_THROWS_AS(journal.fork("t", "src", 1, "child"), not_found);
   CHECK(!journal.info("t", "child"));
   // ... or prunes below the fork point.
-  journal.append("t", "src", 0, one("a", 1));
-  journal.append("t", "src", 1, one(snapshot_kind, 2));
-  journal.append("t", "src", 2, one("c", 3));
+  (void)journal.append("t", "src", 0, one("a", 1));
+  (void)journal.append("t", "src", 1, one(snapshot_kind, 2));
+  (void)journal.append("t", "src", 2, one("c", 3));
   clock->hook = [&] { CHECK(other.prune("t", "src") == 1); };
   CHECK_THROWS_WITH(journal.fork("t", "src", 1, "child"), cairn_test::ContainsSubstring("cannot fork at 1"));
   CHECK(!journal.info("t", "child"));

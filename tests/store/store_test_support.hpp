@@ -132,7 +132,7 @@ inline void check_tenant_isolation(cairn::ArtifactStore& s) {
   std::vector<std::string> ids = {"report", "report/2", "a%", "x_y"};
   for (const auto& id : ids) {
     for (int v = 0; v < 2; ++v) {
-      s.store(*cairn::ArtifactRecord::builder().tenant_id(owner).id(id).type("document").title(id)
+      (void)s.store(*cairn::ArtifactRecord::builder().tenant_id(owner).id(id).type("document").title(id)
                    .created_by("owner-agent").value(v).build());
     }
   }
@@ -193,7 +193,7 @@ inline void check_store_if_race_across_processes(const std::function<std::unique
         for (int k = 0; k < ids; ++k) {
           const std::string id = "created-" + std::to_string(k);
           try {
-            store->store_if(*note(id, json{{"who", who}, {"t", t}}), cairn::ArtifactStore::absent);
+            (void)store->store_if(*note(id, json{{"who", who}, {"t", t}}), cairn::ArtifactStore::absent);
             mine.push_back("c " + id);
           } catch (const cairn::conflict& c) {
             if (c.expected() != 0 || c.actual() != 1) mine.push_back("bad");

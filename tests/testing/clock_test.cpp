@@ -305,7 +305,7 @@ TEST_CASE("Handoff draws the random part of its ids from HandoffOptions::ids") {
   CHECK(handoff.accept_reply("ARTIFACT\nSUMMARY: s\nbody", "writer").artifact->id() == "doc_aaac");
 
   SECTION("a taken id makes it draw the next one") {
-    store->store(*note("squatter").tenant_id("acme").id("doc_aaae").build());
+    (void)store->store(*note("squatter").tenant_id("acme").id("doc_aaae").build());
     CHECK(handoff.accept_reply("ARTIFACT\nSUMMARY: s\nbody", "writer").artifact->id() == "doc_aaad");
     CHECK(handoff.accept_reply("ARTIFACT\nSUMMARY: s\nbody", "writer").artifact->id() == "doc_aaaf");
   }

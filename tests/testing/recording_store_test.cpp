@@ -42,12 +42,12 @@ TEST_CASE("RecordingStore passes the store conformance suite and records what ea
 TEST_CASE("RecordingStore records operation, tenant, id, version and outcome of every call") {
   auto inner = std::make_shared<cairn::InMemoryArtifactStore>();
   RecordingStore store(inner);
-  store.store(note("a"));
-  store.store(note("a"));
+  (void)store.store(note("a"));
+  (void)store.store(note("a"));
   CHECK(store.fetch("a", "acme", 1)->version() == 1);
   CHECK(store.fetch("zzz", "acme") == nullptr);
   CHECK(store.versions("a", "acme").size() == 2);
-  store.list("acme", cairn::ListQuery{"a", {}, {}, 10, {}});
+  (void)store.list("acme", cairn::ListQuery{"a", {}, {}, 10, {}});
   store.remove("a", "acme");
   CHECK_THROWS_AS(store.remove("a", "acme"), cairn::not_found);
 
@@ -76,7 +76,7 @@ TEST_CASE("RecordingStore records operation, tenant, id, version and outcome of 
   CHECK(store.calls([](const cairn::testing::StoreCall& c) { return c.tenant_id == "acme"; }).size() == 8);
   store.clear_calls();
   CHECK(store.calls().empty());
-  store.fetch("a", "acme");
+  (void)store.fetch("a", "acme");
   CHECK(store.calls().front().number == 9);
 }
 
@@ -93,16 +93,16 @@ TEST_CASE("RecordingStore fails the Nth call, or the Nth of one operation, with 
 
   SECTION("the Nth call") {
     store.fail_call(2);
-    store.store(note("a"));
+    (void)store.store(note("a"));
     CHECK_THROWS_WITH(store.store(note("b")),
                       "RecordingStore: injected storage error on call 2 (store #2, tenant 'acme', id 'b')");
     CHECK(inner->fetch("b", "acme") == nullptr);  // nothing reached the store
-    store.store(note("b"));                       // the rule was used up
+    (void)store.store(note("b"));                       // the rule was used up
     CHECK(store.calls()[1].outcome == CallOutcome::injected);
     CHECK(store.count(StoreOperation::store, "acme", "b") == 1);
   }
   SECTION("the Nth fetch") {
-    store.store(note("a"));
+    (void)store.store(note("a"));
     store.fail_nth(StoreOperation::fetch, 2);
     CHECK(store.fetch("a", "acme"));
     CHECK_THROWS_AS(store.fetch("a", "acme"), cairn::storage_error);
@@ -115,7 +115,7 @@ TEST_CASE("RecordingStore fails calls that match a predicate, as often as asked"
   store.fail_when([](const cairn::testing::StoreCall& c) { return c.operation == StoreOperation::store && c.tenant_id == "flaky"; },
                   Fault::storage_error, 2);
   CHECK_THROWS_AS(store.store(note("a", "flaky")), cairn::storage_error);
-  store.store(note("a", "acme"));
+  (void)store.store(note("a", "acme"));
   CHECK_THROWS_AS(store.store(note("a", "flaky")), cairn::storage_error);
   CHECK(store.store(note("a", "flaky"))->version() == 1);
 
@@ -139,7 +139,7 @@ TEST_CASE("a lost connection after the write was applied: the caller sees an err
   CHECK(store.calls().front().outcome == CallOutcome::lost_after_apply);
   CHECK(store.calls().front().version == 1);
   // A host that retries blindly adds a second version: exactly what this fault is there to show.
-  store.store(note("report"));
+  (void)store.store(note("report"));
   CHECK(inner->versions("report", "acme").size() == 2);
   CHECK(store.count(StoreOperation::store, "acme", "report") == 2);
 }
@@ -185,7 +185,7 @@ TEST_CASE("RecordingStore is thread-safe: every call of many threads is recorded
     threads.emplace_back([&store, &failed, t] {
       for (int i = 0; i < 100; ++i) {
         try {
-          store.store(note("n" + std::to_string(i), "t" + std::to_string(t)));
+          (void)store.store(note("n" + std::to_string(i), "t" + std::to_string(t)));
         } catch (const cairn::storage_error&) {
           ++failed;
         }

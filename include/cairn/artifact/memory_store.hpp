@@ -43,13 +43,14 @@ class InMemoryArtifactStore final : public ArtifactStore {
 
   using ArtifactStore::store;
 
-  ArtifactPtr store(const ArtifactRecord& record) override { return put(record, nullptr); }
+  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override { return put(record, nullptr); }
 
-  ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
+  [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
     detail::check_store_if(record, expected_version);
     return put(record, &expected_version);
   }
 
+  [[nodiscard]]
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                     std::uint64_t version = latest) const override {
     const Shard& shard = shard_for(tenant_id);
@@ -74,6 +75,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     shard.entries.erase(it);
   }
 
+  [[nodiscard]]
   std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override {
     const Shard& shard = shard_for(tenant_id);
     const std::string& key = composite_key(tenant_id, id);
@@ -87,7 +89,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return out;
   }
 
-  ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override {
+  [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override {
     detail::check_list_query(query);
     const Shard& shard = shard_for(tenant_id);
     std::shared_lock lock(shard.mutex);

@@ -84,8 +84,8 @@ class ArtifactRecord {
 
   /// Parses and validates a record from its JSON form (see to_json). Throws cairn::invalid_artifact naming the
   /// field, cairn::parse_error / cairn::limit_exceeded for text that is not JSON or too large.
-  static ArtifactPtr from_json(const nlohmann::json& j);
-  static ArtifactPtr parse(std::string_view text, const JsonLimits& limits = {});
+  [[nodiscard]] static ArtifactPtr from_json(const nlohmann::json& j);
+  [[nodiscard]] static ArtifactPtr parse(std::string_view text, const JsonLimits& limits = {});
 
   friend bool operator==(const ArtifactRecord& a, const ArtifactRecord& b) {
     return a.id_ == b.id_ && a.tenant_id_ == b.tenant_id_ && a.version_ == b.version_ && a.type_ == b.type_ &&
@@ -167,9 +167,9 @@ class ArtifactRecord::Builder {
   }
 
   /// Validates and returns the record. Throws cairn::invalid_artifact with a message naming the field.
-  ArtifactPtr build() const& { return make(Builder(*this)); }
+  [[nodiscard]] ArtifactPtr build() const& { return make(Builder(*this)); }
   /// The same, moving the fields out of a builder that is not needed afterwards.
-  ArtifactPtr build() && { return make(std::move(*this)); }
+  [[nodiscard]] ArtifactPtr build() && { return make(std::move(*this)); }
   /// The same, as a plain value (for containers that hold records by value).
   ArtifactRecord build_value() const { return ArtifactRecord(Builder(*this)); }
 

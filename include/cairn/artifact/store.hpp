@@ -55,7 +55,7 @@ class ArtifactStore {
   /// Stores `record` in its tenant and returns the stored record: an empty id is replaced by a random UUID v4, the
   /// version is 1 for a new id and one more than the latest for an existing one (the record's own version is
   /// ignored), and a created_at of 0 becomes the current time.
-  virtual ArtifactPtr store(const ArtifactRecord& record) = 0;
+  [[nodiscard]] virtual ArtifactPtr store(const ArtifactRecord& record) = 0;
 
   /// Asks store_if to create: the id must have no version yet.
   static constexpr std::uint64_t absent = 0;
@@ -68,9 +68,10 @@ class ArtifactStore {
   ///
   ///     auto v1 = store.store_if(*draft, cairn::ArtifactStore::absent);  // create, never overwrite
   ///     store.store_if(*draft_2, v1->version());                          // replace only what we read
-  virtual ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) = 0;
+  [[nodiscard]] virtual ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) = 0;
 
   /// The given version (latest by default) of `id` in `tenant_id`, or null when there is none.
+  [[nodiscard]]
   virtual ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                             std::uint64_t version = latest) const = 0;
 
@@ -79,14 +80,15 @@ class ArtifactStore {
   virtual void remove(const std::string& id, const std::string& tenant_id) = 0;
 
   /// The version numbers of `id`, oldest first (1, 2, ... n); empty when the tenant has no such id.
+  [[nodiscard]]
   virtual std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const = 0;
 
   /// A page of the tenant's artifacts in stable id order. Throws cairn::invalid_argument for a limit of 0 or
   /// above ListQuery::max_limit.
-  virtual ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const = 0;
+  [[nodiscard]] virtual ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const = 0;
 
   /// Convenience for records already shared: `store(*record)`.
-  ArtifactPtr store(const ArtifactPtr& record) {
+  [[nodiscard]] ArtifactPtr store(const ArtifactPtr& record) {
     if (!record) throw invalid_argument("store: record must not be null");
     return store(*record);
   }

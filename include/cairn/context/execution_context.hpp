@@ -426,7 +426,7 @@ class ExecutionContext : private RunParticipant {
   /// references would insert more than `options.max_resolved_bytes` of JSON text (checked before copying).
   ///
   ///     ctx.resolve({{"command", "node"}, {"args", {"@server_file"}}})  // {"args": ["/tmp/server.js"], ...}
-  nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const {
+  [[nodiscard]] nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const {
     auto lookup = [this](std::string_view name) -> const nlohmann::json* {
       const auto* e = bindings_.find(name);
       return e ? &e->value.record->value() : nullptr;

@@ -375,6 +375,7 @@ inline bool deeper_than(const nlohmann::json& value, int max_depth) {
 /// Nothing recurses deeper than the depth limit allows, and input deeper than the limit is rejected before any
 /// copying.
 template <typename Lookup>
+[[nodiscard]]
 nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
   ResolveBudget budget;
   budget.limit = options.max_resolved_bytes;

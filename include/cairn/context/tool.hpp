@@ -328,7 +328,8 @@ struct ExecutionResult {
 /// up (see docs/runs.md).
 class call_in_doubt : public state_error {
  public:
-  call_in_doubt(const std::string& what, RecordedCall call) : state_error(what), call_(std::move(call)) {}
+  call_in_doubt(const std::string& what, RecordedCall call)
+      : state_error(what, errc::call_in_doubt), call_(std::move(call)) {}
   const RecordedCall& call() const noexcept { return call_; }
 
  private:
@@ -384,6 +385,7 @@ inline std::string input_hash(const nlohmann::json& inputs) {
 /// run recorded as finished or failed is answered from the journal (ExecutionResult::replayed) and never runs
 /// again; the same id with another tool or other inputs is a cairn::state_error. A call recorded as intended only
 /// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt`, or throws call_in_doubt.
+[[nodiscard]]
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                const ExecuteOptions& options) {
   const auto entry = registry.find_registered(call.tool);
@@ -539,6 +541,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
 }
 
 /// The same with only resolve options.
+[[nodiscard]]
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                const ResolveOptions& options = {}) {
   ExecuteOptions o;

@@ -24,8 +24,7 @@ namespace cairn {
 /// A plan, a goal tree or an engine state that breaks the goal rules (unknown predicate, empty subgoals, a cycle of
 /// parent ids, ...). The message names the goal and the field.
 class invalid_goal : public error {
- public:
-  using error::error;
+  CAIRN_DETAIL_ERROR_CONSTRUCTORS(invalid_goal, error)
 };
 
 /// Where a goal is in its life. achieved and abandoned are final.

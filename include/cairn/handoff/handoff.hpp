@@ -241,7 +241,7 @@ inline ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, const std
       builder.mime_type(std::string(mime));
     }
   }
-  builder.build();  // validate before taking an id, so a bad agent name costs no store round trip
+  (void)builder.build();  // validate before taking an id, so a bad agent name costs no store round trip
   // Creating with store_if(absent) checks and takes the id in one atomic step: two handoffs that draw the same id
   // at once cannot both have it; the loser draws again.
   for (int attempt = 0; attempt < options_.max_id_attempts; ++attempt) {

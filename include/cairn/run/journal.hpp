@@ -79,6 +79,7 @@ class RunJournal {
   /// does not exist yet (the append creates it) — as expected_seq + 1, + 2, ...; all or nothing. Returns the new
   /// last sequence number. Throws cairn::conflict (nothing written) when the run's last sequence number is not
   /// `expected_seq`, cairn::invalid_argument for an empty tenant, a malformed run id, no entries or an empty kind.
+  [[nodiscard]]
   std::uint64_t append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
                        std::vector<JournalEntry> entries) {
     check_ids(tenant_id, run_id, "append");
@@ -102,7 +103,7 @@ class RunJournal {
   }
 
   /// Where the run stands, or nothing when the tenant has no such run.
-  std::optional<RunInfo> info(const std::string& tenant_id, const std::string& run_id) const {
+  [[nodiscard]] std::optional<RunInfo> info(const std::string& tenant_id, const std::string& run_id) const {
     check_ids(tenant_id, run_id, "info");
     return head(tenant_id, run_id);
   }
@@ -110,6 +111,7 @@ class RunJournal {
   /// The run's entries with `from_seq <= seq <= to_seq`, oldest first, following forks: a forked run's entries up
   /// to its fork point come from the run it was forked from. Throws cairn::not_found for a missing run and
   /// cairn::state_error when part of the range was pruned.
+  [[nodiscard]]
   std::vector<JournalEntry> read(const std::string& tenant_id, const std::string& run_id, std::uint64_t from_seq = 1,
                                  std::uint64_t to_seq = max_seq) const {
     check_ids(tenant_id, run_id, "read");
@@ -122,6 +124,7 @@ class RunJournal {
   /// `at_seq` (or from the start, when there is none) up to `at_seq`. Its length is bounded by how often the
   /// writer snapshots, not by the run's length. Throws like read(), and cairn::invalid_argument when `at_seq` is
   /// beyond the run's end.
+  [[nodiscard]]
   std::vector<JournalEntry> read_for_restore(const std::string& tenant_id, const std::string& run_id,
                                              std::uint64_t at_seq = max_seq) const {
     check_ids(tenant_id, run_id, "read_for_restore");

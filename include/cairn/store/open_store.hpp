@@ -110,7 +110,7 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 /// pass through. Error messages never repeat a postgres conninfo, which may hold a password.
 ///
 ///     auto store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
-inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
+[[nodiscard]] inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
   const auto parsed = detail::parse_store_url(url, "open_store");
   switch (parsed.backend) {
     case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryArtifactStore>();
@@ -137,7 +137,7 @@ inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
 ///     auto store = cairn::open_store(url);
 ///     auto journal = cairn::open_run_journal(url);
 ///     cairn::Run run(journal, "acme", "order-42");
-inline std::shared_ptr<RunJournal> open_run_journal(const std::string& url) {
+[[nodiscard]] inline std::shared_ptr<RunJournal> open_run_journal(const std::string& url) {
   const auto parsed = detail::parse_store_url(url, "open_run_journal");
   switch (parsed.backend) {
     case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryRunJournal>();

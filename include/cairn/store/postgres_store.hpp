@@ -66,13 +66,14 @@ class PostgresArtifactStore final : public ArtifactStore {
   PostgresArtifactStore& operator=(const PostgresArtifactStore&) = delete;
 
   using ArtifactStore::store;
-  ArtifactPtr store(const ArtifactRecord& record) override;
-  ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override;
+  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override;
+  [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override;
+  [[nodiscard]]
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                     std::uint64_t version = latest) const override;
   void remove(const std::string& id, const std::string& tenant_id) override;
-  std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
-  ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
+  [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
+  [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
 
   /// How many times a broken connection was re-opened (for monitoring, and for tests of restarts).
   std::uint64_t reconnects() const noexcept;

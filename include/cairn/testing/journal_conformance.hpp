@@ -80,7 +80,7 @@ class FixedClock final : public Clock {
 }  // namespace detail
 
 /// Every check; each takes the journal to test.
-inline std::vector<JournalCheck> journal_conformance_checks() {
+[[nodiscard]] inline std::vector<JournalCheck> journal_conformance_checks() {
   using detail::entries;
   using detail::fresh_tenant;
   using detail::seqs;
@@ -111,22 +111,22 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
     // A time given by the writer is kept.
     auto timed = detail::entry("note", 1);
     timed.time = 1700000000123;
-    j.append(t, "run", 3, {timed});
+    (void)j.append(t, "run", 3, {timed});
     CAIRN_JCONFORM(j.read(t, "run", 4)[0].time == 1700000000123);
   }});
 
   checks.push_back({"an append that does not follow the run's last entry is a conflict and writes nothing",
                     [](RunJournal& j) {
     const auto t = fresh_tenant("jconflict");
-    j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
-    auto c = detail::conflict_of([&] { j.append(t, "r", 1, entries({{"late", 3}})); }, __LINE__);
+    (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
+    auto c = detail::conflict_of([&] { (void)j.append(t, "r", 1, entries({{"late", 3}})); }, __LINE__);
     CAIRN_JCONFORM(c.expected() == 1 && c.actual() == 2);
     CAIRN_JCONFORM(std::string(c.what()).find("'r'") != std::string::npos);
-    c = detail::conflict_of([&] { j.append(t, "r", 0, entries({{"again", 0}})); }, __LINE__);
+    c = detail::conflict_of([&] { (void)j.append(t, "r", 0, entries({{"again", 0}})); }, __LINE__);
     CAIRN_JCONFORM(c.expected() == 0 && c.actual() == 2);
-    c = detail::conflict_of([&] { j.append(t, "r", 5, entries({{"ahead", 0}})); }, __LINE__);
+    c = detail::conflict_of([&] { (void)j.append(t, "r", 5, entries({{"ahead", 0}})); }, __LINE__);
     CAIRN_JCONFORM(c.actual() == 2);
-    c = detail::conflict_of([&] { j.append(t, "missing", 3, entries({{"x", 0}})); }, __LINE__);
+    c = detail::conflict_of([&] { (void)j.append(t, "missing", 3, entries({{"x", 0}})); }, __LINE__);
     CAIRN_JCONFORM(c.expected() == 3 && c.actual() == 0);
     CAIRN_JCONFORM(!j.info(t, "missing"));
     CAIRN_JCONFORM((seqs(j.read(t, "r")) == std::vector<std::uint64_t>{1, 2}));
@@ -135,7 +135,7 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
 
   checks.push_back({"bad input is refused with a clear error and writes nothing", [](RunJournal& j) {
     const auto t = fresh_tenant("jbad");
-    j.append(t, "ok", 0, entries({{"a", 1}}));
+    (void)j.append(t, "ok", 0, entries({{"a", 1}}));
     CAIRN_JCONFORM_THROWS(invalid_argument, j.append("", "ok", 1, entries({{"a", 1}})));
     CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "", 0, entries({{"a", 1}})));
     CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "bad\nid", 0, entries({{"a", 1}})));
@@ -157,12 +157,12 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
   checks.push_back({"another tenant's run is indistinguishable from a missing one", [](RunJournal& j) {
     const auto a = fresh_tenant("jiso-a");
     const auto b = fresh_tenant("jiso-b");
-    j.append(b, "secret", 0, entries({{"a", "b's"}}));
+    (void)j.append(b, "secret", 0, entries({{"a", "b's"}}));
     CAIRN_JCONFORM(!j.info(a, "secret"));
     CAIRN_JCONFORM_THROWS(not_found, j.read(a, "secret"));
     CAIRN_JCONFORM_THROWS(not_found, j.fork(a, "secret", 1, "mine"));
     CAIRN_JCONFORM_THROWS(not_found, j.remove(a, "secret"));
-    CAIRN_JCONFORM(detail::conflict_of([&] { j.append(a, "secret", 1, entries({{"x", 1}})); }, __LINE__).actual() == 0);
+    CAIRN_JCONFORM(detail::conflict_of([&] { (void)j.append(a, "secret", 1, entries({{"x", 1}})); }, __LINE__).actual() == 0);
     CAIRN_JCONFORM(j.append(a, "secret", 0, entries({{"a", "a's"}})) == 1);  // a's own run of that name
     CAIRN_JCONFORM(j.read(b, "secret")[0].data == "b's");
     CAIRN_JCONFORM(j.sweep(a, std::numeric_limits<std::int64_t>::max()).size() == 1);
@@ -171,10 +171,10 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
 
   checks.push_back({"read_for_restore starts at the newest snapshot at or before the point asked for", [](RunJournal& j) {
     const auto t = fresh_tenant("jsnap");
-    j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
+    (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
     CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{1, 2}));
-    j.append(t, "r", 2, entries({{snapshot_kind, {{"state", 2}}}, {"c", 4}, {"d", 5}}));
-    j.append(t, "r", 5, entries({{snapshot_kind, {{"state", 5}}}, {"e", 7}}));
+    (void)j.append(t, "r", 2, entries({{snapshot_kind, {{"state", 2}}}, {"c", 4}, {"d", 5}}));
+    (void)j.append(t, "r", 5, entries({{snapshot_kind, {{"state", 5}}}, {"e", 7}}));
     CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{6, 7}));
     CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 5)) == std::vector<std::uint64_t>{3, 4, 5}));
     CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 3)) == std::vector<std::uint64_t>{3}));
@@ -184,15 +184,15 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
 
   checks.push_back({"fork starts a run from any past point of another; both go their own way", [](RunJournal& j) {
     const auto t = fresh_tenant("jfork");
-    j.append(t, "main", 0, entries({{"a", 1}, {snapshot_kind, {{"s", 2}}}, {"c", 3}, {"d", 4}}));
+    (void)j.append(t, "main", 0, entries({{"a", 1}, {snapshot_kind, {{"s", 2}}}, {"c", 3}, {"d", 4}}));
     j.fork(t, "main", 3, "alt");
     const auto alt = j.info(t, "alt");
     CAIRN_JCONFORM(alt && alt->forked_from == std::optional<std::string>("main") && alt->fork_seq == 3);
     CAIRN_JCONFORM(alt->last_seq == 3);
     CAIRN_JCONFORM((seqs(j.read(t, "alt")) == std::vector<std::uint64_t>{1, 2, 3}));
-    CAIRN_JCONFORM(detail::conflict_of([&] { j.append(t, "alt", 4, entries({{"x", 0}})); }, __LINE__).actual() == 3);
+    CAIRN_JCONFORM(detail::conflict_of([&] { (void)j.append(t, "alt", 4, entries({{"x", 0}})); }, __LINE__).actual() == 3);
     CAIRN_JCONFORM(j.append(t, "alt", 3, entries({{"alt-d", 40}})) == 4);
-    j.append(t, "main", 4, entries({{"e", 5}}));
+    (void)j.append(t, "main", 4, entries({{"e", 5}}));
     const auto main_entries = j.read(t, "main");
     const auto alt_entries = j.read(t, "alt");
     CAIRN_JCONFORM(main_entries[3].data == 4 && main_entries.size() == 5);
@@ -219,7 +219,7 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
 
   checks.push_back({"remove takes a run away, but never one that forks still read", [](RunJournal& j) {
     const auto t = fresh_tenant("jremove");
-    j.append(t, "src", 0, entries({{"a", 1}, {"b", 2}}));
+    (void)j.append(t, "src", 0, entries({{"a", 1}, {"b", 2}}));
     j.fork(t, "src", 1, "child");
     const auto msg = CAIRN_JCONFORM_THROWS(state_error, j.remove(t, "src"));
     CAIRN_JCONFORM(msg.find("'child'") != std::string::npos);
@@ -233,7 +233,7 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
 
   checks.push_back({"prune drops what no restore needs and keeps what forks read", [](RunJournal& j) {
     const auto t = fresh_tenant("jprune");
-    j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}, {snapshot_kind, {{"s", 3}}}, {"d", 4},
+    (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}, {snapshot_kind, {{"s", 3}}}, {"d", 4},
                                  {snapshot_kind, {{"s", 5}}}, {"f", 6}}));
     j.fork(t, "r", 4, "fork");  // restoring the fork needs r's snapshot 3 and entry 4
     CAIRN_JCONFORM(j.prune(t, "r") == 2);
@@ -248,7 +248,7 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
     CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{5, 6}));
     CAIRN_JCONFORM(j.prune(t, "r") == 0);
     CAIRN_JCONFORM(j.append(t, "r", 6, entries({{"g", 7}})) == 7);
-    j.append(t, "plain", 0, entries({{"a", 1}}));
+    (void)j.append(t, "plain", 0, entries({{"a", 1}}));
     CAIRN_JCONFORM(j.prune(t, "plain") == 0);  // no snapshot: everything is needed
     CAIRN_JCONFORM(j.read(t, "plain").size() == 1);
   }});
@@ -259,12 +259,12 @@ inline std::vector<JournalCheck> journal_conformance_checks() {
     j.set_clock(clock);
     try {
       clock->now = 1000;
-      j.append(t, "old", 0, entries({{"a", 1}}));
-      j.append(t, "old-source", 0, entries({{"a", 1}}));
-      j.append(t, "old-with-old-fork", 0, entries({{"a", 1}}));
+      (void)j.append(t, "old", 0, entries({{"a", 1}}));
+      (void)j.append(t, "old-source", 0, entries({{"a", 1}}));
+      (void)j.append(t, "old-with-old-fork", 0, entries({{"a", 1}}));
       j.fork(t, "old-with-old-fork", 1, "old-fork");
       clock->now = 5000;
-      j.append(t, "fresh", 0, entries({{"a", 1}}));
+      (void)j.append(t, "fresh", 0, entries({{"a", 1}}));
       j.fork(t, "old-source", 1, "fresh-fork");
       auto removed = j.sweep(t, 3000);
       std::sort(removed.begin(), removed.end());

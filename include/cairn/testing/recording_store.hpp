@@ -167,19 +167,20 @@ class RecordingStore final : public ArtifactStore {
 
   using ArtifactStore::store;
 
-  ArtifactPtr store(const ArtifactRecord& record) override {
+  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override {
     StoreCall call = start(StoreOperation::store, record.tenant_id(), record.id(), 0);
     call.record = std::make_shared<const ArtifactRecord>(record);
     return intercept(std::move(call), [&] { return inner_->store(record); });
   }
 
   /// Recorded with `version` = the expected version until it succeeds, then the version it stored.
-  ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
+  [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
     StoreCall call = start(StoreOperation::store_if, record.tenant_id(), record.id(), expected_version);
     call.record = std::make_shared<const ArtifactRecord>(record);
     return intercept(std::move(call), [&] { return inner_->store_if(record, expected_version); });
   }
 
+  [[nodiscard]]
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                     std::uint64_t version = latest) const override {
     return self().intercept(self().start(StoreOperation::fetch, tenant_id, id, version),
@@ -193,12 +194,13 @@ class RecordingStore final : public ArtifactStore {
     });
   }
 
+  [[nodiscard]]
   std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override {
     return self().intercept(self().start(StoreOperation::versions, tenant_id, id, 0),
                             [&] { return inner_->versions(id, tenant_id); });
   }
 
-  ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override {
+  [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override {
     return self().intercept(self().start(StoreOperation::list, tenant_id, query.prefix, 0),
                             [&] { return inner_->list(tenant_id, query); });
   }

@@ -40,8 +40,7 @@ namespace cairn::testing {
 /// A scripted fake was used in a way its script did not foresee: no reply left, an expectation on a prompt that
 /// did not hold, or (from verify()) replies never used. The message names the fake, the call and the prompt.
 class script_error : public cairn::error {
- public:
-  using cairn::error::error;
+  CAIRN_DETAIL_ERROR_CONSTRUCTORS(script_error, cairn::error)
 };
 
 /// A check on the prompt of one call: `check` returns true when the prompt is as expected; `description` completes

@@ -95,7 +95,7 @@ inline bool is_uuid_v4(const std::string& s) {
 }  // namespace detail
 
 /// Every check of the suite, in a fixed order.
-inline std::vector<ConformanceCheck> store_conformance_checks() {
+[[nodiscard]] inline std::vector<ConformanceCheck> store_conformance_checks() {
   using detail::fresh_tenant;
   using detail::note;
   using nlohmann::json;
@@ -150,7 +150,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
 
   checks.push_back({"a record with only a storage_url round-trips", [](ArtifactStore& s) {
     const auto t = fresh_tenant("url");
-    s.store(*ArtifactRecord::builder().tenant_id(t).id("u").type("image").title("chart")
+    (void)s.store(*ArtifactRecord::builder().tenant_id(t).id("u").type("image").title("chart")
                  .storage_url("file:///tmp/chart.png").mime_type("image/png").build());
     auto f = s.fetch("u", t);
     CAIRN_CONFORM(f != nullptr);
@@ -187,7 +187,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
   checks.push_back({"another tenant's artifact is indistinguishable from a missing one", [](ArtifactStore& s) {
     const auto a = fresh_tenant("a");
     const auto b = fresh_tenant("b");
-    s.store(*note(b, "secret", "b's data").build());
+    (void)s.store(*note(b, "secret", "b's data").build());
     CAIRN_CONFORM(s.fetch("secret", a) == nullptr);
     CAIRN_CONFORM(s.fetch("secret", a, 1) == nullptr);
     CAIRN_CONFORM(s.versions("secret", a).empty());
@@ -203,8 +203,8 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
   checks.push_back({"the same id in two tenants is two artifacts", [](ArtifactStore& s) {
     const auto a = fresh_tenant("a");
     const auto b = fresh_tenant("b");
-    s.store(*note(a, "plan", "a1").build());
-    s.store(*note(a, "plan", "a2").build());
+    (void)s.store(*note(a, "plan", "a1").build());
+    (void)s.store(*note(a, "plan", "a2").build());
     auto bv = s.store(*note(b, "plan", "b1").build());
     CAIRN_CONFORM(bv->version() == 1);
     CAIRN_CONFORM(s.fetch("plan", a)->value() == "a2");
@@ -216,9 +216,9 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
 
   checks.push_back({"remove drops every version; a new store starts at version 1", [](ArtifactStore& s) {
     const auto t = fresh_tenant("remove");
-    s.store(*note(t, "x", 1).build());
-    s.store(*note(t, "x", 2).build());
-    s.store(*note(t, "keep", 3).build());
+    (void)s.store(*note(t, "x", 1).build());
+    (void)s.store(*note(t, "x", 2).build());
+    (void)s.store(*note(t, "keep", 3).build());
     s.remove("x", t);
     CAIRN_CONFORM(s.fetch("x", t) == nullptr);
     CAIRN_CONFORM(s.fetch("x", t, 1) == nullptr);
@@ -231,9 +231,9 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
   checks.push_back({"list: id order, latest versions, filters, limit and cursor", [](ArtifactStore& s) {
     const auto t = fresh_tenant("list");
     const auto other = fresh_tenant("other");
-    for (const char* id : {"b-2", "a-1", "c-3", "a-2", "b-1"}) s.store(*note(t, id, id).build());
-    s.store(*note(t, "a-1", "a-1 v2").type("code").created_by("coder").build());
-    s.store(*note(other, "a-0", "other tenant").build());
+    for (const char* id : {"b-2", "a-1", "c-3", "a-2", "b-1"}) (void)s.store(*note(t, id, id).build());
+    (void)s.store(*note(t, "a-1", "a-1 v2").type("code").created_by("coder").build());
+    (void)s.store(*note(other, "a-0", "other tenant").build());
 
     auto all = s.list(t);
     CAIRN_CONFORM((detail::ids_of(all) == std::vector<std::string>{"a-1", "a-2", "b-1", "b-2", "c-3"}));
@@ -298,8 +298,8 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
     for (std::size_t i = 0; i < big.size(); i += 997) big[i] = static_cast<char>('a' + i % 26);
     json arr = json::array();
     for (int i = 0; i < 5000; ++i) arr.push_back({{"i", i}, {"s", std::to_string(i)}});
-    s.store(*note(t, "big", big).build());
-    s.store(*note(t, "arr", arr).build());
+    (void)s.store(*note(t, "big", big).build());
+    (void)s.store(*note(t, "arr", arr).build());
     CAIRN_CONFORM(s.fetch("big", t)->value() == big);
     CAIRN_CONFORM(s.fetch("arr", t)->value() == arr);
   }});
@@ -307,7 +307,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
   checks.push_back({"ids with unusual characters are stored as given", [](ArtifactStore& s) {
     const auto t = fresh_tenant("ids");
     for (const std::string id : {"reports/2024/q3.md", "ünïcødé-id", "with space", "quote'\"id", "%_like_*"}) {
-      s.store(*note(t, id, id).build());
+      (void)s.store(*note(t, id, id).build());
       CAIRN_CONFORM(s.fetch(id, t) != nullptr);
       CAIRN_CONFORM(s.fetch(id, t)->value() == id);
     }
@@ -325,7 +325,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
                          note(t, "meta", 1).metadata("x", std::numeric_limits<double>::infinity()).build());
     const json extremes = {std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
                            std::numeric_limits<double>::denorm_min(), 0.1, 1e300};
-    s.store(*note(t, "extremes", extremes).metadata("m", 2.5).build());
+    (void)s.store(*note(t, "extremes", extremes).metadata("m", 2.5).build());
     const auto back = s.fetch("extremes", t);
     CAIRN_CONFORM(back != nullptr);
     CAIRN_CONFORM(back->value() == extremes);
@@ -353,7 +353,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
                    .storage_url("s3://b/" + text)
                    .metadata(json{{text, {text}}})
                    .build();
-    s.store(*rec);
+    (void)s.store(*rec);
     const auto back = s.fetch("id-" + text, t);
     CAIRN_CONFORM(back != nullptr);
     CAIRN_CONFORM(back->title() == text && back->description() == text && back->purpose() == text);
@@ -367,7 +367,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
     const auto t = fresh_tenant("prefix-utf8");
     for (const std::string id : {"cafe", "caf\xC3\xA9", "caf\xC3\xBC-2", "caf\xC4\x80", "caf\xC3\xA9s", "cafz",
                                  "\xE2\x82\xAC", "\xE2\x82\xAD", "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF"}) {
-      s.store(*note(t, id, "v").build());
+      (void)s.store(*note(t, id, "v").build());
     }
     auto list = [&](const std::string& prefix, std::size_t limit = 100, std::string cursor = "") {
       ListQuery q;
@@ -407,7 +407,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
           for (int k = 0; k < per_thread; ++k) {
             const auto stored = s.store(*note(t, "shared", json{{"thread", i}, {"k", k}}).build());
             got[static_cast<std::size_t>(i)].push_back(stored->version());
-            s.fetch("shared", t);
+            (void)s.fetch("shared", t);
           }
         } catch (...) {
           failed = true;
@@ -432,7 +432,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
     // Creating again loses, names both versions, and stores nothing.
     conflict lost("", 0, 0);
     try {
-      s.store_if(*note(t, "doc", "again").build(), ArtifactStore::absent);
+      (void)s.store_if(*note(t, "doc", "again").build(), ArtifactStore::absent);
     } catch (const conflict& e) {
       lost = e;
     }
@@ -443,7 +443,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
     // Replacing the version read wins once; the same expectation a second time loses.
     CAIRN_CONFORM(s.store_if(*note(t, "doc", "two").build(), 1)->version() == 2);
     try {
-      s.store_if(*note(t, "doc", "stale").build(), 1);
+      (void)s.store_if(*note(t, "doc", "stale").build(), 1);
       lost = conflict("", 0, 0);
     } catch (const conflict& e) {
       lost = e;
@@ -479,7 +479,7 @@ inline std::vector<ConformanceCheck> store_conformance_checks() {
           // Every thread tries to create every id: one creation each.
           for (int k = 0; k < ids; ++k) {
             try {
-              s.store_if(*note(t, fmt::format("c{}", k), i).build(), ArtifactStore::absent);
+              (void)s.store_if(*note(t, fmt::format("c{}", k), i).build(), ArtifactStore::absent);
               ++creations[static_cast<std::size_t>(i)];
             } catch (const conflict&) {
             }

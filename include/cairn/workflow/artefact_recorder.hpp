@@ -53,7 +53,7 @@ inline ArtefactObserver artefact_recorder(std::shared_ptr<ArtifactStore> store, 
         .size_bytes(e.size_bytes)
         .metadata(std::move(meta));
     if (created_by) b.created_by(*created_by);
-    store->store(*b.build());
+    (void)store->store(*b.build());
   };
 }
 
