@@ -21,8 +21,9 @@ namespace cairn {
 inline constexpr int version_major = CAIRN_VERSION_MAJOR;
 inline constexpr int version_minor = CAIRN_VERSION_MINOR;
 inline constexpr int version_patch = CAIRN_VERSION_PATCH;
-/// CAIRN_VERSION as a constant, for code that prefers it to the macro.
-inline constexpr int version = CAIRN_VERSION;
+/// CAIRN_VERSION as a constant, for code that prefers it to the macro. (Not `version`: a namespace-scope name that
+/// common would make every parameter called `version`, in cairn and in its users, a -Wshadow warning.)
+inline constexpr int version_number = CAIRN_VERSION;
 
 #define CAIRN_DETAIL_STR2(x) #x
 #define CAIRN_DETAIL_STR(x) CAIRN_DETAIL_STR2(x)

@@ -14,7 +14,7 @@ TEST_CASE("the version string agrees with the version numbers") {
 
 TEST_CASE("CAIRN_VERSION packs the three numbers like FMT_VERSION and agrees with CMake's project version") {
   static_assert(CAIRN_VERSION == CAIRN_VERSION_MAJOR * 10000 + CAIRN_VERSION_MINOR * 100 + CAIRN_VERSION_PATCH);
-  static_assert(cairn::version == CAIRN_VERSION);
+  static_assert(cairn::version_number == CAIRN_VERSION);
 #if !(CAIRN_VERSION >= 0)
 #error "CAIRN_VERSION must be usable in #if"
 #endif

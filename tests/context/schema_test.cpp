@@ -66,7 +66,7 @@ struct Fixture {
     const json outputs = {{{"name", "page"}, {"type", "data"}, {"description", "d"}}};
     const ToolCall call = ToolCall::from_json({{"tool", tool_name}, {"inputs", inputs}, {"outputs", outputs}});
     try {
-      cairn::execute(call, ctx, registry);
+      (void)cairn::execute(call, ctx, registry);
     } catch (const cairn::invalid_argument& e) {
       REQUIRE(*runs == before);
       return e.what();
@@ -220,7 +220,7 @@ TEST_CASE("schema: one compiled schema serves several threads at once") {
       for (int i = 0; i < 50; ++i) {
         const json port = (i + t) % 2 == 0 ? json(80) : json("eighty");
         try {
-          cairn::execute(ToolCall::from_json({{"tool", "fetch_page"}, {"inputs", {{"url", "u"}, {"port", port}}}}), ctx,
+          (void)cairn::execute(ToolCall::from_json({{"tool", "fetch_page"}, {"inputs", {{"url", "u"}, {"port", port}}}}), ctx,
                          f.registry);
         } catch (const cairn::invalid_argument&) {
           ++refused;

@@ -415,8 +415,8 @@ TEST_CASE("a damaged row is a storage_error naming the run and the seq, not a cr
   CHECK_THROWS_AS(journal.info("t", "other"), storage_error);
   // Entries lost behind the journal's back are noticed.
   { RawDb(path).exec("UPDATE cairn_runs SET kept_from = 1 WHERE run_id = 'other'"); }
-  journal.append("t", "other", 1, one("more", 2));
-  journal.append("t", "other", 2, one("more", 3));
+  (void)journal.append("t", "other", 1, one("more", 2));
+  (void)journal.append("t", "other", 2, one("more", 3));
   { RawDb(path).exec("DELETE FROM cairn_run_entries WHERE run_id = 'other' AND seq = 2"); }
   CHECK_THROWS_WITH(journal.read("t", "other"), cairn_test::ContainsSubstring("should hold seq 1 to 3 but has 2"));
   // A damaged run can still be removed.

@@ -167,7 +167,7 @@ TEST_CASE("a run holding a workflow patch that does not apply is refused with th
   JournalEntry bad;
   bad.kind = "workflow.patch";
   bad.data = json::array({{{"op", "replace"}, {"path", "/step"}, {"value", "no-such-step"}}});
-  journal->append("acme", "wf", 2, {bad});
+  (void)journal->append("acme", "wf", 2, {bad});
   Run run(journal, "acme", "wf");
   try {
     (void)WorkflowMachine::resume(run, ws.path());
