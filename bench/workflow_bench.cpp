@@ -157,7 +157,7 @@ void BM_RegisterArtefacts_Cairn(benchmark::State& state) {
     state.PauseTiming();
     cairn::WorkflowMachine m = start;
     state.ResumeTiming();
-    auto r = m.register_artefacts(files.paths);
+    auto r = m.register_artifacts(files.paths);
     if (r.registered.size() != 1000) std::abort();
     benchmark::DoNotOptimize(r.registered.data());
   }

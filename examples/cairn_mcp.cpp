@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       }
       if (!run_id.empty() && !in_journal) throw cairn::invalid_argument("--run is only used with a journal");
       // Registered files are also stored as `file` artifacts of the tenant, so artifact_list finds them.
-      auto recorder = cairn::artefact_recorder(store, tenant);
+      auto recorder = cairn::artifact_recorder(store, tenant);
       if (in_journal) {
         if (run_id.empty()) run_id = tmpl.name();
         std::shared_ptr<cairn::RunJournal> journal;

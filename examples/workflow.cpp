@@ -45,7 +45,7 @@ void print(const char* who, const cairn::StatusReport& s) {
   if (s.ralph_iteration) std::cout << ", iteration " << *s.ralph_iteration << "/" << *s.ralph_total;
   if (s.agent) std::cout << ", agent " << *s.agent;
   if (s.attempt > 1) std::cout << ", attempt " << s.attempt;
-  std::cout << ", artefacts " << s.artefacts.size() << "\n";
+  std::cout << ", artefacts " << s.artifacts.size() << "\n";
   // The instructions, on one line and cut short: the sub-agent prefix, the text, the appended lines.
   std::string text = s.instructions;
   for (auto& c : text) c = c == '\n' ? ' ' : c;
@@ -59,11 +59,11 @@ cairn::StatusReport work_and_advance(const cairn::StateFile& file, const char* w
     std::string output = "done " + s.step;
     if (s.step == "plan") {
       std::ofstream(file.workspace_root() / "plan.md") << "# Plan\n1. parser\n2. writer\n3. docs\n";
-      m.register_artefacts({"plan.md"});
+      m.register_artifacts({"plan.md"});
     } else if (s.sub_step == std::optional<std::string>("code")) {
       const std::string rel = "src/" + s.task->id + ".cpp";
       std::ofstream(file.workspace_root() / rel) << "// " << s.task->title << "\n";
-      const auto r = m.register_artefacts({rel});
+      const auto r = m.register_artifacts({rel});
       output = "wrote " + r.registered.at(0);
     }
     auto next = m.advance(output);
@@ -118,11 +118,11 @@ int main() {
   std::cout << "outputs:\n";
   for (const auto& [key, text] : done->context()) std::cout << "  " << key << ": " << text.substr(0, 60) << "\n";
   std::cout << "artefacts:\n";
-  for (const auto& path : done->state().artefacts) {
+  for (const auto& path : done->state().artifacts) {
     std::cout << "  " << fs::path(path).lexically_relative(fs::canonical(workspace)).string() << "\n";
   }
   std::cout << "workflow " << cairn::to_string(done->state().status) << " after resuming in a second process ("
-            << done->context().size() << " outputs, " << done->state().artefacts.size() << " artefacts)\n";
+            << done->context().size() << " outputs, " << done->state().artifacts.size() << " artefacts)\n";
   fs::remove_all(workspace);
   return 0;
 }

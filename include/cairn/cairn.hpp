@@ -32,7 +32,7 @@
 #include "cairn/workflow/state_file.hpp"
 #include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/tools.hpp"
-#include "cairn/workflow/artefact_recorder.hpp"
+#include "cairn/workflow/artifact_recorder.hpp"
 #include "cairn/context/resolve.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/tool.hpp"

@@ -31,7 +31,7 @@ struct Script {
   void step(WorkflowMachine& m, std::size_t i) const {
     switch (i) {
       case 0: m.start("Add CSV export"); break;
-      case 1: m.register_artefacts({"plan.md"}); break;
+      case 1: m.register_artifacts({"plan.md"}); break;
       case 2: m.advance("planned"); break;
       case 3: m.set_tasks("implement", {{"parse", "Parser", "reads CSV", {}, {}}, {"write", "Writer", {}, {"parse"}, {}}}); break;
       case 4: m.advance("tasks set"); break;
@@ -109,12 +109,12 @@ TEST_CASE("a machine that loses the race to append is left as it was, and its ob
   Run run_b(journal, "acme", "wf");  // a second worker on the same run
   auto b = WorkflowMachine::resume(run_b, ws.path());
   std::vector<std::string> heard;
-  b.set_artefact_observer([&](const ArtefactEvent& e) { heard.push_back(e.relative_path); });
+  b.set_artifact_observer([&](const ArtifactEvent& e) { heard.push_back(e.relative_path); });
   CHECK(b.to_json() == a.to_json());
 
-  a.register_artefacts({"a.txt"});  // a moves the run on
+  a.register_artifacts({"a.txt"});  // a moves the run on
   const json before = b.to_json();
-  CHECK_THROWS_AS(b.register_artefacts({"b.txt"}), conflict);
+  CHECK_THROWS_AS(b.register_artifacts({"b.txt"}), conflict);
   CHECK(b.to_json() == before);
   CHECK(heard.empty());
   CHECK_THROWS_AS(b.advance("stale"), conflict);
@@ -123,11 +123,11 @@ TEST_CASE("a machine that loses the race to append is left as it was, and its ob
   // Re-reading the run gives b what a did; then b's change goes through and is heard once.
   Run fresh(journal, "acme", "wf");
   auto b2 = WorkflowMachine::resume(fresh, ws.path());
-  b2.set_artefact_observer([&](const ArtefactEvent& e) { heard.push_back(e.relative_path); });
-  const auto reg = b2.register_artefacts({"b.txt"});
+  b2.set_artifact_observer([&](const ArtifactEvent& e) { heard.push_back(e.relative_path); });
+  const auto reg = b2.register_artifacts({"b.txt"});
   CHECK(reg.registered.size() == 1);
   CHECK(heard == std::vector<std::string>{"b.txt"});
-  CHECK(b2.state().artefacts.size() == 2);
+  CHECK(b2.state().artifacts.size() == 2);
 }
 
 TEST_CASE("resume refuses a run without a workflow, and a copy of an attached machine is not attached") {
@@ -182,7 +182,7 @@ TEST_CASE("RunWorkflowState: the workflow tools over a run, shared by two server
   ws.write("plan.md");
   auto journal = std::make_shared<InMemoryRunJournal>();
   std::vector<std::string> stored;
-  auto observer = [&](const ArtefactEvent& e) { stored.push_back(e.relative_path); };
+  auto observer = [&](const ArtifactEvent& e) { stored.push_back(e.relative_path); };
   WorkflowTools one(RunWorkflowState(journal, "acme", "feature-1", ws.path()), cairn_test::feature_template(),
                     observer);
   WorkflowTools two(RunWorkflowState(journal, "acme", "feature-1", ws.path()), cairn_test::feature_template(),

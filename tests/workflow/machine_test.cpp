@@ -58,7 +58,7 @@ TEST_CASE("the feature workflow walks plan, tasks, the loop and the ralph review
   CHECK(s.step_type == StepType::action);
   CHECK_FALSE(s.agent);
   CHECK(s.summary == std::optional<std::string>("Add CSV export"));
-  CHECK(s.instructions == "Write a plan.\n\n" + std::string(WorkflowMachine::artefact_instruction));
+  CHECK(s.instructions == "Write a plan.\n\n" + std::string(WorkflowMachine::artifact_instruction));
   CHECK(s.progress.current_step == 1);
   CHECK(s.progress.total_steps == 4);
   CHECK_FALSE(s.progress.total_tasks);
@@ -84,7 +84,7 @@ TEST_CASE("the feature workflow walks plan, tasks, the loop and the ralph review
   CHECK(s.total_sub_steps == std::optional<std::size_t>(2));
   CHECK(s.agent == std::optional<std::string>("coder"));
   CHECK(s.instructions == "SPAWN the 'coder' sub-agent to handle this step:\n\nImplement t1: Parser. Read CSV\n\n" +
-                              std::string(WorkflowMachine::artefact_instruction));
+                              std::string(WorkflowMachine::artifact_instruction));
   CHECK(s.progress.current_task_progress == std::optional<std::string>("Task 1/3, Sub-step 1/2"));
   CHECK(s.progress.completed_tasks == std::optional<std::size_t>(0));
   CHECK(s.progress.total_tasks == std::optional<std::size_t>(3));
@@ -352,7 +352,7 @@ TEST_CASE("start on a started machine changes nothing; other calls need start") 
   CHECK_THROWS_AS(m.advance("x"), state_error);
   CHECK_THROWS_AS(m.set_tasks("implement", {}), state_error);
   CHECK_THROWS_AS(m.context(), state_error);
-  CHECK_THROWS_AS(m.register_artefacts({}), state_error);
+  CHECK_THROWS_AS(m.register_artifacts({}), state_error);
   CHECK_THROWS_AS(m.state(), state_error);
   m.start("first");
   m.advance("p");
@@ -371,7 +371,7 @@ TEST_CASE("a template whose first step is ralph starts at iteration 1") {
   CHECK(s.ralph_iteration == std::optional<int>(1));
   CHECK(s.instructions == "SPAWN the 'critic' sub-agent to handle this step:\n\nPolish.\n\n" +
                               WorkflowMachine::ralph_line(1, 3) + "\n\n" +
-                              std::string(WorkflowMachine::artefact_instruction));
+                              std::string(WorkflowMachine::artifact_instruction));
   m.advance("1");
   m.advance("2", StepResult::failed);
   CHECK(m.status().ralph_iteration == std::optional<int>(2));
@@ -392,13 +392,13 @@ TEST_CASE("register_artefacts resolves against the workspace and sorts paths int
 
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   m.start();
-  std::vector<ArtefactEvent> events;
-  m.set_artefact_observer([&](const ArtefactEvent& e) { events.push_back(e); });
+  std::vector<ArtifactEvent> events;
+  m.set_artifact_observer([&](const ArtifactEvent& e) { events.push_back(e); });
 
   // The process's working directory plays no part.
   const auto old_cwd = fs::current_path();
   fs::current_path(outside.path());
-  auto r = m.register_artefacts({"docs/plan.md", "empty.txt", "", "  ", "missing.md", "../secret.txt",
+  auto r = m.register_artifacts({"docs/plan.md", "empty.txt", "", "  ", "missing.md", "../secret.txt",
                                  (outside.path() / "secret.txt").string(), "escape.txt", "dir",
                                  "docs/../docs/plan.md", "link-to-plan.md", std::string("a\0b", 3)});
   fs::current_path(old_cwd);
@@ -409,8 +409,8 @@ TEST_CASE("register_artefacts resolves against the workspace and sorts paths int
   CHECK(r.invalid == std::vector<std::string>{"", "  ", "missing.md", "../secret.txt",
                                               (outside.path() / "secret.txt").string(), "escape.txt", "dir",
                                               std::string("a\0b", 3)});
-  CHECK(m.state().artefacts == r.registered);
-  CHECK(m.status().artefacts == r.registered);
+  CHECK(m.state().artifacts == r.registered);
+  CHECK(m.status().artifacts == r.registered);
 
   REQUIRE(events.size() == 2);
   CHECK(events[0].relative_path == "docs/plan.md");
@@ -421,10 +421,10 @@ TEST_CASE("register_artefacts resolves against the workspace and sorts paths int
   CHECK_FALSE(events[0].task_id);
 
   // Absolute paths inside the workspace work; registering again is a duplicate.
-  r = m.register_artefacts({plan.string()});
+  r = m.register_artifacts({plan.string()});
   CHECK(r.registered.empty());
   CHECK(r.duplicates == std::vector<std::string>{root + "/docs/plan.md"});
-  CHECK(m.register_artefacts({}).registered.empty());
+  CHECK(m.register_artifacts({}).registered.empty());
   CHECK(events.size() == 2);
 }
 
@@ -434,9 +434,9 @@ TEST_CASE("register_artefacts in a loop tells the observer the task and sub-step
   WorkflowMachine m(loop_template("retry"), ws.path());
   m.start();
   m.set_tasks("work", {task("a")});
-  std::vector<ArtefactEvent> events;
-  m.set_artefact_observer([&](const ArtefactEvent& e) { events.push_back(e); });
-  m.register_artefacts({"a.cpp"});
+  std::vector<ArtifactEvent> events;
+  m.set_artifact_observer([&](const ArtifactEvent& e) { events.push_back(e); });
+  m.register_artifacts({"a.cpp"});
   REQUIRE(events.size() == 1);
   CHECK(events[0].task_id == std::optional<std::string>("a"));
   CHECK(events[0].sub_step == std::optional<std::string>("do"));
@@ -446,7 +446,7 @@ TEST_CASE("a missing workspace makes every path invalid") {
   cairn_test::TempWorkspace ws;
   WorkflowMachine m(cairn_test::feature_template(), ws.path() / "not-there");
   m.start();
-  auto r = m.register_artefacts({"a", (ws.path() / "x").string()});
+  auto r = m.register_artifacts({"a", (ws.path() / "x").string()});
   CHECK(r.invalid.size() == 2);
   CHECK(r.registered.empty());
 }
@@ -460,7 +460,7 @@ TEST_CASE("a machine round-trips through JSON, and restore rejects a state that 
   m.advance("p");
   m.advance("d");
   m.advance("c", StepResult::failed);
-  m.register_artefacts({"f.txt"});
+  m.register_artifacts({"f.txt"});
   const json j = m.to_json();
   CHECK(j.at("template") == cairn_test::feature_template().to_json());
   auto back = WorkflowMachine::from_json(j, ws.path());
@@ -509,14 +509,14 @@ TEST_CASE("register_artefacts refuses file names that are not valid UTF-8, with 
   ws.write("caf\xc3\xa9.txt");  // valid UTF-8: fine
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   m.start();
-  const auto r = m.register_artefacts({"bad-\xff-name.txt", "dir-\xc3/inside.txt", "caf\xc3\xa9.txt"});
+  const auto r = m.register_artifacts({"bad-\xff-name.txt", "dir-\xc3/inside.txt", "caf\xc3\xa9.txt"});
   const std::string root = fs::canonical(ws.path()).string();
   CHECK(r.registered == std::vector<std::string>{root + "/caf\xc3\xa9.txt"});
   CHECK(r.invalid == std::vector<std::string>{"bad-\xff-name.txt", "dir-\xc3/inside.txt"});
   REQUIRE(r.invalid_reasons.size() == 2);
   CHECK_THAT(r.invalid_reasons[0], ContainsSubstring("not valid UTF-8"));
   CHECK_THAT(r.invalid_reasons[1], ContainsSubstring("not valid UTF-8"));
-  CHECK(m.state().artefacts == r.registered);
+  CHECK(m.state().artifacts == r.registered);
 }
 
 // Issue 13.9: cairn's own files are not outputs of the workflow.
@@ -530,7 +530,7 @@ TEST_CASE("register_artefacts refuses the state file, its lock and its temp file
   fs::create_hard_link(ws.path() / "workflow-state.json", ws.path() / "hard-link.json");
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   m.start();
-  const auto r = m.register_artefacts({"workflow-state.json", "./workflow-state.json.lock", "workflow-state.json.tmp",
+  const auto r = m.register_artifacts({"workflow-state.json", "./workflow-state.json.lock", "workflow-state.json.tmp",
                                        "workflow-state.json.tmp-0123456789abcdef", "hard-link.json",
                                        "workflow-state.json.bak"});
   const std::string root = fs::canonical(ws.path()).string();
@@ -544,7 +544,7 @@ TEST_CASE("register_artefacts refuses the state file, its lock and its temp file
   // A machine told another state file name (StateFile does so) refuses that one instead.
   ws.write("wf.json", "{}");
   m.set_state_file_name("wf.json");
-  const auto r2 = m.register_artefacts({"wf.json", "hard-link.json"});
+  const auto r2 = m.register_artifacts({"wf.json", "hard-link.json"});
   CHECK(r2.invalid == std::vector<std::string>{"wf.json"});
   CHECK(r2.registered == std::vector<std::string>{root + "/hard-link.json"});
 }
@@ -556,7 +556,7 @@ TEST_CASE("every invalid artefact path comes with its reason") {
   fs::create_directories(ws.path() / "dir");
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   m.start();
-  const auto r = m.register_artefacts({"", "missing.md", "dir", (outside.path() / "secret.txt").string(),
+  const auto r = m.register_artifacts({"", "missing.md", "dir", (outside.path() / "secret.txt").string(),
                                        std::string("a\0b", 3), std::string(5000, 'x')});
   REQUIRE(r.invalid.size() == 6);
   REQUIRE(r.invalid_reasons.size() == 6);
@@ -566,7 +566,7 @@ TEST_CASE("every invalid artefact path comes with its reason") {
   CHECK(r.invalid_reasons[3] == "outside the workspace");
   CHECK(r.invalid_reasons[4] == "the path contains a NUL byte");
   CHECK(r.invalid_reasons[5] == "the path is longer than 4096 bytes");
-  CHECK(json(m.register_artefacts({"missing"})) ==
+  CHECK(json(m.register_artifacts({"missing"})) ==
         json{{"registered", json::array()}, {"duplicates", json::array()}, {"invalid", {"missing"}},
              {"invalid_reasons", {"cannot resolve the path: No such file or directory"}}});
 }

@@ -176,11 +176,11 @@ TEST_CASE("a state without artefacts (written before they existed) loads with an
   spit(file.path(), j.dump());
   auto m = file.load();
   REQUIRE(m);
-  CHECK(m->state().artefacts.empty());
+  CHECK(m->state().artifacts.empty());
   ws.write("a.txt");
-  auto r = file.update([](WorkflowMachine& mm) { return mm.register_artefacts({"a.txt"}); });
+  auto r = file.update([](WorkflowMachine& mm) { return mm.register_artifacts({"a.txt"}); });
   CHECK(r.registered.size() == 1);
-  CHECK(file.load()->state().artefacts.size() == 1);
+  CHECK(file.load()->state().artifacts.size() == 1);
 }
 
 TEST_CASE("output text that is not valid UTF-8 is saved with replacement characters, not lost") {
@@ -297,7 +297,7 @@ TEST_CASE("processes updating the same workflow at once lose nothing") {
         for (int i = 0; i < per_child; ++i) {
           if (c < 2) {
             const auto r = file.update([&](WorkflowMachine& m) {
-              return m.register_artefacts({"out/c" + std::to_string(c) + "-" + std::to_string(i) + ".txt"});
+              return m.register_artifacts({"out/c" + std::to_string(c) + "-" + std::to_string(i) + ".txt"});
             });
             if (r.registered.size() != 1) ::_exit(5);
           } else {
@@ -321,14 +321,14 @@ TEST_CASE("processes updating the same workflow at once lose nothing") {
   }
   auto m = file.load();
   REQUIRE(m);
-  CHECK(m->state().artefacts.size() == 2 * per_child);
+  CHECK(m->state().artifacts.size() == 2 * per_child);
   CHECK(m->context().size() == per_child);
   CHECK(m->state().ralph_iteration == std::optional<int>(per_child + 1));
   const std::string root = fs::canonical(ws.path()).string();
   for (int c = 0; c < 2; ++c) {
     for (int i = 0; i < per_child; ++i) {
       const auto p = root + "/out/c" + std::to_string(c) + "-" + std::to_string(i) + ".txt";
-      CHECK(std::count(m->state().artefacts.begin(), m->state().artefacts.end(), p) == 1);
+      CHECK(std::count(m->state().artifacts.begin(), m->state().artifacts.end(), p) == 1);
     }
   }
 }
@@ -648,11 +648,11 @@ TEST_CASE("a file name that is not valid UTF-8 is refused every time, and the st
   StateFile file(ws.path());
   file.start(cairn_test::feature_template());
   for (int i = 0; i < 2; ++i) {
-    const auto r = file.update([](WorkflowMachine& m) { return m.register_artefacts({"bad-\xff.txt"}); });
+    const auto r = file.update([](WorkflowMachine& m) { return m.register_artifacts({"bad-\xff.txt"}); });
     CHECK(r.registered.empty());
     CHECK(r.invalid == std::vector<std::string>{"bad-\xff.txt"});
   }
-  CHECK(file.load()->state().artefacts.empty());
+  CHECK(file.load()->state().artifacts.empty());
 }
 
 // Issue 13.9: through the StateFile, its own files (under whatever name it was given) are not outputs.
@@ -662,9 +662,9 @@ TEST_CASE("register_artefacts through a StateFile refuses that state file, its l
   file.start(cairn_test::feature_template());
   ws.write("wf.json.tmp-0123456789abcdef", "{}");
   const auto r = file.update([](WorkflowMachine& m) {
-    return m.register_artefacts({"wf.json", "wf.json.lock", "wf.json.tmp-0123456789abcdef"});
+    return m.register_artifacts({"wf.json", "wf.json.lock", "wf.json.tmp-0123456789abcdef"});
   });
   CHECK(r.registered.empty());
   CHECK(r.invalid.size() == 3);
-  CHECK(file.load()->state().artefacts.empty());
+  CHECK(file.load()->state().artifacts.empty());
 }

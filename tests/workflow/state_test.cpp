@@ -17,7 +17,7 @@ TEST_CASE("a state round-trips through JSON with every field") {
                           {"b", "Bee", std::nullopt, {"a"}, TaskStatus::in_progress}};
   s.outputs = {{"plan", "p"}, {"implement.a.code", "c"}};
   s.summary = "sum";
-  s.artefacts = {"/w/a.txt"};
+  s.artifacts = {"/w/a.txt"};
   const json j = s;
   CHECK(j.at("task") == json{{"index", 1}, {"id", "b"}, {"title", "Bee"}});
   CHECK(j.at("tasks").at("implement")[1] ==

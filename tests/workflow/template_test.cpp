@@ -33,15 +33,15 @@ TEST_CASE("a template reads every field and round-trips through JSON") {
   CHECK(t.description() == "Plan, implement task by task, review");
   REQUIRE(t.steps().size() == 4);
   CHECK(t.steps()[0].type == StepType::action);
-  CHECK(t.steps()[0].artefacts);
-  CHECK_FALSE(t.steps()[1].artefacts);
+  CHECK(t.steps()[0].artifacts);
+  CHECK_FALSE(t.steps()[1].artifacts);
   CHECK(t.steps()[2].type == StepType::loop);
   CHECK(t.steps()[3].type == StepType::ralph);
   CHECK(t.steps()[3].n == 2);
   REQUIRE(t.loop("implement"));
   CHECK(t.loop("implement")->size() == 2);
   CHECK(t.loop("implement")->at(0).agent == std::optional<std::string>("coder"));
-  CHECK(t.loop("implement")->at(0).artefacts);
+  CHECK(t.loop("implement")->at(0).artifacts);
   CHECK(t.loop("implement")->at(1).on_fail == OnFail::retry);
   CHECK(t.loop("nope") == nullptr);
   CHECK(t.agents().at("coder").description == "Writes code");

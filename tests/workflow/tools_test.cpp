@@ -157,7 +157,7 @@ TEST_CASE("handlers stay valid after the WorkflowTools object is gone, and tell 
   std::vector<WorkflowTool> list;
   {
     WorkflowTools tools(StateFile(ws.path()), cairn_test::feature_template(),
-                        [&seen](const ArtefactEvent& e) { seen.push_back(e.relative_path); });
+                        [&seen](const ArtifactEvent& e) { seen.push_back(e.relative_path); });
     list = tools.tools();
   }
   payload(list[0].handler(json::object()));

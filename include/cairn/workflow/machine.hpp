@@ -79,14 +79,14 @@ struct StatusReport {
   std::optional<std::string> agent;    ///< the sub-agent to delegate to
   std::string instructions;
   WorkflowProgress progress;
-  std::vector<std::string> artefacts;
+  std::vector<std::string> artifacts;
   std::optional<std::string> summary;
   std::optional<std::string> failure_reason;
 };
 
 /// The answer of register_artefacts. registered and duplicates hold absolute canonical paths; invalid holds the
 /// paths as they were given, and invalid_reasons[i] says why invalid[i] was refused.
-struct ArtefactRegistration {
+struct ArtifactRegistration {
   std::vector<std::string> registered;
   std::vector<std::string> duplicates;
   std::vector<std::string> invalid;
@@ -98,8 +98,8 @@ struct ArtefactRegistration {
   }
 };
 
-/// One newly registered artefact, as told to an ArtefactObserver.
-struct ArtefactEvent {
+/// One newly registered artefact, as told to an ArtifactObserver.
+struct ArtifactEvent {
   std::string relative_path;  ///< relative to the workspace root, '/'-separated
   std::string absolute_path;  ///< canonical
   std::uint64_t size_bytes = 0;
@@ -110,11 +110,16 @@ struct ArtefactEvent {
 };
 
 /// Called once per newly registered artefact (not for duplicates), after the machine's state has it.
-using ArtefactObserver = std::function<void(const ArtefactEvent&)>;
+using ArtifactObserver = std::function<void(const ArtifactEvent&)>;
+
+// The spellings of cairn 0.1, kept for one release (docs/api.md).
+using ArtefactRegistration [[deprecated("use cairn::ArtifactRegistration")]] = ArtifactRegistration;
+using ArtefactEvent [[deprecated("use cairn::ArtifactEvent")]] = ArtifactEvent;
+using ArtefactObserver [[deprecated("use cairn::ArtifactObserver")]] = ArtifactObserver;
 
 void to_json(nlohmann::json& j, const WorkflowProgress& p);
 void to_json(nlohmann::json& j, const StatusReport& r);
-void to_json(nlohmann::json& j, const ArtefactRegistration& r);
+void to_json(nlohmann::json& j, const ArtifactRegistration& r);
 
 /// The step machine. Not thread-safe: one owner (StateFile::update serialises processes; a run journal's
 /// conditional appends serialise the machines attached to one run, see attach()).
@@ -131,9 +136,11 @@ class WorkflowMachine : private RunParticipant {
   static constexpr std::size_t max_path_length = 4096;    ///< bytes of one artefact path
 
   /// The text appended to the instructions of a step (or sub-step) with `artefacts: true`.
-  static constexpr std::string_view artefact_instruction =
+  static constexpr std::string_view artifact_instruction =
       "This step is expected to produce files. Each time you create one, call the `register_artefacts` tool with "
       "its path (absolute, or relative to the workspace). The step is not finished until its files are registered.";
+  [[deprecated("use artifact_instruction")]] static constexpr std::string_view artefact_instruction =
+      artifact_instruction;
 
   /// A machine for `tmpl`, not started yet. Relative artefact paths resolve against `workspace_root`.
   WorkflowMachine(WorkflowTemplate tmpl, std::filesystem::path workspace_root)
@@ -232,7 +239,10 @@ class WorkflowMachine : private RunParticipant {
   /// The state; throws cairn::state_error before start().
   const WorkflowState& state() const { return require_started("state"); }
 
-  void set_artefact_observer(ArtefactObserver observer) { observer_ = std::move(observer); }
+  void set_artifact_observer(ArtifactObserver observer) { observer_ = std::move(observer); }
+  [[deprecated("use set_artifact_observer")]] void set_artefact_observer(ArtifactObserver observer) {
+    set_artifact_observer(std::move(observer));
+  }
 
   /// The name (relative to the workspace root) of the state file this machine is saved in; default
   /// `workflow-state.json`. register_artefacts refuses that file, its `.lock`, its temp files (`.tmp`, `.tmp-*`)
@@ -265,7 +275,11 @@ class WorkflowMachine : private RunParticipant {
 
   /// Registers files as artefacts of the workflow (see the docs for the exact rules). Throws
   /// cairn::state_error before start().
-  ArtefactRegistration register_artefacts(const std::vector<std::string>& paths);
+  ArtifactRegistration register_artifacts(const std::vector<std::string>& paths);
+  [[deprecated("use register_artifacts")]]
+  ArtifactRegistration register_artefacts(const std::vector<std::string>& paths) {
+    return register_artifacts(paths);
+  }
 
   /// Fails the workflow with `reason`. Throws cairn::state_error when it is not running.
   StatusReport fail(const std::string& reason);
@@ -325,7 +339,7 @@ class WorkflowMachine : private RunParticipant {
       throw;
     }
   }
-  ArtefactRegistration register_paths(const std::vector<std::string>& paths, std::vector<ArtefactEvent>& events);
+  ArtifactRegistration register_paths(const std::vector<std::string>& paths, std::vector<ArtifactEvent>& events);
   StatusReport advance_unrecorded(const std::string& output, StepResult result);
   StatusReport set_tasks_unrecorded(const std::string& loop_id, std::vector<Task> tasks);
 
@@ -360,7 +374,7 @@ class WorkflowMachine : private RunParticipant {
   WorkflowTemplate template_;
   std::filesystem::path workspace_root_;
   std::optional<WorkflowState> state_;
-  ArtefactObserver observer_;
+  ArtifactObserver observer_;
   std::string state_file_name_ = "workflow-state.json";
   Run* run_ = nullptr;
   nlohmann::json recorded_;  // the state the run holds (when attached)
@@ -438,12 +452,12 @@ inline void to_json(nlohmann::json& j, const StatusReport& r) {
   j["delegate"] = r.agent.has_value();
   j["instructions"] = r.instructions;
   j["progress"] = r.progress;
-  j["artefacts"] = r.artefacts;
+  j["artefacts"] = r.artifacts;
   if (r.summary) j["summary"] = *r.summary;
   if (r.failure_reason) j["failure_reason"] = *r.failure_reason;
 }
 
-inline void to_json(nlohmann::json& j, const ArtefactRegistration& r) {
+inline void to_json(nlohmann::json& j, const ArtifactRegistration& r) {
   j = {{"registered", r.registered},
        {"duplicates", r.duplicates},
        {"invalid", r.invalid},
@@ -609,9 +623,9 @@ inline std::string WorkflowMachine::instructions() const {
     text = step.instructions;
   }
   if (step.type == StepType::ralph) text += "\n\n" + ralph_line(s.ralph_iteration.value_or(1), step.n);
-  if (step.artefacts || (sub && sub->artefacts)) {
+  if (step.artifacts || (sub && sub->artifacts)) {
     text += "\n\n";
-    text += artefact_instruction;
+    text += artifact_instruction;
   }
   const std::optional<std::string>& agent = sub && sub->agent ? sub->agent : step.agent;
   if (agent) text = fmt::format("SPAWN the '{}' sub-agent to handle this step:\n\n{}", *agent, text);
@@ -625,7 +639,7 @@ inline StatusReport WorkflowMachine::status() const {
   r.step = s.step;
   r.step_type = s.step_type;
   r.attempt = s.attempt;
-  r.artefacts = s.artefacts;
+  r.artifacts = s.artifacts;
   r.summary = s.summary;
   r.failure_reason = s.failure_reason;
   const auto& step = current_step();
@@ -841,20 +855,20 @@ inline StatusReport WorkflowMachine::set_tasks_unrecorded(const std::string& loo
   return status();
 }
 
-inline ArtefactRegistration WorkflowMachine::register_artefacts(const std::vector<std::string>& paths) {
+inline ArtifactRegistration WorkflowMachine::register_artifacts(const std::vector<std::string>& paths) {
   require_started("register_artefacts");
-  std::vector<ArtefactEvent> events;
+  std::vector<ArtifactEvent> events;
   auto out = change([&] { return register_paths(paths, events); });
   // The observer hears only of what the state (and an attached run) has.
   for (const auto& e : events) observer_(e);
   return out;
 }
 
-inline ArtefactRegistration WorkflowMachine::register_paths(const std::vector<std::string>& paths,
-                                                            std::vector<ArtefactEvent>& events) {
+inline ArtifactRegistration WorkflowMachine::register_paths(const std::vector<std::string>& paths,
+                                                            std::vector<ArtifactEvent>& events) {
   namespace fs = std::filesystem;
   auto& s = *state_;
-  ArtefactRegistration out;
+  ArtifactRegistration out;
   std::error_code ec;
   const fs::path root = fs::canonical(workspace_root_, ec);
   const bool have_root = !ec && fs::is_directory(root, ec);
@@ -875,7 +889,7 @@ inline ArtefactRegistration WorkflowMachine::register_paths(const std::vector<st
     }
     return false;
   };
-  std::unordered_set<std::string> known(s.artefacts.begin(), s.artefacts.end());
+  std::unordered_set<std::string> known(s.artifacts.begin(), s.artifacts.end());
   for (const auto& raw : paths) {
     if (!have_root) {
       out.refuse(raw, fmt::format("the workspace folder '{}' does not exist", workspace_root_.string()));
@@ -926,10 +940,10 @@ inline ArtefactRegistration WorkflowMachine::register_paths(const std::vector<st
       out.duplicates.push_back(text);
       continue;
     }
-    s.artefacts.push_back(text);
+    s.artifacts.push_back(text);
     out.registered.push_back(text);
     if (observer_) {
-      ArtefactEvent e;
+      ArtifactEvent e;
       e.relative_path = text.substr(root_text.size() + (root_text.back() == '/' ? 0 : 1));
       e.absolute_path = text;
       e.size_bytes = static_cast<std::uint64_t>(st.st_size);

@@ -72,7 +72,7 @@ class RunWorkflowState {
         if (s.machine && s.machine->started()) return s.machine->status();
         if (!s.machine) {
           s.machine.emplace(tmpl, s.root);
-          s.machine->set_artefact_observer(s.observer);
+          s.machine->set_artifact_observer(s.observer);
         }
         auto group = s.run->batch();  // the template and the start: one append
         if (!s.machine->run()) s.machine->attach(*s.run);
@@ -132,10 +132,10 @@ class RunWorkflowState {
   }
 
   /// Sets the machine's observer: told of each newly registered artifact once its entry is committed.
-  void set_observer(ArtefactObserver observer) {
+  void set_observer(ArtifactObserver observer) {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->observer = std::move(observer);
-    if (shared_->machine) shared_->machine->set_artefact_observer(shared_->observer);
+    if (shared_->machine) shared_->machine->set_artifact_observer(shared_->observer);
   }
 
  private:
@@ -146,7 +146,7 @@ class RunWorkflowState {
     std::string run_id;
     std::filesystem::path root;
     RunOptions options;
-    ArtefactObserver observer;
+    ArtifactObserver observer;
     // The machine is declared after the run: it is destroyed first, detaching itself from a run still there.
     std::unique_ptr<Run> run;
     std::optional<WorkflowMachine> machine;  // set when the run holds a workflow
@@ -160,7 +160,7 @@ class RunWorkflowState {
       run = std::make_unique<Run>(journal, tenant_id, run_id, options);
       if (run->holds("workflow")) {
         machine.emplace(WorkflowMachine::resume(*run, root));
-        machine->set_artefact_observer(observer);
+        machine->set_artifact_observer(observer);
       }
       loaded = true;
     }

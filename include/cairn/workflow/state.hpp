@@ -83,7 +83,7 @@ struct WorkflowState {
   std::map<std::string, std::vector<Task>> tasks;  ///< per loop id, in run order
   std::map<std::string, std::string> outputs;      ///< by output key (`step`, `step.2`, `step.task.sub`)
   std::optional<std::string> summary;
-  std::vector<std::string> artefacts;              ///< absolute, canonical paths, in registration order
+  std::vector<std::string> artifacts;              ///< absolute, canonical paths, in registration order
   std::optional<std::string> failure_reason;       ///< set when status is failed
 
   friend bool operator==(const WorkflowState& a, const WorkflowState& b);
@@ -108,7 +108,7 @@ inline void to_json(nlohmann::json& j, const WorkflowState& s) {
   for (const auto& [loop, tasks] : s.tasks) j["tasks"][loop] = tasks;
   j["outputs"] = s.outputs;
   if (s.summary) j["summary"] = *s.summary;
-  j["artefacts"] = s.artefacts;
+  j["artefacts"] = s.artifacts;
   if (s.failure_reason) j["failure_reason"] = *s.failure_reason;
 }
 
@@ -243,7 +243,7 @@ inline WorkflowState workflow_state_from_json(const nlohmann::json& j, const std
     if (!it->is_array()) r.fail("artefacts", "must be an array of paths");
     for (std::size_t i = 0; i < it->size(); ++i) {
       if (!(*it)[i].is_string()) r.fail(fmt::format("artefacts[{}]", i), "must be a string");
-      s.artefacts.push_back((*it)[i].get<std::string>());
+      s.artifacts.push_back((*it)[i].get<std::string>());
     }
   }
   s.failure_reason = r.opt_str(j, "failure_reason", "");

@@ -62,7 +62,7 @@ struct LoopSubStep {
   std::optional<std::string> agent;  ///< falls back to the loop step's agent
   std::string instructions;          ///< may use {task.id}, {task.title}, {task.description}
   OnFail on_fail = OnFail::retry;
-  bool artefacts = false;
+  bool artifacts = false;
 };
 
 /// One top-level step.
@@ -72,7 +72,7 @@ struct WorkflowStep {
   std::optional<std::string> agent;
   std::string instructions;  ///< required for action and ralph; unused by loop steps
   int n = 1;                 ///< ralph only: how many iterations
-  bool artefacts = false;
+  bool artifacts = false;
 };
 
 /// A validated workflow template. An immutable value once built: safe to share and read from many threads.
@@ -278,7 +278,7 @@ inline WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& j) {
           else if (v == "abort") sub.on_fail = OnFail::abort;
           else throw invalid_template(fmt::format("{}.on_fail must be one of retry, skip, abort", path));
         }
-        sub.artefacts = detail::template_bool(s, path, "artefacts");
+        sub.artifacts = detail::template_bool(s, path, "artefacts");
         out.push_back(std::move(sub));
       }
       t.loops_.emplace(loop_id, std::move(out));
@@ -327,7 +327,7 @@ inline WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& j) {
       throw invalid_template(fmt::format("{}.id '{}' names no loop: a loop step's id must be a key of loops", path,
                                          step.id));
     }
-    step.artefacts = detail::template_bool(s, path, "artefacts");
+    step.artifacts = detail::template_bool(s, path, "artefacts");
     t.steps_.push_back(std::move(step));
   }
   return t;
@@ -351,7 +351,7 @@ inline nlohmann::json WorkflowTemplate::to_json() const {
       for (const auto& s : subs) {
         nlohmann::json e = {{"id", s.id}, {"instructions", s.instructions}, {"on_fail", to_string(s.on_fail)}};
         if (s.agent) e["agent"] = *s.agent;
-        if (s.artefacts) e["artefacts"] = true;
+        if (s.artifacts) e["artefacts"] = true;
         arr.push_back(std::move(e));
       }
     }
@@ -362,7 +362,7 @@ inline nlohmann::json WorkflowTemplate::to_json() const {
     if (s.agent) e["agent"] = *s.agent;
     if (!s.instructions.empty()) e["instructions"] = s.instructions;
     if (s.type == StepType::ralph) e["n"] = s.n;
-    if (s.artefacts) e["artefacts"] = true;
+    if (s.artifacts) e["artefacts"] = true;
     steps.push_back(std::move(e));
   }
   return j;

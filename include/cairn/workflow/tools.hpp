@@ -54,15 +54,15 @@ class WorkflowTools {
 
   /// Tools over `file`; workflow_start starts `tmpl` when the workspace has no state yet (a saved workflow keeps
   /// the template it was started with). `observer`, when set, hears of every newly registered artefact (see
-  /// artefact_recorder for one that stores `file` artifacts).
-  WorkflowTools(StateFile file, WorkflowTemplate tmpl, ArtefactObserver observer = {})
+  /// artifact_recorder for one that stores `file` artifacts).
+  WorkflowTools(StateFile file, WorkflowTemplate tmpl, ArtifactObserver observer = {})
       : impl_(std::make_shared<const Impl>(
             Impl{std::make_shared<const Keeper<StateFile>>(std::move(file)), std::move(tmpl), std::move(observer)})) {
     build();
   }
 
   /// Tools over the workflow of a run in a run journal (see RunWorkflowState); otherwise as above.
-  WorkflowTools(RunWorkflowState state, WorkflowTemplate tmpl, ArtefactObserver observer = {})
+  WorkflowTools(RunWorkflowState state, WorkflowTemplate tmpl, ArtifactObserver observer = {})
       : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<RunWorkflowState>>(std::move(state)),
                                                 std::move(tmpl), std::move(observer)})) {
     build();
@@ -128,7 +128,7 @@ class WorkflowTools {
   struct Impl {
     std::shared_ptr<const StateKeeper> file;
     WorkflowTemplate tmpl;
-    ArtefactObserver observer;
+    ArtifactObserver observer;
 
     template <class F>
     auto update(F&& f) const {
@@ -378,8 +378,8 @@ class WorkflowTools {
                else not_strings.push_back(v.dump());
              }
              auto result = impl->update([&](WorkflowMachine& m) {
-               if (impl->observer) m.set_artefact_observer(impl->observer);
-               return m.register_artefacts(paths);
+               if (impl->observer) m.set_artifact_observer(impl->observer);
+               return m.register_artifacts(paths);
              });
              for (auto& v : not_strings) result.refuse(std::move(v), "not a string");
              return nlohmann::json(result);

@@ -1,4 +1,4 @@
-#include "cairn/workflow/artefact_recorder.hpp"
+#include "cairn/workflow/artifact_recorder.hpp"
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/workflow/tools.hpp"
@@ -9,15 +9,15 @@ using namespace cairn;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-TEST_CASE("artefact_recorder stores one file record per newly registered artefact") {
+TEST_CASE("artifact_recorder stores one file record per newly registered artifact") {
   cairn_test::TempWorkspace ws;
   ws.write("src/a.cpp", "int a;");
   ws.write("b.txt", "b");
   auto store = std::make_shared<InMemoryArtifactStore>();
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   m.start();
-  m.set_artefact_observer(artefact_recorder(store, "acme", "coder"));
-  m.register_artefacts({"src/a.cpp", "src/a.cpp", "missing"});
+  m.set_artifact_observer(artifact_recorder(store, "acme", "coder"));
+  m.register_artifacts({"src/a.cpp", "src/a.cpp", "missing"});
 
   const auto page = store->list("acme");
   REQUIRE(page.items.size() == 1);
@@ -34,13 +34,13 @@ TEST_CASE("artefact_recorder stores one file record per newly registered artefac
   CHECK(store->list("other").items.empty());
 
   // Through the tools, too.
-  WorkflowTools tools(StateFile(ws.path()), cairn_test::feature_template(), artefact_recorder(store, "acme"));
+  WorkflowTools tools(StateFile(ws.path()), cairn_test::feature_template(), artifact_recorder(store, "acme"));
   tools.call("workflow_start", json::object());
   CHECK(tools.call("register_artefacts", {{"paths", {"b.txt"}}}).at("isError") == false);
   CHECK(store->list("acme").items.size() == 2);
 }
 
-TEST_CASE("artefact_recorder rejects a null store and an empty tenant") {
-  CHECK_THROWS_AS(artefact_recorder(nullptr, "t"), invalid_argument);
-  CHECK_THROWS_AS(artefact_recorder(std::make_shared<InMemoryArtifactStore>(), ""), invalid_argument);
+TEST_CASE("artifact_recorder rejects a null store and an empty tenant") {
+  CHECK_THROWS_AS(artifact_recorder(nullptr, "t"), invalid_argument);
+  CHECK_THROWS_AS(artifact_recorder(std::make_shared<InMemoryArtifactStore>(), ""), invalid_argument);
 }
