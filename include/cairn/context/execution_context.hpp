@@ -29,6 +29,7 @@
 #include "cairn/context/detail/persistent_map.hpp"
 #include "cairn/context/detail/persistent_vector.hpp"
 #include "cairn/context/resolve.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
@@ -154,6 +155,12 @@ class ExecutionContext : private RunParticipant {
   /// The clock that stamps messages; null when it is the system clock.
   const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
 
+  /// Reports this context's resolutions (EventKind::resolve) and the tool calls execute() runs in it
+  /// (EventKind::tool_call) to `observer`; forks made afterwards inherit it. Null (the default): nothing is reported,
+  /// timed or measured. Store calls are reported by the store itself: wrap it with cairn::observed (observe.hpp).
+  void set_observer(std::shared_ptr<Observer> observer) { observer_ = std::move(observer); }
+  const std::shared_ptr<Observer>& observer() const noexcept { return observer_; }
+
   // ---- artifacts ------------------------------------------------------------------------------------------------
 
   /// Stores `record` in the store, stamped with this context's tenant, and binds `name` to the stored record
@@ -257,6 +264,7 @@ class ExecutionContext : private RunParticipant {
   ExecutionContext fork() const {
     ExecutionContext child(store_, tenant_id_, counter_, clock_, tick());
     child.parent_id_ = id_;
+    child.observer_ = observer_;
     const std::uint64_t child_edit = tick();
     const std::uint64_t own_edit = tick();
     child.bindings_ = bindings_.share(child_edit, own_edit);
@@ -427,11 +435,27 @@ class ExecutionContext : private RunParticipant {
   ///
   ///     ctx.resolve({{"command", "node"}, {"args", {"@server_file"}}})  // {"args": ["/tmp/server.js"], ...}
   [[nodiscard]] nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const {
-    auto lookup = [this](std::string_view name) -> const nlohmann::json* {
+    if (!observer_) {
+      auto lookup = [this](std::string_view name) -> const nlohmann::json* {
+        const auto* e = bindings_.find(name);
+        return e ? &e->value.record->value() : nullptr;
+      };
+      return detail::resolve_with(inputs, lookup, options);
+    }
+    std::uint64_t references = 0;
+    auto counting = [this, &references](std::string_view name) -> const nlohmann::json* {
+      ++references;
       const auto* e = bindings_.find(name);
       return e ? &e->value.record->value() : nullptr;
     };
-    return detail::resolve_with(inputs, lookup, options);
+    return detail::observe_call(
+        observer_.get(), EventKind::resolve, "resolve", tenant_id_, std::string_view(),
+        [&] { return detail::resolve_with(inputs, counting, options); },
+        [&](Event& e, const nlohmann::json& out) {
+          e.items = references;
+          e.bytes_in = detail::json_bytes(inputs);
+          e.bytes_out = detail::json_bytes(out);
+        });
   }
 
  private:
@@ -584,6 +608,7 @@ class ExecutionContext : private RunParticipant {
     tenant_id_ = std::move(other.tenant_id_);
     counter_ = std::move(other.counter_);
     clock_ = std::move(other.clock_);
+    observer_ = std::move(other.observer_);
     id_ = other.id_;
     parent_id_ = other.parent_id_;
     bindings_ = std::move(other.bindings_);
@@ -599,6 +624,7 @@ class ExecutionContext : private RunParticipant {
   std::string tenant_id_;
   std::shared_ptr<Counter> counter_;  // shared by a context and all its forks: sequence numbers and edit tokens
   std::shared_ptr<Clock> clock_;      // shared by a context and all its forks: message timestamps (null: system)
+  std::shared_ptr<Observer> observer_;  // inherited by forks: resolve and tool_call events (null: none)
   std::uint64_t id_ = 0;
   std::uint64_t parent_id_ = 0;  // 0 for a context that is no fork
   // mutable: fork() moves the parent to a fresh edit token, which changes nothing it shows.

@@ -385,9 +385,19 @@ inline std::string input_hash(const nlohmann::json& inputs) {
 /// run recorded as finished or failed is answered from the journal (ExecutionResult::replayed) and never runs
 /// again; the same id with another tool or other inputs is a cairn::state_error. A call recorded as intended only
 /// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt`, or throws call_in_doubt.
+///
+/// With an observer on the context (ExecutionContext::set_observer), the call is reported as one
+/// EventKind::tool_call event when it ends: subject the tool's name, operation "execute" ("replay" when answered from
+/// the journal), the whole call's duration, bytes_in the resolved inputs' JSON text, bytes_out the stored outputs',
+/// items the outputs stored; a failed tool reports errc::generic and its reason, a throw the exception's code.
 [[nodiscard]]
 inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
-                               const ExecuteOptions& options) {
+                               const ExecuteOptions& options);
+
+namespace detail {
+
+inline ExecutionResult execute_unobserved(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                                          const ExecuteOptions& options, std::uint64_t* input_bytes) {
   const auto entry = registry.find_registered(call.tool);
   const Tool* tool = entry ? &entry->tool : nullptr;
   if (!tool) throw not_found(fmt::format("Tool not found: {}", detail::excerpt(call.tool)));
@@ -402,6 +412,7 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
     }
   }
   nlohmann::json inputs = ctx.resolve(call.inputs, options.resolve);
+  if (input_bytes) *input_bytes = detail::json_bytes(inputs);
   std::vector<std::string> input_artifacts = references(call.inputs, options.resolve);  // cannot throw now
   {
     std::size_t total = 0;
@@ -538,6 +549,28 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   }
   out.success = true;
   return out;
+}
+
+}  // namespace detail
+
+inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                               const ExecuteOptions& options) {
+  Observer* observer = ctx.observer().get();
+  if (!observer) return detail::execute_unobserved(call, ctx, registry, options, nullptr);
+  std::uint64_t input_bytes = 0;
+  return detail::observe_call(
+      observer, EventKind::tool_call, "execute", ctx.tenant_id(), call.tool,
+      [&] { return detail::execute_unobserved(call, ctx, registry, options, &input_bytes); },
+      [&](Event& e, const ExecutionResult& r) {
+        if (r.replayed) e.operation = "replay";
+        e.bytes_in = input_bytes;
+        e.items = r.outputs.size();
+        for (const auto& o : r.outputs) e.bytes_out += o.record ? detail::json_bytes(o.record->value()) : 0;
+        if (!r.success) {
+          e.error = errc::generic;
+          e.message = r.error;
+        }
+      });
 }
 
 /// The same with only resolve options.

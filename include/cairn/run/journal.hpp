@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "cairn/clock.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/observe/observer.hpp"
 
 namespace cairn {
 
@@ -82,6 +84,18 @@ class RunJournal {
   [[nodiscard]]
   std::uint64_t append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
                        std::vector<JournalEntry> entries) {
+    return detail::observe_call(
+        observer_.get(), EventKind::journal, "append", tenant_id, run_id,
+        [&] { return append_unobserved(tenant_id, run_id, expected_seq, entries); },
+        [&](Event& e, std::uint64_t) {
+          e.items = entries.size();
+          for (const auto& entry : entries) e.bytes_in += detail::json_bytes(entry.data);
+        });
+  }
+
+ private:
+  std::uint64_t append_unobserved(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
+                                  std::vector<JournalEntry>& entries) {
     check_ids(tenant_id, run_id, "append");
     if (entries.empty()) throw invalid_argument(fmt::format("append to run '{}': no entries", excerpt(run_id)));
     if (expected_seq > max_seq - entries.size()) {
@@ -102,10 +116,17 @@ class RunJournal {
     return expected_seq + entries.size();
   }
 
+ public:
+
   /// Where the run stands, or nothing when the tenant has no such run.
   [[nodiscard]] std::optional<RunInfo> info(const std::string& tenant_id, const std::string& run_id) const {
-    check_ids(tenant_id, run_id, "info");
-    return head(tenant_id, run_id);
+    return detail::observe_call(
+        observer_.get(), EventKind::journal, "info", tenant_id, run_id,
+        [&] {
+          check_ids(tenant_id, run_id, "info");
+          return head(tenant_id, run_id);
+        },
+        [](Event& e, const std::optional<RunInfo>& r) { e.items = r ? 1 : 0; });
   }
 
   /// The run's entries with `from_seq <= seq <= to_seq`, oldest first, following forks: a forked run's entries up
@@ -114,10 +135,15 @@ class RunJournal {
   [[nodiscard]]
   std::vector<JournalEntry> read(const std::string& tenant_id, const std::string& run_id, std::uint64_t from_seq = 1,
                                  std::uint64_t to_seq = max_seq) const {
-    check_ids(tenant_id, run_id, "read");
-    std::vector<JournalEntry> out;
-    read_chain(tenant_id, run_id, std::max<std::uint64_t>(from_seq, 1), to_seq, out, 0);
-    return out;
+    return detail::observe_call(
+        observer_.get(), EventKind::journal, "read", tenant_id, run_id,
+        [&] {
+          check_ids(tenant_id, run_id, "read");
+          std::vector<JournalEntry> out;
+          read_chain(tenant_id, run_id, std::max<std::uint64_t>(from_seq, 1), to_seq, out, 0);
+          return out;
+        },
+        read_sizes);
   }
 
   /// What a restore at `at_seq` (the newest by default) needs: the entries from the newest snapshot at or before
@@ -127,6 +153,14 @@ class RunJournal {
   [[nodiscard]]
   std::vector<JournalEntry> read_for_restore(const std::string& tenant_id, const std::string& run_id,
                                              std::uint64_t at_seq = max_seq) const {
+    return detail::observe_call(
+        observer_.get(), EventKind::journal, "read_for_restore", tenant_id, run_id,
+        [&] { return read_for_restore_unobserved(tenant_id, run_id, at_seq); }, read_sizes);
+  }
+
+ private:
+  std::vector<JournalEntry> read_for_restore_unobserved(const std::string& tenant_id, const std::string& run_id,
+                                                        std::uint64_t at_seq) const {
     check_ids(tenant_id, run_id, "read_for_restore");
     const RunInfo run = require(tenant_id, run_id, "read_for_restore");
     if (at_seq == max_seq) at_seq = run.last_seq;
@@ -140,12 +174,22 @@ class RunJournal {
     return out;
   }
 
+ public:
+
   /// Starts run `new_run_id` as a copy of `source_run_id` up to `at_seq`, in O(1): nothing is copied, the new run
   /// records where it came from. Appends to the new run then expect `at_seq`. Throws cairn::not_found for a
   /// missing source, cairn::conflict when `new_run_id` exists, cairn::invalid_argument when `at_seq` is beyond the
   /// source's end or below what was pruned from it.
   void fork(const std::string& tenant_id, const std::string& source_run_id, std::uint64_t at_seq,
             const std::string& new_run_id) {
+    detail::observe_call(
+        observer_.get(), EventKind::journal, "fork", tenant_id, new_run_id,
+        [&] { fork_unobserved(tenant_id, source_run_id, at_seq, new_run_id); }, [](Event&) {});
+  }
+
+ private:
+  void fork_unobserved(const std::string& tenant_id, const std::string& source_run_id, std::uint64_t at_seq,
+                       const std::string& new_run_id) {
     check_ids(tenant_id, source_run_id, "fork");
     check_ids(tenant_id, new_run_id, "fork");
     const RunInfo source = require(tenant_id, source_run_id, "fork");
@@ -156,19 +200,33 @@ class RunJournal {
     do_create_fork(tenant_id, new_run_id, source_run_id, at_seq, detail::now_ms(clock_.get()));
   }
 
+ public:
+
   /// Removes the run and all its own entries. Throws cairn::not_found for a missing run, and cairn::state_error
   /// while other runs are forks of it (they read its entries): remove them first.
   void remove(const std::string& tenant_id, const std::string& run_id) {
-    check_ids(tenant_id, run_id, "remove");
-    require(tenant_id, run_id, "remove");
-    refuse_if_forked(tenant_id, run_id, "remove");
-    do_remove(tenant_id, run_id, std::numeric_limits<std::int64_t>::max());
+    detail::observe_call(
+        observer_.get(), EventKind::journal, "remove", tenant_id, run_id,
+        [&] {
+          check_ids(tenant_id, run_id, "remove");
+          require(tenant_id, run_id, "remove");
+          refuse_if_forked(tenant_id, run_id, "remove");
+          do_remove(tenant_id, run_id, std::numeric_limits<std::int64_t>::max());
+        },
+        [](Event&) {});
   }
 
   /// Drops the run's own entries that no restore needs any more: everything before its newest snapshot, except
   /// what its forks still read. Returns how many entries went. A restore at the newest state, and of every fork,
   /// works as before; time travel to before the kept snapshot is what prune gives up.
   std::size_t prune(const std::string& tenant_id, const std::string& run_id) {
+    return detail::observe_call(
+        observer_.get(), EventKind::journal, "prune", tenant_id, run_id,
+        [&] { return prune_unobserved(tenant_id, run_id); }, [](Event& e, std::size_t n) { e.items = n; });
+  }
+
+ private:
+  std::size_t prune_unobserved(const std::string& tenant_id, const std::string& run_id) {
     check_ids(tenant_id, run_id, "prune");
     const RunInfo run = require(tenant_id, run_id, "prune");
     std::uint64_t keep = own_snapshot_at(tenant_id, run, run.last_seq);
@@ -182,9 +240,19 @@ class RunJournal {
     return do_prune(tenant_id, run_id, keep);
   }
 
+ public:
+
   /// Removes every run of the tenant not appended to since `updated_before` (milliseconds since the epoch), except
   /// runs that newer runs were forked from. Returns the ids removed.
   std::vector<std::string> sweep(const std::string& tenant_id, std::int64_t updated_before) {
+    return detail::observe_call(
+        observer_.get(), EventKind::journal, "sweep", tenant_id, std::string_view(),
+        [&] { return sweep_unobserved(tenant_id, updated_before); },
+        [](Event& e, const std::vector<std::string>& removed) { e.items = removed.size(); });
+  }
+
+ private:
+  std::vector<std::string> sweep_unobserved(const std::string& tenant_id, std::int64_t updated_before) {
     detail_check_tenant(tenant_id);
     std::vector<std::string> removed;
     // Children first: a stale fork removed in one pass may free its stale source for the next.
@@ -205,8 +273,15 @@ class RunJournal {
     return removed;
   }
 
+ public:
   /// The clock that stamps entries and run times (null: the system clock).
   void set_clock(std::shared_ptr<Clock> clock) { clock_ = std::move(clock); }
+
+  /// Reports every public call (append, read, read_for_restore, info, fork, remove, prune, sweep) to `observer` as
+  /// one EventKind::journal event, for every backend alike (null: none; nothing is timed then). Set it before the
+  /// journal is shared between threads (like set_clock). See cairn/observe.hpp.
+  void set_observer(std::shared_ptr<Observer> observer) { observer_ = std::move(observer); }
+  const std::shared_ptr<Observer>& observer() const noexcept { return observer_; }
 
  protected:
   RunJournal() = default;
@@ -318,7 +393,13 @@ class RunJournal {
     }
   }
 
+  static void read_sizes(Event& e, const std::vector<JournalEntry>& entries) {
+    e.items = entries.size();
+    for (const auto& entry : entries) e.bytes_out += detail::json_bytes(entry.data);
+  }
+
   std::shared_ptr<Clock> clock_;
+  std::shared_ptr<Observer> observer_;
 };
 
 }  // namespace cairn
