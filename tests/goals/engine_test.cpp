@@ -703,6 +703,47 @@ TEST_CASE("the observer sees every transition in order") {
   REQUIRE(log == Strings{"g2:active>achieved", "g3:pending>active", "g3:active>achieved", "g1:blocked>achieved"});
 }
 
+TEST_CASE("goal transitions are events too: an Observer and the GoalObserver each hear each transition once") {
+  Rig rig;
+  auto planner = planner_by_gloss([](const std::string&) {
+    return plan_of(AND, {sub("Ask", "gather_info", {{"key", "k"}}), sub("Run", "execute")});
+  });
+  auto text = [](const cairn::GoalTransition& t) {
+    return t.goal_id + ":" + (t.from ? std::string(cairn::to_string(*t.from)) : "-") + ">" +
+           std::string(cairn::to_string(t.to));
+  };
+  Strings typed, events, adapted, other_kinds;
+  cairn::GoalEngineOptions options;
+  options.observer = [&](const cairn::GoalTransition& t) { typed.push_back(text(t)); };
+  options.event_observer = cairn::fan_out(
+      cairn::observe_with([&](const cairn::Event& e) {
+        if (e.kind != cairn::EventKind::goal_transition) return other_kinds.push_back(std::string(e.operation));
+        REQUIRE(e.goal != nullptr);
+        CHECK(e.subject == e.goal->goal_id);
+        CHECK(e.operation == cairn::to_string(e.goal->to));
+        CHECK(e.tenant == rig.ctx.tenant_id());
+        events.push_back(text(*e.goal));
+      }),
+      cairn::goal_observer([&](const cairn::GoalTransition& t) { adapted.push_back(text(t)); }));
+  GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner}, options);
+  engine.handle("new: Obs");
+  engine.handle("ev: k = 1");
+  const Strings all{"g1:->pending",       "g1:pending>active",  "g2:->pending",      "g3:->pending",
+                    "g1:active>blocked",  "g2:pending>active",  "g2:active>achieved", "g3:pending>active",
+                    "g3:active>achieved", "g1:blocked>achieved"};
+  CHECK(typed == all);
+  CHECK(events == all);
+  CHECK(adapted == all);
+  CHECK(other_kinds.empty());  // the engine reports transitions only (tool calls come from the context)
+
+  engine.set_observer(nullptr);  // clears both
+  typed.clear();
+  events.clear();
+  engine.handle("new: Again");
+  CHECK(typed.empty());
+  CHECK(events.empty());
+}
+
 TEST_CASE("an engine restored mid-conversation continues exactly as the original") {
   Rig rig;
   auto searches = std::make_shared<std::vector<json>>();

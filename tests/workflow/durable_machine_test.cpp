@@ -249,3 +249,52 @@ TEST_CASE("RunWorkflowState: writers on their own SQLite connections never lose 
         writers * per_writer + 1);
 }
 #endif
+
+TEST_CASE("workflow transitions and committed registrations are events; a lost append reports the error only") {
+  cairn_test::TempWorkspace ws;
+  ws.write("a.txt", "abc");
+  ws.write("b.txt");
+  struct Heard {
+    EventKind kind;
+    std::string operation, subject;
+    errc error;
+    bool payload;
+  };
+  std::vector<Heard> events;
+  std::vector<std::string> typed;
+  auto observer = observe_with([&](const Event& e) {
+    events.push_back(Heard{e.kind, std::string(e.operation), std::string(e.subject), e.error,
+                           e.kind == EventKind::artifact_registered ? e.artifact != nullptr : e.workflow != nullptr});
+    if (e.kind == EventKind::workflow_transition && e.workflow) CHECK(e.duration.count() > 0);
+  });
+  auto journal = std::make_shared<InMemoryRunJournal>();
+  Run run_a(journal, "acme", "wf");
+  WorkflowMachine a(cairn_test::feature_template(), ws.path());
+  a.attach(run_a);
+  a.set_observer(observer);
+  a.set_artifact_observer([&](const ArtifactEvent& e) { typed.push_back(e.relative_path); });
+  a.start();
+  a.register_artifacts({"a.txt", "a.txt"});  // the duplicate is not an event
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].kind == EventKind::workflow_transition);
+  CHECK(events[0].operation == "start");
+  CHECK(events[0].subject == "plan");
+  CHECK(events[0].payload);
+  CHECK(events[1].kind == EventKind::artifact_registered);
+  CHECK(events[1].subject == "a.txt");
+  CHECK(events[1].payload);
+  CHECK(typed == std::vector<std::string>{"a.txt"});  // the typed observer hears it once too
+
+  Run run_b(journal, "acme", "wf");
+  auto b = WorkflowMachine::resume(run_b, ws.path());
+  b.set_observer(observer);
+  a.advance("planned");  // a moves the run on
+  events.clear();
+  CHECK_THROWS_AS(b.register_artifacts({"b.txt"}), conflict);
+  CHECK(events.empty());  // nothing committed, nothing heard
+  CHECK_THROWS_AS(b.advance("stale"), conflict);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].operation == "advance");
+  CHECK(events[0].error == errc::conflict);
+  CHECK_FALSE(events[0].payload);
+}

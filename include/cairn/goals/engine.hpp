@@ -33,6 +33,7 @@
 #include "cairn/goals/goal.hpp"
 #include "cairn/goals/goal_stack.hpp"
 #include "cairn/goals/interfaces.hpp"
+#include "cairn/observe/observer.hpp"
 
 namespace cairn {
 
@@ -45,8 +46,18 @@ struct GoalTransition {
   std::string reason;
 };
 
-/// Called for every transition, in order, while the engine works (it must not call back into the engine).
+/// Called for every transition, in order, while the engine works (it must not call back into the engine). The typed
+/// shortcut for the engine's EventKind::goal_transition events (whose payload, Event::goal, is the same
+/// GoalTransition); unlike an Observer it may throw, and the exception leaves handle() as it always did.
 using GoalObserver = std::function<void(const GoalTransition&)>;
+
+/// An Observer that hands the payload of each goal_transition event to `fn` and ignores every other event: a
+/// GoalObserver for a place that takes an Observer (fan_out, a store decorator). What `fn` throws is dropped.
+inline std::shared_ptr<Observer> goal_observer(GoalObserver fn) {
+  return observe_with([fn = std::move(fn)](const Event& e) {
+    if (e.kind == EventKind::goal_transition && e.goal && fn) fn(*e.goal);
+  });
+}
 
 /// Turns the value a present_info goal shows into the text said to the user.
 using GoalPresenter = std::function<std::string(const Goal& goal, const nlohmann::json& value)>;
@@ -72,7 +83,11 @@ struct GoalEngineOptions {
   std::size_t max_depth = 10;  ///< deepest goal allowed (a root is at depth 0, its children at 1, ...)
   std::size_t max_goals = 50;  ///< most unfinished goals (pending, active or blocked) at any time
   GoalPresenter presenter;     ///< how present_info shows a value; default: the gloss, then the value as lines
-  GoalObserver observer;       ///< told of every transition
+  GoalObserver observer;       ///< told of every transition (typed, may throw)
+  /// Told of every transition as an EventKind::goal_transition Event (operation: the new status, subject: the goal
+  /// id, tenant: the context's, goal: the transition). Independent of `observer`: set both and each hears each
+  /// transition once. For tool calls and resolutions, set an observer on the ExecutionContext too.
+  std::shared_ptr<Observer> event_observer{};
   /// Stamps goals (created_at, updated_at); null: the context's clock (which is the system clock unless the
   /// context was given one).
   std::shared_ptr<Clock> clock{};
@@ -213,6 +228,13 @@ class GoalEngine : private RunParticipant {
   const GoalStack& goals() const noexcept { return stack_; }
   const GoalEngineOptions& options() const noexcept { return options_; }
   void set_observer(GoalObserver observer) { options_.observer = std::move(observer); }
+  /// Sets GoalEngineOptions::event_observer (null: none).
+  void set_observer(std::shared_ptr<Observer> observer) { options_.event_observer = std::move(observer); }
+  /// Clears both observers.
+  void set_observer(std::nullptr_t) {
+    options_.observer = nullptr;
+    options_.event_observer = nullptr;
+  }
 
   /// What goal `id` can see: its ancestors' evidence, overlaid by nearer ones and finally its own.
   nlohmann::json visible_evidence(const std::string& id) const {
@@ -332,13 +354,27 @@ class GoalEngine : private RunParticipant {
     if (said_) said_->push_back(std::move(text));
   }
 
+  bool observed() const noexcept { return options_.observer || options_.event_observer; }
+
+  // One transition, built once, told to both observers.
   void notify(const Goal& g, std::optional<GoalStatus> from) {
-    if (options_.observer) options_.observer(GoalTransition{g.id, g.gloss, from, g.status, g.reason});
+    if (!observed()) return;
+    const GoalTransition t{g.id, g.gloss, from, g.status, g.reason};
+    if (options_.event_observer) {
+      Event e;
+      e.kind = EventKind::goal_transition;
+      e.operation = to_string(t.to);
+      e.tenant = ctx_.tenant_id();
+      e.subject = t.goal_id;
+      e.goal = &t;
+      options_.event_observer->on_event(e);
+    }
+    if (options_.observer) options_.observer(t);
   }
 
   void set_status(const std::string& id, GoalStatus to, std::string reason) {
     const GoalStatus from = stack_.update_status(id, to, std::move(reason));
-    if (options_.observer) notify(*must_find(id), from);
+    if (observed()) notify(*must_find(id), from);
   }
 
   std::string new_id() {

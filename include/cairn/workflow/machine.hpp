@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <string>
@@ -35,6 +36,7 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/run/run.hpp"
 #include "cairn/workflow/state.hpp"
 #include "cairn/workflow/template.hpp"
@@ -109,8 +111,18 @@ struct ArtifactEvent {
   std::optional<std::string> sub_step;
 };
 
-/// Called once per newly registered artefact (not for duplicates), after the machine's state has it.
+/// Called once per newly registered artefact (not for duplicates), after the machine's state has it. The typed
+/// shortcut for the machine's EventKind::artifact_registered events (whose payload, Event::artifact, is the same
+/// ArtifactEvent); unlike an Observer it may throw, and the exception leaves register_artifacts as it always did.
 using ArtifactObserver = std::function<void(const ArtifactEvent&)>;
+
+/// An Observer that hands the payload of each artifact_registered event to `fn` and ignores every other event: an
+/// ArtifactObserver (artifact_recorder, say) for a place that takes an Observer. What `fn` throws is dropped.
+inline std::shared_ptr<Observer> artifact_observer(ArtifactObserver fn) {
+  return observe_with([fn = std::move(fn)](const Event& e) {
+    if (e.kind == EventKind::artifact_registered && e.artifact && fn) fn(*e.artifact);
+  });
+}
 
 // The spellings of cairn 0.1, kept for one release (docs/api.md).
 using ArtefactRegistration [[deprecated("use cairn::ArtifactRegistration")]] = ArtifactRegistration;
@@ -153,6 +165,7 @@ class WorkflowMachine : private RunParticipant {
         workspace_root_(o.workspace_root_),
         state_(o.state_),
         observer_(o.observer_),
+        event_observer_(o.event_observer_),
         state_file_name_(o.state_file_name_) {}
   WorkflowMachine& operator=(const WorkflowMachine& o) {
     if (this != &o) {
@@ -161,6 +174,7 @@ class WorkflowMachine : private RunParticipant {
       workspace_root_ = o.workspace_root_;
       state_ = o.state_;
       observer_ = o.observer_;
+      event_observer_ = o.event_observer_;
       state_file_name_ = o.state_file_name_;
     }
     return *this;
@@ -172,6 +186,7 @@ class WorkflowMachine : private RunParticipant {
         workspace_root_(std::move(o.workspace_root_)),
         state_(std::move(o.state_)),
         observer_(std::move(o.observer_)),
+        event_observer_(std::move(o.event_observer_)),
         state_file_name_(std::move(o.state_file_name_)),
         run_(std::exchange(o.run_, nullptr)),
         recorded_(std::move(o.recorded_)) {
@@ -184,6 +199,7 @@ class WorkflowMachine : private RunParticipant {
       workspace_root_ = std::move(o.workspace_root_);
       state_ = std::move(o.state_);
       observer_ = std::move(o.observer_);
+      event_observer_ = std::move(o.event_observer_);
       state_file_name_ = std::move(o.state_file_name_);
       run_ = std::exchange(o.run_, nullptr);
       recorded_ = std::move(o.recorded_);
@@ -240,6 +256,15 @@ class WorkflowMachine : private RunParticipant {
   const WorkflowState& state() const { return require_started("state"); }
 
   void set_artifact_observer(ArtifactObserver observer) { observer_ = std::move(observer); }
+
+  /// Reports this machine's transitions to `observer` (null: none): one EventKind::workflow_transition event per
+  /// start, advance, set_tasks and fail (operation: the call, subject: the step it left the workflow at, workflow: the
+  /// status report, duration: the call's, a run append included; a call that throws reports the error), and one
+  /// EventKind::artifact_registered event per newly registered artifact, after it is committed (subject: the
+  /// relative path, bytes_in: the file's size, artifact: the ArtifactEvent). Independent of the artifact observer:
+  /// set both and each hears each registration once. Copies of the machine keep it.
+  void set_observer(std::shared_ptr<Observer> observer) { event_observer_ = std::move(observer); }
+  const std::shared_ptr<Observer>& observer() const noexcept { return event_observer_; }
   [[deprecated("use set_artifact_observer")]] void set_artefact_observer(ArtifactObserver observer) {
     set_artifact_observer(std::move(observer));
   }
@@ -339,6 +364,17 @@ class WorkflowMachine : private RunParticipant {
       throw;
     }
   }
+  // Runs a public transition, reported as one workflow_transition event when an observer is set.
+  template <class F>
+  StatusReport transition(std::string_view operation, F&& body) {
+    if (!event_observer_) return body();
+    const std::string before = state_ ? state_->step : std::string();
+    return detail::observe_call(event_observer_.get(), EventKind::workflow_transition, operation, std::string_view(),
+                                before, body, [](Event& e, const StatusReport& r) {
+                                  e.subject = r.step;
+                                  e.workflow = &r;
+                                });
+  }
   ArtifactRegistration register_paths(const std::vector<std::string>& paths, std::vector<ArtifactEvent>& events);
   StatusReport advance_unrecorded(const std::string& output, StepResult result);
   StatusReport set_tasks_unrecorded(const std::string& loop_id, std::vector<Task> tasks);
@@ -375,6 +411,7 @@ class WorkflowMachine : private RunParticipant {
   std::filesystem::path workspace_root_;
   std::optional<WorkflowState> state_;
   ArtifactObserver observer_;
+  std::shared_ptr<Observer> event_observer_;
   std::string state_file_name_ = "workflow-state.json";
   Run* run_ = nullptr;
   nlohmann::json recorded_;  // the state the run holds (when attached)
@@ -686,18 +723,22 @@ inline StatusReport WorkflowMachine::status() const {
 }
 
 inline StatusReport WorkflowMachine::start(const std::optional<std::string>& summary) {
-  if (state_) return status();
-  return change([&] {
-    state_.emplace();
-    if (summary) state_->summary = sanitize_summary(*summary);
-    enter_step(0);
-    return status();
+  return transition("start", [&] {
+    if (state_) return status();
+    return change([&] {
+      state_.emplace();
+      if (summary) state_->summary = sanitize_summary(*summary);
+      enter_step(0);
+      return status();
+    });
   });
 }
 
 inline StatusReport WorkflowMachine::advance(const std::string& output, StepResult result) {
-  require_running("advance");
-  return change([&] { return advance_unrecorded(output, result); });
+  return transition(result == StepResult::succeeded ? "advance" : "advance_failed", [&] {
+    require_running("advance");
+    return change([&] { return advance_unrecorded(output, result); });
+  });
 }
 
 inline StatusReport WorkflowMachine::advance_unrecorded(const std::string& output, StepResult result) {
@@ -753,8 +794,10 @@ inline StatusReport WorkflowMachine::advance_unrecorded(const std::string& outpu
 }
 
 inline StatusReport WorkflowMachine::set_tasks(const std::string& loop_id, std::vector<Task> tasks) {
-  require_running("set_tasks");
-  return change([&] { return set_tasks_unrecorded(loop_id, std::move(tasks)); });
+  return transition("set_tasks", [&] {
+    require_running("set_tasks");
+    return change([&] { return set_tasks_unrecorded(loop_id, std::move(tasks)); });
+  });
 }
 
 inline StatusReport WorkflowMachine::set_tasks_unrecorded(const std::string& loop_id, std::vector<Task> tasks) {
@@ -859,8 +902,20 @@ inline ArtifactRegistration WorkflowMachine::register_artifacts(const std::vecto
   require_started("register_artefacts");
   std::vector<ArtifactEvent> events;
   auto out = change([&] { return register_paths(paths, events); });
-  // The observer hears only of what the state (and an attached run) has.
-  for (const auto& e : events) observer_(e);
+  // The observers hear only of what the state (and an attached run) has; each event is built once for both.
+  for (const auto& e : events) {
+    if (event_observer_) {
+      Event ev;
+      ev.kind = EventKind::artifact_registered;
+      ev.operation = "register_artifacts";
+      ev.subject = e.relative_path;
+      ev.bytes_in = e.size_bytes;
+      ev.items = 1;
+      ev.artifact = &e;
+      event_observer_->on_event(ev);
+    }
+    if (observer_) observer_(e);
+  }
   return out;
 }
 
@@ -942,7 +997,7 @@ inline ArtifactRegistration WorkflowMachine::register_paths(const std::vector<st
     }
     s.artifacts.push_back(text);
     out.registered.push_back(text);
-    if (observer_) {
+    if (observer_ || event_observer_) {
       ArtifactEvent e;
       e.relative_path = text.substr(root_text.size() + (root_text.back() == '/' ? 0 : 1));
       e.absolute_path = text;
@@ -958,14 +1013,16 @@ inline ArtifactRegistration WorkflowMachine::register_paths(const std::vector<st
 }
 
 inline StatusReport WorkflowMachine::fail(const std::string& reason) {
-  require_running("fail");
-  return change([&] {
-    auto& s = *state_;
-    s.status = WorkflowStatus::failed;
-    std::string r = reason.substr(0, max_reason_length);
-    if (r.find_first_not_of(" \t\r\n") == std::string::npos) r = "no reason given";
-    s.failure_reason = std::move(r);
-    return status();
+  return transition("fail", [&] {
+    require_running("fail");
+    return change([&] {
+      auto& s = *state_;
+      s.status = WorkflowStatus::failed;
+      std::string r = reason.substr(0, max_reason_length);
+      if (r.find_first_not_of(" \t\r\n") == std::string::npos) r = "no reason given";
+      s.failure_reason = std::move(r);
+      return status();
+    });
   });
 }
 
