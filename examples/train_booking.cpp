@@ -7,13 +7,15 @@
 //
 // The interpreter is a few rules written here (no model): a real host would pass its LLM to cairn::ModelInterpreter.
 //
-// Usage: train_booking [sop-file] [output-dir]   (output-dir receives the goal trees as Graphviz .dot files)
+// Usage: train_booking [--trace] [sop-file] [output-dir]   (output-dir receives the goal trees as Graphviz .dot files;
+// --trace prints one line per event cairn reports: store calls, resolutions, tool calls, goal transitions)
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "cairn/goals/dot.hpp"
 #include "cairn/goals/engine.hpp"
 #include "cairn/goals/sop.hpp"
+#include "cairn/observe.hpp"
 
 using nlohmann::json;
 
@@ -193,24 +196,57 @@ void write_dot(const cairn::GoalStack& goals, const std::filesystem::path& path,
             << " > goals.svg)\n";
 }
 
+// ---- --trace: an observer that prints one line per event ----------------------------------------------------------
+
+// Observers may be called from several threads at once; this one writes whole lines under a lock.
+class TracePrinter : public cairn::Observer {
+ public:
+  void on_event(const cairn::Event& e) noexcept override {
+    std::string line = fmt::format("trace: {} {} '{}' {:.3f}ms in={}B out={}B items={}", cairn::to_string(e.kind),
+                                   e.operation, e.subject, static_cast<double>(e.duration.count()) / 1e6, e.bytes_in,
+                                   e.bytes_out, e.items);
+    if (e.goal) line += fmt::format(" ({})", e.goal->gloss);
+    if (e.failed()) line += fmt::format(" FAILED {}: {}", cairn::to_string(e.error), e.message);
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::cout << line << '\n';
+  }
+
+ private:
+  std::mutex mutex_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool trace = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--trace") {
+      trace = true;
+    } else {
+      args.emplace_back(argv[i]);
+    }
+  }
   // Default: the SOP next to this source file, so the example works from any working directory.
-  const std::string sop_file =
-      argc > 1 ? argv[1] : (std::filesystem::path(__FILE__).parent_path() / "sops" / "train-booking.json").string();
-  const std::filesystem::path out_dir = argc > 2 ? std::filesystem::path(argv[2]) : std::filesystem::temp_directory_path();
+  const std::string sop_file = !args.empty()
+                                   ? args[0]
+                                   : (std::filesystem::path(__FILE__).parent_path() / "sops" / "train-booking.json").string();
+  const std::filesystem::path out_dir =
+      args.size() > 1 ? std::filesystem::path(args[1]) : std::filesystem::temp_directory_path();
+  // Null unless --trace: then cairn times and reports nothing at all.
+  const std::shared_ptr<cairn::Observer> tracer = trace ? std::make_shared<TracePrinter>() : nullptr;
 
   auto sops = std::make_shared<cairn::SopRegistry>();
   try {
     sops->load_file(sop_file);
   } catch (const cairn::error& e) {
-    std::cerr << "train_booking: " << e.what() << "\n(usage: train_booking [sop-file] [output-dir])\n";
+    std::cerr << "train_booking: " << e.what() << "\n(usage: train_booking [--trace] [sop-file] [output-dir])\n";
     return 2;
   }
   cairn::ToolRegistry tools;
   add_tools(tools);
-  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  std::shared_ptr<cairn::ArtifactStore> store = std::make_shared<cairn::InMemoryArtifactStore>();
+  if (tracer) store = cairn::observed(store, tracer);  // every store call, whatever the backend
   auto interpreter = std::make_shared<TravelDeskInterpreter>();
   cairn::SopPlannerOptions planning;
   planning.fallback = std::make_shared<WeatherPlanner>();
@@ -219,10 +255,12 @@ int main(int argc, char** argv) {
   cairn::GoalEngineOptions options;
   options.presenter = present;
   options.observer = [&transitions](const cairn::GoalTransition&) { ++transitions; };
+  options.event_observer = tracer;  // goal transitions
 
   // ---- run 1: the whole booking -----------------------------------------------------------------------------------
   std::cout << "=== run 1: booking a train, planned by the SOP '" << sops->list().front()->title << "'\n";
   cairn::ExecutionContext ctx(store, "travel-desk");
+  ctx.set_observer(tracer);  // resolutions and tool calls
   cairn::GoalEngine engine(ctx, tools, {interpreter, planner}, options);
   play(engine, {"Find me a train to Paris", "London", "Paris", "2025-10-01", "The 10:31 please", "yes"});
 
@@ -236,6 +274,7 @@ int main(int argc, char** argv) {
   // ---- run 2: giving up half-way, then an OR that falls back to its second alternative -----------------------------
   std::cout << "\n=== run 2: a user who gives up, then a goal no SOP covers\n";
   cairn::ExecutionContext ctx2(store, "travel-desk");
+  ctx2.set_observer(tracer);
   cairn::GoalEngine second(ctx2, tools, {interpreter, planner}, options);
   play(second, {"Find me a train to Paris", "Leeds", "Actually, forget it", "Look up the weather in Paris"});
   print_goals(second.goals());
