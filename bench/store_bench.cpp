@@ -15,6 +15,7 @@
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/clock.hpp"
+#include "cairn/observe.hpp"
 
 // Counts live heap bytes, so the benchmarks can report memory per artifact.
 namespace {
@@ -250,6 +251,65 @@ void BM_Memory_Cairn(benchmark::State& state) {
 }
 
 }  // namespace
+
+namespace {
+
+// Observability hooks (docs/observe.md): the same fetch and store through the ArtifactStore interface, plain (the
+// floor), through cairn::observed with no observer (the cost of an unset hook: one null test) and with an observer
+// that only counts (the cost of timing and measuring each call).
+struct CountingObserver final : cairn::Observer {
+  std::atomic<std::uint64_t> events{0};
+  void on_event(const cairn::Event&) noexcept override { events.fetch_add(1, std::memory_order_relaxed); }
+};
+
+std::shared_ptr<cairn::ArtifactStore> filled_store(int which) {
+  std::shared_ptr<cairn::ArtifactStore> s = std::make_shared<cairn::InMemoryArtifactStore>();
+  if (which == 1) s = cairn::observed(s, nullptr);
+  if (which == 2) s = cairn::observed(s, std::make_shared<CountingObserver>());
+  for (const auto& r : dataset().records) (void)s->store(*r);
+  return s;
+}
+
+void observed_fetch(benchmark::State& state, int which) {
+  const auto& d = dataset();
+  const auto s = filled_store(which);
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> pick(0, kArtifacts - 1);
+  for (auto _ : state) {
+    const int i = pick(rng);
+    benchmark::DoNotOptimize(s->fetch(d.ids[i], d.tenants[i % kTenants]));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+void BM_ObservedFetch_Floor(benchmark::State& state) { observed_fetch(state, 0); }
+void BM_ObservedFetch_NoObserver(benchmark::State& state) { observed_fetch(state, 1); }
+void BM_ObservedFetch_Counting(benchmark::State& state) { observed_fetch(state, 2); }
+
+void observed_store(benchmark::State& state, int which) {
+  const auto& d = dataset();
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::shared_ptr<cairn::ArtifactStore> s = std::make_shared<cairn::InMemoryArtifactStore>();
+    if (which == 1) s = cairn::observed(s, nullptr);
+    if (which == 2) s = cairn::observed(s, std::make_shared<CountingObserver>());
+    state.ResumeTiming();
+    for (int i = 0; i < 10000; ++i) (void)s->store(*d.records[static_cast<std::size_t>(i)]);
+    benchmark::DoNotOptimize(s.get());
+  }
+  state.SetItemsProcessed(state.iterations() * 10000);
+}
+void BM_ObservedStore_Floor(benchmark::State& state) { observed_store(state, 0); }
+void BM_ObservedStore_NoObserver(benchmark::State& state) { observed_store(state, 1); }
+void BM_ObservedStore_Counting(benchmark::State& state) { observed_store(state, 2); }
+
+}  // namespace
+
+BENCHMARK(BM_ObservedFetch_Floor);
+BENCHMARK(BM_ObservedFetch_NoObserver);
+BENCHMARK(BM_ObservedFetch_Counting);
+BENCHMARK(BM_ObservedStore_Floor)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ObservedStore_NoObserver)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ObservedStore_Counting)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_Store_Floor)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Store_Cairn)->Unit(benchmark::kMillisecond);
