@@ -736,11 +736,15 @@ TEST_CASE("goal transitions are events too: an Observer and the GoalObserver eac
   CHECK(adapted == all);
   CHECK(other_kinds.empty());  // the engine reports transitions only (tool calls come from the context)
 
-  engine.set_observer(nullptr);  // clears both
+  engine.set_observer(nullptr);  // the GoalObserver, as before
   typed.clear();
   events.clear();
   engine.handle("new: Again");
   CHECK(typed.empty());
+  CHECK_FALSE(events.empty());  // the event observer stays
+  engine.set_observer(std::shared_ptr<cairn::Observer>());
+  events.clear();
+  engine.handle("new: Once more");
   CHECK(events.empty());
 }
 

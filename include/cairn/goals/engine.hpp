@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -228,12 +229,11 @@ class GoalEngine : private RunParticipant {
   const GoalStack& goals() const noexcept { return stack_; }
   const GoalEngineOptions& options() const noexcept { return options_; }
   void set_observer(GoalObserver observer) { options_.observer = std::move(observer); }
-  /// Sets GoalEngineOptions::event_observer (null: none).
-  void set_observer(std::shared_ptr<Observer> observer) { options_.event_observer = std::move(observer); }
-  /// Clears both observers.
-  void set_observer(std::nullptr_t) {
-    options_.observer = nullptr;
-    options_.event_observer = nullptr;
+  /// Sets GoalEngineOptions::event_observer (an empty shared_ptr: none). A template so that `set_observer(nullptr)`
+  /// and `set_observer({})` still mean the GoalObserver overload, as they always did.
+  template <class O, std::enable_if_t<std::is_base_of_v<Observer, O>, int> = 0>
+  void set_observer(std::shared_ptr<O> observer) {
+    options_.event_observer = std::move(observer);
   }
 
   /// What goal `id` can see: its ancestors' evidence, overlaid by nearer ones and finally its own.
