@@ -357,3 +357,39 @@ TEST_CASE("a shared value that passed is remembered by identity, never by addres
     REQUIRE_THROWS_AS(minimal().shared_value(poisoned).build(), cairn::invalid_artifact);
   }
 }
+
+TEST_CASE("with_version keeps the record's own id and shares everything else") {
+  auto r = minimal().id("doc-1").description("d").build();
+  auto s = r->with_version(3, 42);
+  CHECK(s->id() == "doc-1");
+  CHECK(s->version() == 3);
+  CHECK(s->created_at() == 42);
+  // Stamping copies no field: the stamped record reads the very strings of the record it came from.
+  CHECK(&s->title() == &r->title());
+  CHECK(&s->description() == &r->description());
+  CHECK(&s->tenant_id() == &r->tenant_id());
+  CHECK(*s->to_builder().version(0).created_at(0).build() == *r);
+  CHECK_THROWS_WITH(minimal().build()->with_version(1, 1), "id: must not be empty");
+  CHECK_THROWS_WITH(r->with_version(1, -1), "created_at: must not be negative (got -1)");
+  // with_identity under the same id also shares; another id is the stamped record's own.
+  auto same = r->with_identity("doc-1", 2, 5);
+  CHECK(same->id() == "doc-1");
+  CHECK(&same->title() == &r->title());
+  auto other = same->with_identity("doc-2", 1, 5);
+  CHECK(other->id() == "doc-2");
+  CHECK(r->id() == "doc-1");
+  CHECK(other->with_version(9, 9)->id() == "doc-2");
+  CHECK(other->revise().build()->id() == "doc-2");
+  CHECK(*other != *same);
+}
+
+TEST_CASE("a purpose equal to the description reads back the same, and revise keeps it") {
+  auto r = minimal().description("why").purpose("why").build();
+  CHECK(r->purpose() == "why");
+  CHECK(&r->purpose() == &r->description());  // kept once
+  CHECK(*r == *minimal().description("why").build());
+  auto revised = r->revise().description("new").build();
+  CHECK(revised->purpose() == "why");  // revise carries the purpose the record had
+  CHECK(revised->description() == "new");
+  CHECK(minimal().description("d").purpose("p").build()->purpose() == "p");
+}

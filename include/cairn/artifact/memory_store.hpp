@@ -117,7 +117,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected) {
     const std::string& tenant_id = record.tenant_id();
     Shard& shard = shard_for(tenant_id);
-    std::string id = record.id().empty() ? detail::new_uuid(ids_.get()) : record.id();
+    // The record's own id is referred to, not copied (the stored record shares it); only a new one is made.
+    std::string generated = record.id().empty() ? detail::new_uuid(ids_.get()) : std::string();
+    const std::string& id = generated.empty() ? record.id() : generated;
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -126,10 +128,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
     Entry& entry = it->second;
-    if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
-    const std::uint64_t version = entry.latest ? entry.latest->version() + 1 : 1;
-    auto stored = detail::stamp(record, std::move(id), version, clock_.get());
-    if (entry.latest) entry.older.push_back(std::move(entry.latest));
+    ArtifactPtr stored;
+    try {
+      // What can throw (a generated id or the clock's time the record refuses, the host's clock or id generator,
+      // memory) comes before the new id is visible: a failed store leaves nothing behind.
+      const std::uint64_t version = inserted ? 1 : entry.latest->version() + 1;
+      stored = generated.empty() ? detail::stamp(record, version, clock_.get())
+                                 : detail::stamp(record, std::move(generated), version, clock_.get());
+      if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
+      if (entry.latest) entry.older.push_back(std::move(entry.latest));
+    } catch (...) {
+      if (inserted) shard.entries.erase(it);
+      throw;
+    }
     entry.latest = stored;
     return stored;
   }
