@@ -6,6 +6,7 @@
 // keeps a sorted index of its ids, so a listing walks only that tenant's artifacts.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -99,9 +100,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const Index& index = t->second;
     auto it = query.cursor.empty() || query.cursor < query.prefix ? index.lower_bound(query.prefix)
                                                                   : index.upper_bound(query.cursor);
-    for (; it != index.end() && it->first.compare(0, query.prefix.size(), query.prefix) == 0; ++it) {
+    // One allocation for the page rather than the vector's doublings; never more than the tenant holds.
+    page.items.reserve(std::min(query.limit, index.size()));
+    const bool filtered = query.type || query.created_by;
+    const std::string_view prefix = query.prefix;
+    for (; it != index.end() && (prefix.empty() || it->first.substr(0, prefix.size()) == prefix); ++it) {
       const ArtifactPtr& current = it->second->latest;
-      if (!detail::matches_filters(*current, query)) continue;
+      if (filtered && !detail::matches_filters(*current, query)) continue;
       if (page.items.size() == query.limit) {
         page.next_cursor = page.items.back()->id();
         break;

@@ -57,7 +57,7 @@ class ArtifactRecord {
     std::optional<std::uint64_t> size_bytes;
     std::optional<std::string> schema_url;
     std::optional<std::string> created_by;
-    std::shared_ptr<const nlohmann::json> metadata;
+    std::shared_ptr<const nlohmann::json> metadata;  // null: the empty object (no reference count to touch)
   };
 
  public:
@@ -91,8 +91,8 @@ class ArtifactRecord {
   /// Why the artifact exists; the description when none was given.
   const std::string& purpose() const noexcept { return body_->purpose.empty() ? body_->description : body_->purpose; }
   /// The thing itself (a path for `file`, the data for `data`); null when the content lives at storage_url only.
-  const nlohmann::json& value() const noexcept { return *body_->value; }
-  bool has_value() const noexcept { return !body_->value->is_null(); }
+  const nlohmann::json& value() const noexcept { return *value_; }
+  bool has_value() const noexcept { return !value_->is_null(); }
   const std::optional<std::string>& storage_url() const noexcept { return body_->storage_url; }
   const std::optional<std::string>& mime_type() const noexcept { return body_->mime_type; }
   const std::optional<std::uint64_t>& size_bytes() const noexcept { return body_->size_bytes; }
@@ -101,7 +101,7 @@ class ArtifactRecord {
   /// Milliseconds since the Unix epoch (UTC); 0 until stored, unless the builder set it.
   std::int64_t created_at() const noexcept { return created_at_; }
   /// A JSON object: tool_name, success, input_artifacts, and anything the host adds.
-  const nlohmann::json& metadata() const noexcept { return *body_->metadata; }
+  const nlohmann::json& metadata() const noexcept;
 
   /// The value shared with every record derived from this one (never null; holds JSON null when absent).
   const std::shared_ptr<const nlohmann::json>& shared_value() const noexcept { return body_->value; }
@@ -119,7 +119,7 @@ class ArtifactRecord {
     return x.tenant_id == y.tenant_id && x.type == y.type && x.title == y.title && x.description == y.description &&
            a.purpose() == b.purpose() && *x.value == *y.value && x.storage_url == y.storage_url &&
            x.mime_type == y.mime_type && x.size_bytes == y.size_bytes && x.schema_url == y.schema_url &&
-           x.created_by == y.created_by && *x.metadata == *y.metadata;
+           x.created_by == y.created_by && a.metadata() == b.metadata();
   }
   friend bool operator!=(const ArtifactRecord& a, const ArtifactRecord& b) { return !(a == b); }
 
@@ -128,10 +128,13 @@ class ArtifactRecord {
   explicit ArtifactRecord(Builder&& b);  // validates
   // A stamped record: `body` of an existing (valid) record, `id` empty when it is the body's.
   ArtifactRecord(std::shared_ptr<const Body> body, std::string id, std::uint64_t version, std::int64_t created_at)
-      : body_(std::move(body)), id_(std::move(id)), version_(version), created_at_(created_at) {}
+      : body_(std::move(body)), value_(body_->value.get()), id_(std::move(id)), version_(version),
+        created_at_(created_at) {}
   ArtifactPtr stamped(std::string id, std::uint64_t version, std::int64_t created_at) const;
 
   std::shared_ptr<const Body> body_;
+  // body_->value.get(), kept here so that reading a fetched record's value is one hop, as with a plain struct.
+  const nlohmann::json* value_ = nullptr;
   std::string id_;  // empty: body_->id (set only when stamped with another id than the record was built with)
   std::uint64_t version_ = 0;
   std::int64_t created_at_ = 0;
@@ -140,7 +143,8 @@ class ArtifactRecord {
 /// Collects the fields of a record; build() validates them. Not thread-safe: one owner.
 class ArtifactRecord::Builder {
  public:
-  Builder() = default;
+  // User-provided, so that `Builder{}` does not zero the whole builder before constructing its members.
+  Builder() noexcept {}  // NOLINT(modernize-use-equals-default)
 
   Builder& id(std::string v) { id_ = std::move(v); return *this; }
   Builder& tenant_id(std::string v) { tenant_id_ = std::move(v); return *this; }
@@ -338,6 +342,7 @@ inline void check_json_content(const char* field, const nlohmann::json& root) {
     check_scalar(root);
     return;
   }
+  if (root.empty()) return;  // nothing to walk (the common empty metadata): no frame stack to allocate
   open(root);
   while (!frames.empty()) {
     Frame& f = frames.back();
@@ -418,7 +423,7 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
   r.size_bytes = b.size_bytes_;
   r.schema_url = std::move(b.schema_url_);
   r.created_by = std::move(b.created_by_);
-  r.metadata = b.metadata_ ? std::move(b.metadata_) : detail::empty_metadata();
+  if (b.metadata_ && b.metadata_ != detail::empty_metadata()) r.metadata = std::move(b.metadata_);
   detail::check_identifier("id", r.id, false);
   detail::check_identifier("tenant_id", r.tenant_id, true);
   if (!b.type_) throw invalid_artifact("type: must be set");  // b.type_ was only moved from, still engaged
@@ -444,17 +449,22 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
   }
   if (r.created_by) detail::check_identifier("created_by", *r.created_by, true);
   if (created_at_ < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at_));
-  if (!r.metadata->is_object()) {
+  if (r.metadata && !r.metadata->is_object()) {
     throw invalid_artifact(fmt::format("metadata: must be a JSON object, got {}", r.metadata->type_name()));
   }
   // Last: the only checks that walk a whole value. A value or metadata shared from a built record (revise,
   // to_builder) was checked when that record was built, and is immutable.
   if (!b.value_checked_) detail::check_shared_json_content("value", r.value);
-  if (!b.metadata_checked_) detail::check_json_content("metadata", *r.metadata);
+  if (!b.metadata_checked_ && r.metadata) detail::check_json_content("metadata", *r.metadata);
+  value_ = r.value.get();
   body_ = std::move(body);
 }
 
 inline ArtifactRecord::Builder ArtifactRecord::builder() { return Builder{}; }
+
+inline const nlohmann::json& ArtifactRecord::metadata() const noexcept {
+  return body_->metadata ? *body_->metadata : *detail::empty_metadata();
+}
 
 inline ArtifactPtr ArtifactRecord::Builder::make(Builder&& b) {
   // One allocation for the record and its control block, as std::make_shared gives, despite the private
