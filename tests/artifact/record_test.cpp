@@ -393,3 +393,24 @@ TEST_CASE("a purpose equal to the description reads back the same, and revise ke
   CHECK(revised->description() == "new");
   CHECK(minimal().description("d").purpose("p").build()->purpose() == "p");
 }
+
+TEST_CASE("the rarely set fields read back alone and together, and take part in equality") {
+  auto plain = minimal().build();
+  CHECK_FALSE(plain->storage_url());
+  CHECK_FALSE(plain->mime_type());
+  CHECK_FALSE(plain->size_bytes());
+  CHECK_FALSE(plain->schema_url());
+  CHECK_FALSE(plain->created_by());
+  CHECK(plain->purpose().empty());
+  auto creator = minimal().created_by("agent-1").build();
+  CHECK(creator->created_by() == std::optional<std::string>("agent-1"));
+  CHECK_FALSE(creator->mime_type());
+  CHECK(*creator != *plain);
+  auto sized = minimal().size_bytes(0).build();  // a size of 0 is set, not absent
+  CHECK(sized->size_bytes() == std::optional<std::uint64_t>(0));
+  CHECK(*sized != *plain);
+  auto all = minimal().purpose("p").storage_url("s3://b/k").mime_type("text/plain").size_bytes(3)
+                 .schema_url("https://x/s.json").created_by("me").build();
+  CHECK(*all == *all->to_builder().build());
+  CHECK(*ArtifactRecord::from_json(nlohmann::json(*all)) == *all);
+}

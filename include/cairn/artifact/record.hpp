@@ -41,8 +41,18 @@ using ArtifactPtr = std::shared_ptr<const ArtifactRecord>;
 ///                       .value("# Q3\n...")
 ///                       .build();  // std::shared_ptr<const ArtifactRecord>, validated
 class ArtifactRecord {
+  // The fields many records leave unset, allocated only for a record that sets one (they would double the size of
+  // every other record). `purpose` is empty when it is the description (not a second copy).
+  struct Extras {
+    std::string purpose;
+    std::optional<std::string> storage_url;
+    std::optional<std::string> mime_type;
+    std::optional<std::uint64_t> size_bytes;
+    std::optional<std::string> schema_url;
+    std::optional<std::string> created_by;
+  };
   // Every field but the identity a store stamps (version, created_at and, when it assigns one, the id): shared by a
-  // record and every record stamped from it. `purpose` is empty when it is the description (not a second copy).
+  // record and every record stamped from it.
   struct Body {
     explicit Body(ArtifactType t) : type(std::move(t)) {}
     std::string id;  // the id the record was built with
@@ -50,15 +60,14 @@ class ArtifactRecord {
     ArtifactType type;
     std::string title;
     std::string description;
-    std::string purpose;
     std::shared_ptr<const nlohmann::json> value;
-    std::optional<std::string> storage_url;
-    std::optional<std::string> mime_type;
-    std::optional<std::uint64_t> size_bytes;
-    std::optional<std::string> schema_url;
-    std::optional<std::string> created_by;
     std::shared_ptr<const nlohmann::json> metadata;  // null: the empty object (no reference count to touch)
+    std::unique_ptr<const Extras> extras;            // null: none set
   };
+  const Extras& extras() const noexcept {
+    static const Extras none;
+    return body_->extras ? *body_->extras : none;
+  }
 
  public:
   class Builder;
@@ -89,15 +98,17 @@ class ArtifactRecord {
   const std::string& title() const noexcept { return body_->title; }
   const std::string& description() const noexcept { return body_->description; }
   /// Why the artifact exists; the description when none was given.
-  const std::string& purpose() const noexcept { return body_->purpose.empty() ? body_->description : body_->purpose; }
+  const std::string& purpose() const noexcept {
+    return body_->extras && !body_->extras->purpose.empty() ? body_->extras->purpose : body_->description;
+  }
   /// The thing itself (a path for `file`, the data for `data`); null when the content lives at storage_url only.
   const nlohmann::json& value() const noexcept { return *value_; }
   bool has_value() const noexcept { return !value_->is_null(); }
-  const std::optional<std::string>& storage_url() const noexcept { return body_->storage_url; }
-  const std::optional<std::string>& mime_type() const noexcept { return body_->mime_type; }
-  const std::optional<std::uint64_t>& size_bytes() const noexcept { return body_->size_bytes; }
-  const std::optional<std::string>& schema_url() const noexcept { return body_->schema_url; }
-  const std::optional<std::string>& created_by() const noexcept { return body_->created_by; }
+  const std::optional<std::string>& storage_url() const noexcept { return extras().storage_url; }
+  const std::optional<std::string>& mime_type() const noexcept { return extras().mime_type; }
+  const std::optional<std::uint64_t>& size_bytes() const noexcept { return extras().size_bytes; }
+  const std::optional<std::string>& schema_url() const noexcept { return extras().schema_url; }
+  const std::optional<std::string>& created_by() const noexcept { return extras().created_by; }
   /// Milliseconds since the Unix epoch (UTC); 0 until stored, unless the builder set it.
   std::int64_t created_at() const noexcept { return created_at_; }
   /// A JSON object: tool_name, success, input_artifacts, and anything the host adds.
@@ -117,9 +128,9 @@ class ArtifactRecord {
     const Body& x = *a.body_;
     const Body& y = *b.body_;
     return x.tenant_id == y.tenant_id && x.type == y.type && x.title == y.title && x.description == y.description &&
-           a.purpose() == b.purpose() && *x.value == *y.value && x.storage_url == y.storage_url &&
-           x.mime_type == y.mime_type && x.size_bytes == y.size_bytes && x.schema_url == y.schema_url &&
-           x.created_by == y.created_by && a.metadata() == b.metadata();
+           a.purpose() == b.purpose() && *x.value == *y.value && a.storage_url() == b.storage_url() &&
+           a.mime_type() == b.mime_type() && a.size_bytes() == b.size_bytes() && a.schema_url() == b.schema_url() &&
+           a.created_by() == b.created_by() && a.metadata() == b.metadata();
   }
   friend bool operator!=(const ArtifactRecord& a, const ArtifactRecord& b) { return !(a == b); }
 
@@ -416,20 +427,21 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
   r.title = std::move(b.title_);
   r.description = std::move(b.description_);
   // A purpose equal to the description is kept once (purpose() returns the description).
-  if (b.purpose_ && *b.purpose_ != r.description) r.purpose = std::move(*b.purpose_);
+  Extras e;
+  if (b.purpose_ && *b.purpose_ != r.description) e.purpose = std::move(*b.purpose_);
   r.value = b.value_ ? std::move(b.value_) : detail::null_value();
-  r.storage_url = std::move(b.storage_url_);
-  r.mime_type = std::move(b.mime_type_);
-  r.size_bytes = b.size_bytes_;
-  r.schema_url = std::move(b.schema_url_);
-  r.created_by = std::move(b.created_by_);
+  e.storage_url = std::move(b.storage_url_);
+  e.mime_type = std::move(b.mime_type_);
+  e.size_bytes = b.size_bytes_;
+  e.schema_url = std::move(b.schema_url_);
+  e.created_by = std::move(b.created_by_);
   if (b.metadata_ && b.metadata_ != detail::empty_metadata()) r.metadata = std::move(b.metadata_);
   detail::check_identifier("id", r.id, false);
   detail::check_identifier("tenant_id", r.tenant_id, true);
   if (!b.type_) throw invalid_artifact("type: must be set");  // b.type_ was only moved from, still engaged
   detail::check_utf8("title", r.title);
   detail::check_utf8("description", r.description);
-  detail::check_utf8("purpose", r.purpose);
+  detail::check_utf8("purpose", e.purpose);
   if (r.title.empty() && r.description.empty()) {
     throw invalid_artifact("title, description: at least one of them must be non-empty");
   }
@@ -437,17 +449,17 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
     throw invalid_artifact(
         fmt::format("title: must be at most {} characters (got {})", max_title_length, n));
   }
-  detail::check_url("storage_url", r.storage_url);
-  detail::check_url("schema_url", r.schema_url);
-  if (r.value->is_null() && !r.storage_url) {
+  detail::check_url("storage_url", e.storage_url);
+  detail::check_url("schema_url", e.schema_url);
+  if (r.value->is_null() && !e.storage_url) {
     throw invalid_artifact("value, storage_url: a record needs a value or a storage_url (or both)");
   }
-  if (r.mime_type) detail::check_utf8("mime_type", *r.mime_type);
-  if (r.mime_type && !detail::is_mime_type(*r.mime_type)) {
+  if (e.mime_type) detail::check_utf8("mime_type", *e.mime_type);
+  if (e.mime_type && !detail::is_mime_type(*e.mime_type)) {
     throw invalid_artifact(fmt::format("mime_type: '{}' is not a MIME type of the form type/subtype",
-                                       detail::excerpt(*r.mime_type)));
+                                       detail::excerpt(*e.mime_type)));
   }
-  if (r.created_by) detail::check_identifier("created_by", *r.created_by, true);
+  if (e.created_by) detail::check_identifier("created_by", *e.created_by, true);
   if (created_at_ < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at_));
   if (r.metadata && !r.metadata->is_object()) {
     throw invalid_artifact(fmt::format("metadata: must be a JSON object, got {}", r.metadata->type_name()));
@@ -456,6 +468,9 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
   // to_builder) was checked when that record was built, and is immutable.
   if (!b.value_checked_) detail::check_shared_json_content("value", r.value);
   if (!b.metadata_checked_ && r.metadata) detail::check_json_content("metadata", *r.metadata);
+  if (!e.purpose.empty() || e.storage_url || e.mime_type || e.size_bytes || e.schema_url || e.created_by) {
+    r.extras = std::make_unique<const Extras>(std::move(e));
+  }
   value_ = r.value.get();
   body_ = std::move(body);
 }
@@ -516,11 +531,11 @@ inline ArtifactRecord::Builder ArtifactRecord::revise() const {
   b.description_ = r.description;
   b.purpose_ = purpose();
   b.value_ = r.value;
-  b.storage_url_ = r.storage_url;
-  b.mime_type_ = r.mime_type;
-  b.size_bytes_ = r.size_bytes;
-  b.schema_url_ = r.schema_url;
-  b.created_by_ = r.created_by;
+  b.storage_url_ = storage_url();
+  b.mime_type_ = mime_type();
+  b.size_bytes_ = size_bytes();
+  b.schema_url_ = schema_url();
+  b.created_by_ = created_by();
   b.metadata_ = r.metadata;
   b.value_checked_ = true;
   b.metadata_checked_ = true;
