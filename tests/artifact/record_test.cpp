@@ -357,3 +357,60 @@ TEST_CASE("a shared value that passed is remembered by identity, never by addres
     REQUIRE_THROWS_AS(minimal().shared_value(poisoned).build(), cairn::invalid_artifact);
   }
 }
+
+TEST_CASE("with_version keeps the record's own id and shares everything else") {
+  auto r = minimal().id("doc-1").description("d").build();
+  auto s = r->with_version(3, 42);
+  CHECK(s->id() == "doc-1");
+  CHECK(s->version() == 3);
+  CHECK(s->created_at() == 42);
+  // Stamping copies no field: the stamped record reads the very strings of the record it came from.
+  CHECK(&s->title() == &r->title());
+  CHECK(&s->description() == &r->description());
+  CHECK(&s->tenant_id() == &r->tenant_id());
+  CHECK(*s->to_builder().version(0).created_at(0).build() == *r);
+  CHECK_THROWS_WITH(minimal().build()->with_version(1, 1), "id: must not be empty");
+  CHECK_THROWS_WITH(r->with_version(1, -1), "created_at: must not be negative (got -1)");
+  // with_identity under the same id also shares; another id is the stamped record's own.
+  auto same = r->with_identity("doc-1", 2, 5);
+  CHECK(same->id() == "doc-1");
+  CHECK(&same->title() == &r->title());
+  auto other = same->with_identity("doc-2", 1, 5);
+  CHECK(other->id() == "doc-2");
+  CHECK(r->id() == "doc-1");
+  CHECK(other->with_version(9, 9)->id() == "doc-2");
+  CHECK(other->revise().build()->id() == "doc-2");
+  CHECK(*other != *same);
+}
+
+TEST_CASE("a purpose equal to the description reads back the same, and revise keeps it") {
+  auto r = minimal().description("why").purpose("why").build();
+  CHECK(r->purpose() == "why");
+  CHECK(&r->purpose() == &r->description());  // kept once
+  CHECK(*r == *minimal().description("why").build());
+  auto revised = r->revise().description("new").build();
+  CHECK(revised->purpose() == "why");  // revise carries the purpose the record had
+  CHECK(revised->description() == "new");
+  CHECK(minimal().description("d").purpose("p").build()->purpose() == "p");
+}
+
+TEST_CASE("the rarely set fields read back alone and together, and take part in equality") {
+  auto plain = minimal().build();
+  CHECK_FALSE(plain->storage_url());
+  CHECK_FALSE(plain->mime_type());
+  CHECK_FALSE(plain->size_bytes());
+  CHECK_FALSE(plain->schema_url());
+  CHECK_FALSE(plain->created_by());
+  CHECK(plain->purpose().empty());
+  auto creator = minimal().created_by("agent-1").build();
+  CHECK(creator->created_by() == std::optional<std::string>("agent-1"));
+  CHECK_FALSE(creator->mime_type());
+  CHECK(*creator != *plain);
+  auto sized = minimal().size_bytes(0).build();  // a size of 0 is set, not absent
+  CHECK(sized->size_bytes() == std::optional<std::uint64_t>(0));
+  CHECK(*sized != *plain);
+  auto all = minimal().purpose("p").storage_url("s3://b/k").mime_type("text/plain").size_bytes(3)
+                 .schema_url("https://x/s.json").created_by("me").build();
+  CHECK(*all == *all->to_builder().build());
+  CHECK(*ArtifactRecord::from_json(nlohmann::json(*all)) == *all);
+}

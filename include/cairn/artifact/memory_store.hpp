@@ -6,6 +6,7 @@
 // keeps a sorted index of its ids, so a listing walks only that tenant's artifacts.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -99,9 +100,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const Index& index = t->second;
     auto it = query.cursor.empty() || query.cursor < query.prefix ? index.lower_bound(query.prefix)
                                                                   : index.upper_bound(query.cursor);
-    for (; it != index.end() && it->first.compare(0, query.prefix.size(), query.prefix) == 0; ++it) {
+    // One allocation for the page rather than the vector's doublings; never more than the tenant holds.
+    page.items.reserve(std::min(query.limit, index.size()));
+    const bool filtered = query.type || query.created_by;
+    const std::string_view prefix = query.prefix;
+    for (; it != index.end() && (prefix.empty() || it->first.substr(0, prefix.size()) == prefix); ++it) {
       const ArtifactPtr& current = it->second->latest;
-      if (!detail::matches_filters(*current, query)) continue;
+      if (filtered && !detail::matches_filters(*current, query)) continue;
       if (page.items.size() == query.limit) {
         page.next_cursor = page.items.back()->id();
         break;
@@ -117,7 +122,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected) {
     const std::string& tenant_id = record.tenant_id();
     Shard& shard = shard_for(tenant_id);
-    std::string id = record.id().empty() ? detail::new_uuid(ids_.get()) : record.id();
+    // The record's own id is referred to, not copied (the stored record shares it); only a new one is made.
+    std::string generated = record.id().empty() ? detail::new_uuid(ids_.get()) : std::string();
+    const std::string& id = generated.empty() ? record.id() : generated;
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -126,10 +133,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
     Entry& entry = it->second;
-    if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
-    const std::uint64_t version = entry.latest ? entry.latest->version() + 1 : 1;
-    auto stored = detail::stamp(record, std::move(id), version, clock_.get());
-    if (entry.latest) entry.older.push_back(std::move(entry.latest));
+    ArtifactPtr stored;
+    try {
+      // What can throw (a generated id or the clock's time the record refuses, the host's clock or id generator,
+      // memory) comes before the new id is visible: a failed store leaves nothing behind.
+      const std::uint64_t version = inserted ? 1 : entry.latest->version() + 1;
+      stored = generated.empty() ? detail::stamp(record, version, clock_.get())
+                                 : detail::stamp(record, std::move(generated), version, clock_.get());
+      if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
+      if (entry.latest) entry.older.push_back(std::move(entry.latest));
+    } catch (...) {
+      if (inserted) shard.entries.erase(it);
+      throw;
+    }
     entry.latest = stored;
     return stored;
   }

@@ -1,8 +1,10 @@
 // cairn — ArtifactRecord: an immutable description of something an agent produced.
 //
 // A record is built and validated by ArtifactRecord::Builder and shared as std::shared_ptr<const ArtifactRecord>:
-// handing it around never copies it, and nobody can change what another holder sees. Its value and metadata are
-// held behind shared pointers too, so deriving a new version (or the store stamping an id) never copies them.
+// handing it around never copies it, and nobody can change what another holder sees. A record is its identity (id,
+// version, created_at: what a store stamps) and a shared, immutable body holding everything else, so a store stamping
+// the record it is given allocates one small object and copies no string; the value and metadata are held behind
+// shared pointers too, so deriving a new version never copies them.
 #pragma once
 
 #include <cmath>
@@ -39,6 +41,34 @@ using ArtifactPtr = std::shared_ptr<const ArtifactRecord>;
 ///                       .value("# Q3\n...")
 ///                       .build();  // std::shared_ptr<const ArtifactRecord>, validated
 class ArtifactRecord {
+  // The fields many records leave unset, allocated only for a record that sets one (they would double the size of
+  // every other record). `purpose` is empty when it is the description (not a second copy).
+  struct Extras {
+    std::string purpose;
+    std::optional<std::string> storage_url;
+    std::optional<std::string> mime_type;
+    std::optional<std::uint64_t> size_bytes;
+    std::optional<std::string> schema_url;
+    std::optional<std::string> created_by;
+  };
+  // Every field but the identity a store stamps (version, created_at and, when it assigns one, the id): shared by a
+  // record and every record stamped from it.
+  struct Body {
+    explicit Body(ArtifactType t) : type(std::move(t)) {}
+    std::string id;  // the id the record was built with
+    std::string tenant_id;
+    ArtifactType type;
+    std::string title;
+    std::string description;
+    std::shared_ptr<const nlohmann::json> value;
+    std::shared_ptr<const nlohmann::json> metadata;  // null: the empty object (no reference count to touch)
+    std::unique_ptr<const Extras> extras;            // null: none set
+  };
+  const Extras& extras() const noexcept {
+    static const Extras none;
+    return body_->extras ? *body_->extras : none;
+  }
+
  public:
   class Builder;
 
@@ -56,31 +86,36 @@ class ArtifactRecord {
   /// This record as a store keeps it: the same fields with `id`, `version` and `created_at` replaced (the id is
   /// validated; nothing else changed, so nothing else is checked again). Shares the value and metadata.
   ArtifactPtr with_identity(std::string id, std::uint64_t version, std::int64_t created_at) const;
+  /// The same, keeping this record's id (which must be set): a store stamping a record stored under the id it was
+  /// built with. Allocates one small object and copies no string.
+  ArtifactPtr with_version(std::uint64_t version, std::int64_t created_at) const;
 
-  const std::string& id() const noexcept { return id_; }
-  const std::string& tenant_id() const noexcept { return tenant_id_; }
+  const std::string& id() const noexcept { return id_.empty() ? body_->id : id_; }
+  const std::string& tenant_id() const noexcept { return body_->tenant_id; }
   /// 1 for the first stored version of an id; 0 for a record that has not been stored.
   std::uint64_t version() const noexcept { return version_; }
-  const ArtifactType& type() const noexcept { return type_; }
-  const std::string& title() const noexcept { return title_; }
-  const std::string& description() const noexcept { return description_; }
+  const ArtifactType& type() const noexcept { return body_->type; }
+  const std::string& title() const noexcept { return body_->title; }
+  const std::string& description() const noexcept { return body_->description; }
   /// Why the artifact exists; the description when none was given.
-  const std::string& purpose() const noexcept { return purpose_; }
+  const std::string& purpose() const noexcept {
+    return body_->extras && !body_->extras->purpose.empty() ? body_->extras->purpose : body_->description;
+  }
   /// The thing itself (a path for `file`, the data for `data`); null when the content lives at storage_url only.
   const nlohmann::json& value() const noexcept { return *value_; }
   bool has_value() const noexcept { return !value_->is_null(); }
-  const std::optional<std::string>& storage_url() const noexcept { return storage_url_; }
-  const std::optional<std::string>& mime_type() const noexcept { return mime_type_; }
-  const std::optional<std::uint64_t>& size_bytes() const noexcept { return size_bytes_; }
-  const std::optional<std::string>& schema_url() const noexcept { return schema_url_; }
-  const std::optional<std::string>& created_by() const noexcept { return created_by_; }
+  const std::optional<std::string>& storage_url() const noexcept { return extras().storage_url; }
+  const std::optional<std::string>& mime_type() const noexcept { return extras().mime_type; }
+  const std::optional<std::uint64_t>& size_bytes() const noexcept { return extras().size_bytes; }
+  const std::optional<std::string>& schema_url() const noexcept { return extras().schema_url; }
+  const std::optional<std::string>& created_by() const noexcept { return extras().created_by; }
   /// Milliseconds since the Unix epoch (UTC); 0 until stored, unless the builder set it.
   std::int64_t created_at() const noexcept { return created_at_; }
   /// A JSON object: tool_name, success, input_artifacts, and anything the host adds.
-  const nlohmann::json& metadata() const noexcept { return *metadata_; }
+  const nlohmann::json& metadata() const noexcept;
 
   /// The value shared with every record derived from this one (never null; holds JSON null when absent).
-  const std::shared_ptr<const nlohmann::json>& shared_value() const noexcept { return value_; }
+  const std::shared_ptr<const nlohmann::json>& shared_value() const noexcept { return body_->value; }
 
   /// Parses and validates a record from its JSON form (see to_json). Throws cairn::invalid_artifact naming the
   /// field, cairn::parse_error / cairn::limit_exceeded for text that is not JSON or too large.
@@ -88,39 +123,39 @@ class ArtifactRecord {
   [[nodiscard]] static ArtifactPtr parse(std::string_view text, const JsonLimits& limits = {});
 
   friend bool operator==(const ArtifactRecord& a, const ArtifactRecord& b) {
-    return a.id_ == b.id_ && a.tenant_id_ == b.tenant_id_ && a.version_ == b.version_ && a.type_ == b.type_ &&
-           a.title_ == b.title_ && a.description_ == b.description_ && a.purpose_ == b.purpose_ &&
-           *a.value_ == *b.value_ && a.storage_url_ == b.storage_url_ && a.mime_type_ == b.mime_type_ &&
-           a.size_bytes_ == b.size_bytes_ && a.schema_url_ == b.schema_url_ && a.created_by_ == b.created_by_ &&
-           a.created_at_ == b.created_at_ && *a.metadata_ == *b.metadata_;
+    if (a.id() != b.id() || a.version_ != b.version_ || a.created_at_ != b.created_at_) return false;
+    if (a.body_ == b.body_) return true;
+    const Body& x = *a.body_;
+    const Body& y = *b.body_;
+    return x.tenant_id == y.tenant_id && x.type == y.type && x.title == y.title && x.description == y.description &&
+           a.purpose() == b.purpose() && *x.value == *y.value && a.storage_url() == b.storage_url() &&
+           a.mime_type() == b.mime_type() && a.size_bytes() == b.size_bytes() && a.schema_url() == b.schema_url() &&
+           a.created_by() == b.created_by() && a.metadata() == b.metadata();
   }
   friend bool operator!=(const ArtifactRecord& a, const ArtifactRecord& b) { return !(a == b); }
 
  private:
   friend class Builder;
   explicit ArtifactRecord(Builder&& b);  // validates
+  // A stamped record: `body` of an existing (valid) record, `id` empty when it is the body's.
+  ArtifactRecord(std::shared_ptr<const Body> body, std::string id, std::uint64_t version, std::int64_t created_at)
+      : body_(std::move(body)), value_(body_->value.get()), id_(std::move(id)), version_(version),
+        created_at_(created_at) {}
+  ArtifactPtr stamped(std::string id, std::uint64_t version, std::int64_t created_at) const;
 
-  std::string id_;
-  std::string tenant_id_;
+  std::shared_ptr<const Body> body_;
+  // body_->value.get(), kept here so that reading a fetched record's value is one hop, as with a plain struct.
+  const nlohmann::json* value_ = nullptr;
+  std::string id_;  // empty: body_->id (set only when stamped with another id than the record was built with)
   std::uint64_t version_ = 0;
-  ArtifactType type_;
-  std::string title_;
-  std::string description_;
-  std::string purpose_;
-  std::shared_ptr<const nlohmann::json> value_;
-  std::optional<std::string> storage_url_;
-  std::optional<std::string> mime_type_;
-  std::optional<std::uint64_t> size_bytes_;
-  std::optional<std::string> schema_url_;
-  std::optional<std::string> created_by_;
   std::int64_t created_at_ = 0;
-  std::shared_ptr<const nlohmann::json> metadata_;
 };
 
 /// Collects the fields of a record; build() validates them. Not thread-safe: one owner.
 class ArtifactRecord::Builder {
  public:
-  Builder() = default;
+  // User-provided, so that `Builder{}` does not zero the whole builder before constructing its members.
+  Builder() noexcept {}  // NOLINT(modernize-use-equals-default)
 
   Builder& id(std::string v) { id_ = std::move(v); return *this; }
   Builder& tenant_id(std::string v) { tenant_id_ = std::move(v); return *this; }
@@ -318,6 +353,7 @@ inline void check_json_content(const char* field, const nlohmann::json& root) {
     check_scalar(root);
     return;
   }
+  if (root.empty()) return;  // nothing to walk (the common empty metadata): no frame stack to allocate
   open(root);
   while (!frames.empty()) {
     Frame& f = frames.back();
@@ -383,57 +419,67 @@ inline const std::shared_ptr<const nlohmann::json>& empty_metadata() {
 
 }  // namespace detail
 
-inline ArtifactRecord::ArtifactRecord(Builder&& b)
-    : id_(std::move(b.id_)),
-      tenant_id_(std::move(b.tenant_id_)),
-      version_(b.version_),
-      type_(b.type_ ? std::move(*b.type_) : ArtifactType::data),
-      title_(std::move(b.title_)),
-      description_(std::move(b.description_)),
-      purpose_(b.purpose_ && !b.purpose_->empty() ? std::move(*b.purpose_) : description_),
-      value_(b.value_ ? std::move(b.value_) : detail::null_value()),
-      storage_url_(std::move(b.storage_url_)),
-      mime_type_(std::move(b.mime_type_)),
-      size_bytes_(b.size_bytes_),
-      schema_url_(std::move(b.schema_url_)),
-      created_by_(std::move(b.created_by_)),
-      created_at_(b.created_at_),
-      metadata_(b.metadata_ ? std::move(b.metadata_) : detail::empty_metadata()) {
-  detail::check_identifier("id", id_, false);
-  detail::check_identifier("tenant_id", tenant_id_, true);
+inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), created_at_(b.created_at_) {
+  auto body = std::make_shared<Body>(b.type_ ? std::move(*b.type_) : ArtifactType::data);
+  Body& r = *body;
+  r.id = std::move(b.id_);
+  r.tenant_id = std::move(b.tenant_id_);
+  r.title = std::move(b.title_);
+  r.description = std::move(b.description_);
+  // A purpose equal to the description is kept once (purpose() returns the description).
+  Extras e;
+  if (b.purpose_ && *b.purpose_ != r.description) e.purpose = std::move(*b.purpose_);
+  r.value = b.value_ ? std::move(b.value_) : detail::null_value();
+  e.storage_url = std::move(b.storage_url_);
+  e.mime_type = std::move(b.mime_type_);
+  e.size_bytes = b.size_bytes_;
+  e.schema_url = std::move(b.schema_url_);
+  e.created_by = std::move(b.created_by_);
+  if (b.metadata_ && b.metadata_ != detail::empty_metadata()) r.metadata = std::move(b.metadata_);
+  detail::check_identifier("id", r.id, false);
+  detail::check_identifier("tenant_id", r.tenant_id, true);
   if (!b.type_) throw invalid_artifact("type: must be set");  // b.type_ was only moved from, still engaged
-  detail::check_utf8("title", title_);
-  detail::check_utf8("description", description_);
-  detail::check_utf8("purpose", purpose_);
-  if (title_.empty() && description_.empty()) {
+  detail::check_utf8("title", r.title);
+  detail::check_utf8("description", r.description);
+  detail::check_utf8("purpose", e.purpose);
+  if (r.title.empty() && r.description.empty()) {
     throw invalid_artifact("title, description: at least one of them must be non-empty");
   }
-  if (const auto n = detail::utf8_length(title_); n > max_title_length) {
+  if (const auto n = detail::utf8_length(r.title); n > max_title_length) {
     throw invalid_artifact(
         fmt::format("title: must be at most {} characters (got {})", max_title_length, n));
   }
-  detail::check_url("storage_url", storage_url_);
-  detail::check_url("schema_url", schema_url_);
-  if (!has_value() && !storage_url_) {
+  detail::check_url("storage_url", e.storage_url);
+  detail::check_url("schema_url", e.schema_url);
+  if (r.value->is_null() && !e.storage_url) {
     throw invalid_artifact("value, storage_url: a record needs a value or a storage_url (or both)");
   }
-  if (mime_type_) detail::check_utf8("mime_type", *mime_type_);
-  if (mime_type_ && !detail::is_mime_type(*mime_type_)) {
+  if (e.mime_type) detail::check_utf8("mime_type", *e.mime_type);
+  if (e.mime_type && !detail::is_mime_type(*e.mime_type)) {
     throw invalid_artifact(fmt::format("mime_type: '{}' is not a MIME type of the form type/subtype",
-                                       detail::excerpt(*mime_type_)));
+                                       detail::excerpt(*e.mime_type)));
   }
-  if (created_by_) detail::check_identifier("created_by", *created_by_, true);
+  if (e.created_by) detail::check_identifier("created_by", *e.created_by, true);
   if (created_at_ < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at_));
-  if (!metadata_->is_object()) {
-    throw invalid_artifact(fmt::format("metadata: must be a JSON object, got {}", metadata_->type_name()));
+  if (r.metadata && !r.metadata->is_object()) {
+    throw invalid_artifact(fmt::format("metadata: must be a JSON object, got {}", r.metadata->type_name()));
   }
   // Last: the only checks that walk a whole value. A value or metadata shared from a built record (revise,
   // to_builder) was checked when that record was built, and is immutable.
-  if (!b.value_checked_) detail::check_shared_json_content("value", value_);
-  if (!b.metadata_checked_) detail::check_json_content("metadata", *metadata_);
+  if (!b.value_checked_) detail::check_shared_json_content("value", r.value);
+  if (!b.metadata_checked_ && r.metadata) detail::check_json_content("metadata", *r.metadata);
+  if (!e.purpose.empty() || e.storage_url || e.mime_type || e.size_bytes || e.schema_url || e.created_by) {
+    r.extras = std::make_unique<const Extras>(std::move(e));
+  }
+  value_ = r.value.get();
+  body_ = std::move(body);
 }
 
 inline ArtifactRecord::Builder ArtifactRecord::builder() { return Builder{}; }
+
+inline const nlohmann::json& ArtifactRecord::metadata() const noexcept {
+  return body_->metadata ? *body_->metadata : *detail::empty_metadata();
+}
 
 inline ArtifactPtr ArtifactRecord::Builder::make(Builder&& b) {
   // One allocation for the record and its control block, as std::make_shared gives, despite the private
@@ -444,14 +490,28 @@ inline ArtifactPtr ArtifactRecord::Builder::make(Builder&& b) {
   return std::make_shared<const Shared>(std::move(b));
 }
 
-inline ArtifactPtr ArtifactRecord::with_identity(std::string id, std::uint64_t version, std::int64_t created_at) const {
-  detail::check_identifier("id", id, true);
+inline ArtifactPtr ArtifactRecord::stamped(std::string id, std::uint64_t version, std::int64_t created_at) const {
   if (created_at < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at));
-  auto copy = std::make_shared<ArtifactRecord>(*this);
-  copy->id_ = std::move(id);
-  copy->version_ = version;
-  copy->created_at_ = created_at;
-  return copy;
+  struct Shared : ArtifactRecord {
+    Shared(std::shared_ptr<const Body> body, std::string id, std::uint64_t version, std::int64_t created_at)
+        : ArtifactRecord(std::move(body), std::move(id), version, created_at) {}
+  };
+  return std::make_shared<const Shared>(body_, std::move(id), version, created_at);
+}
+
+inline ArtifactPtr ArtifactRecord::with_identity(std::string id, std::uint64_t version, std::int64_t created_at) const {
+  // The id the record was built with passed this check then; only another one is looked at.
+  if (id.empty() || id != body_->id) {
+    detail::check_identifier("id", id, true);
+  } else {
+    id.clear();
+  }
+  return stamped(std::move(id), version, created_at);
+}
+
+inline ArtifactPtr ArtifactRecord::with_version(std::uint64_t version, std::int64_t created_at) const {
+  if (id().empty()) throw invalid_artifact("id: must not be empty");
+  return stamped(id_, version, created_at);
 }
 
 inline ArtifactRecord::Builder ArtifactRecord::to_builder() const {
@@ -462,20 +522,21 @@ inline ArtifactRecord::Builder ArtifactRecord::to_builder() const {
 }
 
 inline ArtifactRecord::Builder ArtifactRecord::revise() const {
+  const Body& r = *body_;
   Builder b;
-  b.id_ = id_;
-  b.tenant_id_ = tenant_id_;
-  b.type_ = type_;
-  b.title_ = title_;
-  b.description_ = description_;
-  b.purpose_ = purpose_;
-  b.value_ = value_;
-  b.storage_url_ = storage_url_;
-  b.mime_type_ = mime_type_;
-  b.size_bytes_ = size_bytes_;
-  b.schema_url_ = schema_url_;
-  b.created_by_ = created_by_;
-  b.metadata_ = metadata_;
+  b.id_ = id();
+  b.tenant_id_ = r.tenant_id;
+  b.type_ = r.type;
+  b.title_ = r.title;
+  b.description_ = r.description;
+  b.purpose_ = purpose();
+  b.value_ = r.value;
+  b.storage_url_ = storage_url();
+  b.mime_type_ = mime_type();
+  b.size_bytes_ = size_bytes();
+  b.schema_url_ = schema_url();
+  b.created_by_ = created_by();
+  b.metadata_ = r.metadata;
   b.value_checked_ = true;
   b.metadata_checked_ = true;
   return b;

@@ -149,5 +149,10 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t 
   return r.with_identity(std::move(id), version, r.created_at() == 0 ? now_ms(clock) : r.created_at());
 }
 
+/// The same for a record stored under the id it already has: copies no string (one small allocation).
+inline ArtifactPtr stamp(const ArtifactRecord& r, std::uint64_t version, const Clock* clock = nullptr) {
+  return r.with_version(version, r.created_at() == 0 ? now_ms(clock) : r.created_at());
+}
+
 }  // namespace detail
 }  // namespace cairn
