@@ -61,6 +61,31 @@ TEST_CASE("the showcase's SOP reads with its inputs in document order") {
   REQUIRE(json(*sop)["inputs"]["date"]["required"] == true);
 }
 
+TEST_CASE("Sop::parse keeps the document order of inputs without ordered_json; from_json(ordered_json) still does") {
+  // Keys of other objects, at the top level or deeper, do not disturb the order; a repeated input keeps its first
+  // place (as nlohmann::ordered_json would) and its last value (as nlohmann::json does).
+  const std::string text = R"({"title": "T", "meta": {"zeta": 1, "alpha": 2},
+      "inputs": {"zulu": {"prompt": "Z?"}, "alpha": {"description": "a", "inner": {"yy": 1, "bb": 2}},
+                 "mike": {}, "zulu": {"prompt": "Z again?"}, "bravo": {"required": false}},
+      "steps": [{"gloss": "Ask for zulu", "done_when": ["zulu"], "inputs": {"q": 1, "a": 2}}]})";
+  const Sop sop = Sop::parse(text);
+  Strings names;
+  for (const auto& i : sop.inputs) names.push_back(i.name);
+  REQUIRE(names == Strings{"zulu", "alpha", "mike", "bravo"});
+  REQUIRE(sop.inputs[0].prompt == "Z again?");
+  REQUIRE_FALSE(sop.inputs[3].required);
+
+  const Sop ordered = Sop::from_json(nlohmann::ordered_json::parse(text));
+  names.clear();
+  for (const auto& i : ordered.inputs) names.push_back(i.name);
+  REQUIRE(names == Strings{"zulu", "alpha", "mike", "bravo"});
+
+  const Sop sorted = Sop::from_json(json::parse(text));  // nlohmann::json sorts members
+  names.clear();
+  for (const auto& i : sorted.inputs) names.push_back(i.name);
+  REQUIRE(names == Strings{"alpha", "bravo", "mike", "zulu"});
+}
+
 TEST_CASE("each step maps to a predicate by its verb, with done_when keys its own action produces") {
   const Sop sop = Sop::parse(R"({"id": "all", "title": "All verbs", "steps": [
       {"gloss": "Gather the passport number"},

@@ -113,13 +113,13 @@ inline std::size_t json_text_size(const nlohmann::json& value) {
         break;
       }
       case nlohmann::json::value_t::string: total += string_size(node->get_ref<const std::string&>()); break;
-      case nlohmann::json::value_t::number_integer:
-        total += fmt::formatted_size("{}", node->get<std::int64_t>());
-        break;
+      // format_int and fmt::format go through code libfmt compiled once; fmt::formatted_size would instantiate
+      // fmt's whole formatting engine in every translation unit (about a second of g++ time, docs/performance.md).
+      case nlohmann::json::value_t::number_integer: total += fmt::format_int(node->get<std::int64_t>()).size(); break;
       case nlohmann::json::value_t::number_unsigned:
-        total += fmt::formatted_size("{}", node->get<std::uint64_t>());
+        total += fmt::format_int(node->get<std::uint64_t>()).size();
         break;
-      case nlohmann::json::value_t::number_float: total += fmt::formatted_size("{}", node->get<double>()); break;
+      case nlohmann::json::value_t::number_float: total += fmt::format("{}", node->get<double>()).size(); break;
       case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4u : 5u; break;
       case nlohmann::json::value_t::binary: total += node->get_binary().size(); break;
       case nlohmann::json::value_t::null:

@@ -17,6 +17,7 @@
 // execute steps): a key no action makes would leave the goal waiting for ever, so such an SOP is rejected on load.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <fstream>
 #include <functional>
@@ -25,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -76,7 +78,11 @@ struct Sop {
   /// The same from a parsed value. nlohmann::json keeps object members sorted, so `inputs` come in name order here;
   /// parse() keeps the document's order.
   static Sop from_json(const nlohmann::json& j, std::string_view what = "sop");
-  static Sop from_json(const nlohmann::ordered_json& j, std::string_view what = "sop");
+  /// nlohmann::ordered_json keeps the document's order. A template only so that a program that never passes an
+  /// ordered_json does not instantiate a second JSON type (about a tenth of what including cairn.hpp costs).
+  template <class OrderedJson,
+            std::enable_if_t<std::is_same_v<OrderedJson, nlohmann::ordered_json>, int> = 0>
+  static Sop from_json(const OrderedJson& j, std::string_view what = "sop");
 
   /// The subgoal for step `index` (what the verb table above says). Throws cairn::invalid_template for a step
   /// that cannot be mapped; from_json runs it for every step, so a loaded SOP never throws here.
@@ -271,12 +277,39 @@ Sop read_sop(const Json& j, std::string_view what) {
 }  // namespace detail
 
 inline Sop Sop::parse(std::string_view text, const JsonLimits& limits, std::string_view what) {
-  (void)detail::parse_json(text, limits, what);  // size, depth and syntax, with cairn's messages
-  return from_json(nlohmann::ordered_json::parse(text.begin(), text.end()), what);
+  const nlohmann::json j = detail::parse_json(text, limits, what);  // size, depth and syntax, with cairn's messages
+  // nlohmann::json sorts object members, and `inputs` are asked in the document's order: a second pass records the
+  // order of the keys of the top-level "inputs" object (the keys of the top-level object are at depth 1, those of
+  // its member objects at depth 2). A parser callback, as in parse_json, so no second JSON type is instantiated.
+  std::vector<std::string> order;
+  std::unordered_set<std::string> seen;
+  bool in_inputs = false;
+  auto record = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (depth == 1) {
+        in_inputs = key == "inputs";
+      } else if (depth == 2 && in_inputs && seen.insert(key).second) {
+        order.push_back(key);  // a repeated key keeps its first place, as nlohmann::ordered_json does
+      }
+    }
+    return true;
+  };
+  [[maybe_unused]] const nlohmann::json again = nlohmann::json::parse(text.begin(), text.end(), record);
+  Sop sop = detail::read_sop(j, what);
+  std::unordered_map<std::string_view, std::size_t> rank;
+  for (std::size_t i = 0; i < order.size(); ++i) rank.emplace(order[i], i);
+  std::stable_sort(sop.inputs.begin(), sop.inputs.end(), [&rank](const SopInput& a, const SopInput& b) {
+    const auto ra = rank.find(a.name);
+    const auto rb = rank.find(b.name);
+    return (ra == rank.end() ? rank.size() : ra->second) < (rb == rank.end() ? rank.size() : rb->second);
+  });
+  return sop;
 }
 
 inline Sop Sop::from_json(const nlohmann::json& j, std::string_view what) { return detail::read_sop(j, what); }
-inline Sop Sop::from_json(const nlohmann::ordered_json& j, std::string_view what) {
+template <class OrderedJson, std::enable_if_t<std::is_same_v<OrderedJson, nlohmann::ordered_json>, int>>
+Sop Sop::from_json(const OrderedJson& j, std::string_view what) {
   return detail::read_sop(j, what);
 }
 

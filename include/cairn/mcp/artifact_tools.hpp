@@ -130,10 +130,13 @@ class ArtifactTools {
   }
 
   void build(const ImplPtr& impl) {
+    // Long string literals in these JSON initializer lists are written +"..." so that they decay to const char*:
+    // nlohmann instantiates its constructors once per char-array length, and every distinct length costs each
+    // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Include cost").
     const nlohmann::json id_schema = {{"type", "string"},
                                       {"minLength", 1},
                                       {"maxLength", ArtifactRecord::max_id_length},
-                                      {"description", "The artifact id."}};
+                                      {"description", +"The artifact id."}};
 
     tools_.push_back(
         {"artifact_store",
@@ -143,22 +146,22 @@ class ArtifactTools {
          {{"type", "object"},
           {"properties",
            {{"id", {{"type", "string"}, {"maxLength", ArtifactRecord::max_id_length},
-                    {"description", "Id to store under (a new version when it exists); omitted: a new UUID."}}},
-            {"type", {{"type", "string"}, {"pattern", "^[a-z][a-z0-9_-]{0,63}$"},
-                      {"description", "Category: document, dataset, code, image, structured, file, data, process, "
+                    {"description", +"Id to store under (a new version when it exists); omitted: a new UUID."}}},
+            {"type", {{"type", "string"}, {"pattern", +"^[a-z][a-z0-9_-]{0,63}$"},
+                      {"description", +"Category: document, dataset, code, image, structured, file, data, process, "
                                       "config, or another lowercase token."}}},
-            {"title", {{"type", "string"}, {"description", "Short title (at most 500 characters)."}}},
-            {"description", {{"type", "string"}, {"description", "What the artifact is."}}},
-            {"purpose", {{"type", "string"}, {"description", "Why it exists; defaults to the description."}}},
-            {"value", {{"description", "The content itself: any JSON value (text, object, array, ...)."}}},
-            {"storage_url", {{"type", "string"}, {"description", "Where large content lives (a URL or path)."}}},
-            {"mime_type", {{"type", "string"}, {"description", "type/subtype of the content."}}},
-            {"size_bytes", {{"type", "integer"}, {"minimum", 0}, {"description", "Size of the content."}}},
-            {"schema_url", {{"type", "string"}, {"description", "JSON Schema the value follows."}}},
-            {"created_by", {{"type", "string"}, {"description", "Id of the agent that made it."}}},
-            {"metadata", {{"type", "object"}, {"description", "Anything else, as a JSON object."}}}}},
+            {"title", {{"type", "string"}, {"description", +"Short title (at most 500 characters)."}}},
+            {"description", {{"type", "string"}, {"description", +"What the artifact is."}}},
+            {"purpose", {{"type", "string"}, {"description", +"Why it exists; defaults to the description."}}},
+            {"value", {{"description", +"The content itself: any JSON value (text, object, array, ...)."}}},
+            {"storage_url", {{"type", "string"}, {"description", +"Where large content lives (a URL or path)."}}},
+            {"mime_type", {{"type", "string"}, {"description", +"type/subtype of the content."}}},
+            {"size_bytes", {{"type", "integer"}, {"minimum", 0}, {"description", +"Size of the content."}}},
+            {"schema_url", {{"type", "string"}, {"description", +"JSON Schema the value follows."}}},
+            {"created_by", {{"type", "string"}, {"description", +"Id of the agent that made it."}}},
+            {"metadata", {{"type", "object"}, {"description", +"Anything else, as a JSON object."}}}}},
           {"required", {"type"}},
-          {"additionalProperties", false}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              constexpr std::string_view tool = "artifact_store";
@@ -191,11 +194,11 @@ class ArtifactTools {
           {"properties",
            {{"id", id_schema},
             {"version", {{"type", "integer"}, {"minimum", 1},
-                         {"description", "Version to fetch; omitted: the latest."}}},
+                         {"description", +"Version to fetch; omitted: the latest."}}},
             {"format", {{"type", "string"}, {"enum", {"record", "a2a"}}, {"default", "record"},
-                        {"description", "record (cairn's JSON form) or a2a (an A2A Artifact)."}}}}},
+                        {"description", +"record (cairn's JSON form) or a2a (an A2A Artifact)."}}}}},
           {"required", {"id"}},
-          {"additionalProperties", false}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              constexpr std::string_view tool = "artifact_fetch";
@@ -226,13 +229,13 @@ class ArtifactTools {
          "pass it as cursor to get the next page.",
          {{"type", "object"},
           {"properties",
-           {{"prefix", {{"type", "string"}, {"description", "Only ids starting with this."}}},
-            {"type", {{"type", "string"}, {"description", "Only artifacts of this type."}}},
-            {"created_by", {{"type", "string"}, {"description", "Only artifacts made by this agent."}}},
+           {{"prefix", {{"type", "string"}, {"description", +"Only ids starting with this."}}},
+            {"type", {{"type", "string"}, {"description", +"Only artifacts of this type."}}},
+            {"created_by", {{"type", "string"}, {"description", +"Only artifacts made by this agent."}}},
             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", ListQuery::max_limit}, {"default", 100},
                        {"description", "Page size."}}},
-            {"cursor", {{"type", "string"}, {"description", "next_cursor of the previous page."}}}}},
-          {"additionalProperties", false}},
+            {"cursor", {{"type", "string"}, {"description", +"next_cursor of the previous page."}}}}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              constexpr std::string_view tool = "artifact_list";
@@ -263,7 +266,7 @@ class ArtifactTools {
                       {{"type", "object"},
                        {"properties", {{"id", id_schema}}},
                        {"required", {"id"}},
-                       {"additionalProperties", false}},
+                       {+"additionalProperties", false}},
                       [impl](Args a) {
                         return guarded([&] {
                           constexpr std::string_view tool = "artifact_versions";
@@ -280,7 +283,7 @@ class ArtifactTools {
                       {{"type", "object"},
                        {"properties", {{"id", id_schema}}},
                        {"required", {"id"}},
-                       {"additionalProperties", false}},
+                       {+"additionalProperties", false}},
                       [impl](Args a) {
                         return guarded([&] {
                           constexpr std::string_view tool = "artifact_delete";
@@ -288,7 +291,7 @@ class ArtifactTools {
                           const auto id = required_string(tool, a, "id");
                           const auto count = impl->store->versions(id, impl->tenant).size();
                           impl->store->remove(id, impl->tenant);  // not_found: same text as a missing id
-                          return nlohmann::json{{"deleted", id}, {"versions_removed", count}};
+                          return nlohmann::json{{"deleted", id}, {+"versions_removed", count}};
                         });
                       }});
   }

@@ -88,9 +88,10 @@ class WorkflowTools {
   }
 
   /// A successful CallToolResult carrying `value`.
+  // +"structuredContent": see the note above the tool schemas below (include cost).
   static nlohmann::json ok_result(const nlohmann::json& value) {
     return {{"content", {{{"type", "text"}, {"text", dump(value)}}}},
-            {"structuredContent", value},
+            {+"structuredContent", value},
             {"isError", false}};
   }
 
@@ -98,7 +99,7 @@ class WorkflowTools {
   static nlohmann::json error_result(const std::string& message) {
     const nlohmann::json value = {{"error", message}};
     return {{"content", {{{"type", "text"}, {"text", dump(value)}}}},
-            {"structuredContent", value},
+            {+"structuredContent", value},
             {"isError", true}};
   }
 
@@ -219,8 +220,11 @@ class WorkflowTools {
 
   void build() {
     const auto impl = impl_;
+    // Long string literals in these JSON initializer lists are written +"..." so that they decay to const char*:
+    // nlohmann instantiates its constructors once per char-array length, and every distinct length costs each
+    // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Include cost").
     const nlohmann::json no_args = {{"type", "object"}, {"properties", nlohmann::json::object()},
-                                    {"additionalProperties", false}};
+                                    {+"additionalProperties", false}};
 
     tools_.push_back(
         {"workflow_start",
@@ -230,8 +234,8 @@ class WorkflowTools {
           {"properties",
            {{"summary",
              {{"type", "string"},
-              {"description", "A short summary of the user's request (at most 100 characters are kept)."}}}}},
-          {"additionalProperties", false}},
+              {"description", +"A short summary of the user's request (at most 100 characters are kept)."}}}}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              check_args("workflow_start", a, {"summary"});
@@ -247,25 +251,25 @@ class WorkflowTools {
          "the loop.",
          {{"type", "object"},
           {"properties",
-           {{"loop_id", {{"type", "string"}, {"description", "The id of the loop step."}}},
+           {{"loop_id", {{"type", "string"}, {"description", +"The id of the loop step."}}},
             {"tasks",
              {{"type", "array"},
               {"maxItems", WorkflowMachine::max_tasks},
               {"items",
                {{"type", "object"},
                 {"properties",
-                 {{"id", {{"type", "string"}, {"pattern", "^[A-Za-z0-9_-]{1,128}$"},
+                 {{"id", {{"type", "string"}, {"pattern", +"^[A-Za-z0-9_-]{1,128}$"},
                           {"description", "Unique task id."}}},
                   {"title", {{"type", "string"}, {"minLength", 1}, {"description", "Short title."}}},
-                  {"description", {{"type", "string"}, {"description", "Optional details."}}},
+                  {"description", {{"type", "string"}, {"description", +"Optional details."}}},
                   {"depends_on",
                    {{"type", "array"},
                     {"items", {{"type", "string"}}},
-                    {"description", "Ids of tasks of this loop that must be done first."}}}}},
+                    {"description", +"Ids of tasks of this loop that must be done first."}}}}},
                 {"required", {"id", "title"}},
-                {"additionalProperties", false}}}}}}},
+                {+"additionalProperties", false}}}}}}},
           {"required", {"loop_id", "tasks"}},
-          {"additionalProperties", false}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              constexpr std::string_view tool = "workflow_set_tasks";
@@ -308,11 +312,11 @@ class WorkflowTools {
          {{"type", "object"},
           {"properties",
            {{"output", {{"type", "string"}, {"maxLength", max_output_bytes},
-                        {"description", "What was done at this step."}}},
+                        {"description", +"What was done at this step."}}},
             {"success",
-             {{"type", "boolean"}, {"default", true}, {"description", "false when the work at this step failed."}}}}},
+             {{"type", "boolean"}, {"default", true}, {"description", +"false when the work at this step failed."}}}}},
           {"required", {"output"}},
-          {"additionalProperties", false}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              constexpr std::string_view tool = "workflow_advance";
@@ -357,9 +361,9 @@ class WorkflowTools {
              {{"type", "array"},
               {"maxItems", max_paths},
               {"items", {{"type", "string"}}},
-              {"description", "File paths, absolute or relative to the workspace root."}}}}},
+              {"description", +"File paths, absolute or relative to the workspace root."}}}}},
           {"required", {"paths"}},
-          {"additionalProperties", false}},
+          {+"additionalProperties", false}},
          [impl](Args a) {
            return guarded([&] {
              constexpr std::string_view tool = "register_artefacts";
