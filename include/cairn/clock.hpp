@@ -13,8 +13,9 @@
 
 #include "cairn/detail/random.hpp"
 #include "cairn/detail/time.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// The time as cairn reads it. Implementations are thread-safe (stores call them from many threads).
 class Clock {
@@ -61,4 +62,4 @@ inline std::string new_token(IdGenerator* ids, std::size_t length, const std::st
 }
 
 }  // namespace detail
-}  // namespace cairn
+CAIRN_END_NAMESPACE

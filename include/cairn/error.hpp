@@ -12,7 +12,9 @@
 #include <string>
 #include <string_view>
 
-namespace cairn {
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
 
 /// What kind of failure a cairn::error reports. The numeric values are stable across versions: a value is never
 /// reused or renumbered, and new kinds only ever get new numbers. 0 is no code (a value-initialized errc); it is never
@@ -146,4 +148,4 @@ class storage_error : public error {
   CAIRN_DETAIL_ERROR_CONSTRUCTORS(storage_error, error)
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

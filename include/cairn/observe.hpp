@@ -22,8 +22,9 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/error.hpp"
 #include "cairn/observe/observer.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 namespace detail {
 inline std::uint64_t record_bytes(const ArtifactPtr& r) { return r ? json_bytes(r->value()) : 0; }
@@ -105,4 +106,4 @@ inline std::shared_ptr<ArtifactStore> observed(std::shared_ptr<ArtifactStore> st
   return std::make_shared<ObservedArtifactStore>(std::move(store), std::move(observer));
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -16,7 +16,19 @@
 #error "cairn: CAIRN_VERSION packs minor and patch into two decimal digits each; they must stay below 100"
 #endif
 
-namespace cairn {
+/// The inline ABI namespace every cairn declaration lives in (cairn::v0::ArtifactRecord, spelled cairn::ArtifactRecord):
+/// it is part of every mangled name, so linking two cairn versions with different ABIs fails at link time instead of
+/// mixing them silently. It changes only when the ABI does. Headers open and close it with the two macros below, as
+/// fmt does with FMT_BEGIN_NAMESPACE. See docs/api.md.
+#define CAIRN_ABI_NAMESPACE v0
+#define CAIRN_BEGIN_NAMESPACE \
+  namespace cairn {           \
+  inline namespace v0 {
+#define CAIRN_END_NAMESPACE \
+  }                         \
+  }
+
+CAIRN_BEGIN_NAMESPACE
 
 inline constexpr int version_major = CAIRN_VERSION_MAJOR;
 inline constexpr int version_minor = CAIRN_VERSION_MINOR;
@@ -34,4 +46,4 @@ inline constexpr const char* version_string() noexcept {
       CAIRN_VERSION_PATCH);
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -12,7 +12,10 @@
 #include <utility>
 #include <vector>
 
-namespace cairn::detail {
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// Thread-safe.
 template <typename Connection>
@@ -98,4 +101,5 @@ class ConnectionPool {
   std::size_t open_ = 0;
 };
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE

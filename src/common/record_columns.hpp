@@ -15,8 +15,10 @@
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::detail {
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// The JSON text of a record's value or metadata as the store keeps it. Values deeper or larger than `limits` are
 /// refused here, so that nothing is stored that the store could not read back.
@@ -130,4 +132,5 @@ inline ArtifactPtr decode_row(const RecordRow& row, const JsonLimits& limits, st
   }
 }
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE

@@ -22,7 +22,7 @@
 #include "../common/connection_pool.hpp"
 #include "cairn/detail/text.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 namespace {
 
 // Migration i brings a database from journal schema version i to i + 1. Never edit a released entry: append one.
@@ -794,4 +794,4 @@ std::vector<std::string> PostgresRunJournal::stale_runs(const std::string& tenan
   });
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -23,7 +23,7 @@
 #include "../common/record_columns.hpp"
 #include "cairn/detail/text.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 namespace {
 
 // Migration i brings a database from schema version i to i + 1. Never edit a released entry: append a new one.
@@ -927,4 +927,4 @@ ListPage PostgresArtifactStore::list(const std::string& tenant_id, const ListQue
   });
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

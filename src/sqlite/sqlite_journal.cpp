@@ -14,7 +14,7 @@
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 namespace {
 
 // Migration i brings the file's runs from schema version i to i + 1. Never edit a released entry: append a new one.
@@ -643,4 +643,4 @@ std::vector<std::string> SqliteRunJournal::stale_runs(const std::string& tenant_
   return out;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -15,7 +15,7 @@
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 namespace {
 
 // Migration i brings a file from schema version i to i + 1. Never edit a released entry: append a new one.
@@ -517,4 +517,4 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
   return page;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

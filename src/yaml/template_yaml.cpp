@@ -25,7 +25,7 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 namespace {
 
 bool is_int_text(const std::string& v) {
@@ -252,4 +252,4 @@ WorkflowTemplate load_template_yaml_file(const std::filesystem::path& path, cons
   }
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -13,8 +13,9 @@
 #include "cairn/artifact/message_part.hpp"
 #include "cairn/artifact/record.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 namespace detail {
 /// True only when `obj[key]` is the JSON boolean true (outside data may put anything there).
@@ -172,4 +173,4 @@ inline ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& tenant_i
   return b.build();
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

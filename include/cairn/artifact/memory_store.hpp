@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "cairn/artifact/store.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How an InMemoryArtifactStore is set up.
 struct InMemoryStoreOptions {
@@ -188,4 +189,4 @@ class InMemoryArtifactStore final : public ArtifactStore {
   std::shared_ptr<IdGenerator> ids_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

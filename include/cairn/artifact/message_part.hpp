@@ -14,8 +14,9 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 struct TextPart {
   std::string text;
@@ -125,7 +126,7 @@ inline MessagePart message_part_from_json(const nlohmann::json& j) {
   throw parse_error(fmt::format("MessagePart.kind: unknown kind '{}' (expected text, file, data or artifact)", kind));
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE
 
 namespace nlohmann {
 template <>

@@ -26,8 +26,9 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 class ArtifactRecord;
 using ArtifactPtr = std::shared_ptr<const ArtifactRecord>;
@@ -617,7 +618,7 @@ inline ArtifactPtr ArtifactRecord::parse(std::string_view text, const JsonLimits
   return from_json(detail::parse_json(text, limits, "artifact record"));
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE
 
 namespace nlohmann {
 /// Lets `j.get<cairn::ArtifactRecord>()` work although the record has no default constructor.

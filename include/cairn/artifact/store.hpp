@@ -19,8 +19,9 @@
 #include "cairn/detail/random.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// What `ArtifactStore::list` returns; every filter that is set must match.
 struct ListQuery {
@@ -155,4 +156,4 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::uint64_t version, const C
 }
 
 }  // namespace detail
-}  // namespace cairn
+CAIRN_END_NAMESPACE

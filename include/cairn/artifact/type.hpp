@@ -17,8 +17,9 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// A lowercase token matching `[a-z][a-z0-9_-]{0,63}`. Regular value type; thread-safe like std::string.
 ///
@@ -82,7 +83,7 @@ inline const ArtifactType ArtifactType::config{"config"};
 
 inline void to_json(nlohmann::json& j, const ArtifactType& t) { j = t.str(); }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE
 
 namespace nlohmann {
 template <>

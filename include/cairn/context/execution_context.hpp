@@ -34,8 +34,9 @@
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
 #include "cairn/run/run.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Who said something in the conversation log.
 enum class Role { user, assistant, system, tool };
@@ -636,4 +637,4 @@ class ExecutionContext : private RunParticipant {
   Run* run_ = nullptr;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

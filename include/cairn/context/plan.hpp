@@ -21,8 +21,9 @@
 #include "cairn/context/tool.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// One step of a plan.
 struct PlanStep {
@@ -150,4 +151,4 @@ inline PlanResult run_plan(const Plan& plan, ExecutionContext& ctx, const ToolRe
   return result;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -24,8 +24,9 @@
 #include "cairn/context/tool.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// The size word of the catalog: `empty` (null), `N chars` (strings, counted in Unicode code points), `number`,
 /// `boolean`, `array[N]`, `object{N keys}` (and `binary[N]` for binary values, which JSON text cannot hold).
@@ -199,4 +200,4 @@ Your response:)",
                      format_artifacts_catalog(ctx, options.catalog), format_tools(tools), task);
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

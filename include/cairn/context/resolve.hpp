@@ -25,8 +25,9 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Artifact names match `[A-Za-z_][A-Za-z0-9_-]{0,127}`.
 constexpr std::size_t max_artifact_name_length = 128;
@@ -428,4 +429,4 @@ inline std::vector<std::string> references(const nlohmann::json& inputs, const R
   return names;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

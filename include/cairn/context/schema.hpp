@@ -22,6 +22,7 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
 #ifndef CAIRN_WITH_SCHEMA
 #define CAIRN_WITH_SCHEMA 0
@@ -42,7 +43,7 @@
 #include <valijson/validator.hpp>
 #endif
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// True when this build checks whole JSON Schemas (valijson); false when it checks only top-level `required`.
 inline constexpr bool full_schema_validation = CAIRN_WITH_SCHEMA != 0;
@@ -493,4 +494,4 @@ inline std::vector<SchemaViolation> CompiledSchema::validate(const nlohmann::jso
 
 #endif
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -30,8 +30,9 @@
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// What a tool returns. `data` holds the output value, or an object with one member per output name.
 struct ToolResult {
@@ -582,4 +583,4 @@ inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, cons
   return execute(call, ctx, registry, o);
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

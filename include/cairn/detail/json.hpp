@@ -15,8 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Limits applied to JSON that comes from outside the program (a model's reply, a file, a message).
 struct JsonLimits {
@@ -73,4 +74,4 @@ inline int json_depth(const nlohmann::json& value, int stop_at = 1 << 30) {
 }
 
 }  // namespace detail
-}  // namespace cairn
+CAIRN_END_NAMESPACE

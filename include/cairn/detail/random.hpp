@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
 #if defined(__linux__)
 #include <sys/random.h>
@@ -15,7 +16,8 @@
 #include <random>
 #endif
 
-namespace cairn::detail {
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// Fills `out` with `size` bytes from the kernel's CSPRNG (getrandom(2) on Linux).
 inline void secure_random_bytes(void* out, std::size_t size) {
@@ -76,4 +78,5 @@ inline std::string random_string(std::size_t length, const std::string& alphabet
   return s;
 }
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE

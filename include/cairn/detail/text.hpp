@@ -9,7 +9,10 @@
 
 #include <fmt/format.h>
 
-namespace cairn::detail {
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// Number of Unicode code points in UTF-8 text (bytes that do not start a sequence are not counted).
 inline std::size_t utf8_length(std::string_view s) noexcept {
@@ -170,4 +173,5 @@ inline bool is_ascii_lower(char c) noexcept { return c >= 'a' && c <= 'z'; }
 inline bool is_ascii_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 inline bool is_ascii_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE

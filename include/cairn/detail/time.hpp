@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 
-namespace cairn::detail {
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// Milliseconds since 1970-01-01T00:00:00Z.
 inline std::int64_t now_ms() {
@@ -45,4 +48,5 @@ inline std::string iso8601_ms(std::int64_t ms) {
                      sod % 60, rem);
 }
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE

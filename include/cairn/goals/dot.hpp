@@ -12,8 +12,9 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/goals/goal.hpp"
 #include "cairn/goals/goal_stack.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 namespace detail {
 
@@ -75,4 +76,4 @@ inline std::string to_dot(const GoalStack& stack, std::string_view graph_name = 
   return out;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -35,8 +35,9 @@
 #include "cairn/goals/goal_stack.hpp"
 #include "cairn/goals/interfaces.hpp"
 #include "cairn/observe/observer.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// One change of a goal's status, as the observer sees it. `from` is empty when the goal was just created.
 struct GoalTransition {
@@ -914,4 +915,4 @@ class GoalEngine : private RunParticipant {
   nlohmann::json recorded_;  // the state as the run last recorded it (the base of the next patch)
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

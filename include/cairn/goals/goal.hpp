@@ -18,8 +18,9 @@
 #include "cairn/context/resolve.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// A plan, a goal tree or an engine state that breaks the goal rules (unknown predicate, empty subgoals, a cycle of
 /// parent ids, ...). The message names the goal and the field.
@@ -364,4 +365,4 @@ inline Goal goal_from_json(const nlohmann::json& j, const std::string& label = "
 
 inline void from_json(const nlohmann::json& j, Goal& g) { g = goal_from_json(j); }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

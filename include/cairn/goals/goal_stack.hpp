@@ -24,8 +24,9 @@
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
 #include "cairn/goals/goal.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Goals by id and the stack of goals to work on.
 ///
@@ -317,4 +318,4 @@ class GoalStack {
   std::shared_ptr<Clock> clock_;  // null: the system clock
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

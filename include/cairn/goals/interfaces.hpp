@@ -19,8 +19,9 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/goals/goal.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 // ---- MessageInterpreter --------------------------------------------------------------------------------------------
 
@@ -277,4 +278,4 @@ inline std::string default_question(const std::string& key, const std::string& p
   return prompt.empty() ? fmt::format("Please provide {}", key) : prompt;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -23,8 +23,9 @@
 #include "cairn/error.hpp"
 #include "cairn/goals/goal.hpp"
 #include "cairn/goals/interfaces.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// The host's model: a prompt in, the reply text out. It may throw; the adapters let that through.
 using ModelFunction = std::function<std::string(const std::string& prompt)>;
@@ -303,4 +304,4 @@ class ModelConditionEvaluator : public ConditionEvaluator {
   ModelAdapterOptions options_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

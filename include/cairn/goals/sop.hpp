@@ -41,8 +41,9 @@
 #include "cairn/error.hpp"
 #include "cairn/goals/goal.hpp"
 #include "cairn/goals/interfaces.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// An input an SOP needs.
 struct SopInput {
@@ -567,4 +568,4 @@ class SopPlanner : public GoalPlanner {
   SopPlannerOptions options_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -22,8 +22,9 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// The parts of an ARTIFACT reply.
 struct ArtifactBlock {
@@ -258,4 +259,4 @@ inline ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits
   return out;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -34,8 +34,9 @@
 #include "cairn/handoff/artifact_block.hpp"
 #include "cairn/handoff/reference.hpp"
 #include "cairn/handoff/reveal.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// One message of the history a handoff passes on. `role` is free text ("user", "manager", "writer"...).
 struct HandoffMessage {
@@ -281,4 +282,4 @@ inline HandoffResult Handoff::transfer(const HandoffTarget& target, const std::v
   return out;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -17,8 +17,9 @@
 
 #include "cairn/detail/text.hpp"
 #include "cairn/handoff/artifact_block.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Escapes text for an XML attribute value: & < > " ' become entities, and tab, line feed and carriage return
 /// become character references, so a reference always stays on one line.
@@ -315,4 +316,4 @@ inline std::vector<ArtifactReference> find_references(std::string_view text) {
   return out;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -19,8 +19,9 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/error.hpp"
 #include "cairn/handoff/reference.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// What a reader of a text sees of the artifacts it references.
 enum class RevealPolicy {
@@ -183,4 +184,4 @@ inline RevealResult expand_references(std::string_view text, const ArtifactStore
   return reveal(text, RevealPolicy::full, store, tenant_id, options);
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -29,8 +29,10 @@
 #include "cairn/error.hpp"
 #include "cairn/mcp/server.hpp"
 #include "cairn/workflow/tools.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::mcp {
+CAIRN_BEGIN_NAMESPACE
+namespace mcp {
 
 /// The artifact tools of one tenant. Thread-safe when the store is (every ArtifactStore is); the handlers keep the
 /// store alive and stay valid after this object is gone.
@@ -299,4 +301,5 @@ class ArtifactTools {
   std::vector<Tool> tools_;
 };
 
-}  // namespace cairn::mcp
+}  // namespace mcp
+CAIRN_END_NAMESPACE

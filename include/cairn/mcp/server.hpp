@@ -29,7 +29,8 @@
 #include "cairn/version.hpp"
 #include "cairn/workflow/tools.hpp"
 
-namespace cairn::mcp {
+CAIRN_BEGIN_NAMESPACE
+namespace mcp {
 
 /// A served tool: `name`, `description`, `input_schema` (a JSON Schema object) and a handler taking the call's
 /// `arguments` and returning an MCP CallToolResult. The same shape as the workflow tools, so all tools are alike.
@@ -424,4 +425,5 @@ class Server {
   bool client_ready_ = false;
 };
 
-}  // namespace cairn::mcp
+}  // namespace mcp
+CAIRN_END_NAMESPACE

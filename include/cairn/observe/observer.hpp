@@ -18,8 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 struct GoalTransition;  // goals/engine.hpp
 struct ArtifactEvent;   // workflow/machine.hpp
@@ -235,4 +236,4 @@ auto observe_call(Observer* observer, EventKind kind, std::string_view operation
 
 }  // namespace detail
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -22,8 +22,9 @@
 
 #include "cairn/error.hpp"
 #include "cairn/observe/observer.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How SpdlogObserver logs.
 struct SpdlogObserverOptions {
@@ -65,4 +66,4 @@ class SpdlogObserver final : public Observer {
   SpdlogObserverOptions options_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

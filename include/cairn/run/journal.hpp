@@ -28,8 +28,9 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/observe/observer.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// One entry of a run's journal.
 struct JournalEntry {
@@ -402,4 +403,4 @@ class RunJournal {
   std::shared_ptr<Observer> observer_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

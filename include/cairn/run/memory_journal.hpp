@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "cairn/run/journal.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Thread-safe, in-process RunJournal. One reader/writer lock guards all runs: appends are short (a few entries
 /// moved into a vector), so the lock is held briefly.
@@ -185,4 +186,4 @@ class InMemoryRunJournal final : public RunJournal {
   std::map<Key, Run> runs_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

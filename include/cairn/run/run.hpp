@@ -28,8 +28,9 @@
 
 #include "cairn/error.hpp"
 #include "cairn/run/journal.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 class Run;
 
@@ -330,4 +331,4 @@ class Run {
   int batch_depth_ = 0;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -33,9 +33,10 @@
 #if defined(CAIRN_HAS_POSTGRES)
 #include "cairn/store/postgres_journal.hpp"
 #include "cairn/store/postgres_store.hpp"
+#include "cairn/version.hpp"
 #endif
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 namespace detail {
 
@@ -160,4 +161,4 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 }  // inline namespace CAIRN_DETAIL_OPEN_STORE_NS
 #undef CAIRN_DETAIL_OPEN_STORE_NS
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -17,8 +17,9 @@
 #include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/run/journal.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How a PostgresRunJournal connects, and how long it waits.
 struct PostgresJournalOptions {
@@ -84,4 +85,4 @@ class PostgresRunJournal final : public RunJournal {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -17,8 +17,9 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How a PostgresArtifactStore connects.
 struct PostgresOptions {
@@ -85,4 +86,4 @@ class PostgresArtifactStore final : public ArtifactStore {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -18,8 +18,9 @@
 #include "cairn/detail/json.hpp"
 #include "cairn/run/journal.hpp"
 #include "cairn/store/sqlite_store.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How a SqliteRunJournal opens its file.
 struct SqliteJournalOptions {
@@ -81,4 +82,4 @@ class SqliteRunJournal final : public RunJournal {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -16,8 +16,9 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How a SqliteArtifactStore opens its file.
 struct SqliteOptions {
@@ -78,4 +79,4 @@ class SqliteArtifactStore final : public ArtifactStore {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -20,8 +20,10 @@
 
 #include "cairn/clock.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::testing {
+CAIRN_BEGIN_NAMESPACE
+namespace testing {
 
 /// A Clock that shows the time the test sets. Thread-safe (one atomic).
 ///
@@ -106,4 +108,5 @@ class SequentialIds final : public IdGenerator {
   const std::uint64_t first_;
 };
 
-}  // namespace cairn::testing
+}  // namespace testing
+CAIRN_END_NAMESPACE

@@ -24,8 +24,10 @@
 #include "cairn/error.hpp"
 #include "cairn/run/journal.hpp"
 #include "cairn/testing/store_conformance.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::testing {
+CAIRN_BEGIN_NAMESPACE
+namespace testing {
 
 /// One named behaviour check of a journal.
 struct JournalCheck {
@@ -327,4 +329,5 @@ class FixedClock final : public Clock {
 #undef CAIRN_JCONFORM
 #undef CAIRN_JCONFORM_THROWS
 
-}  // namespace cairn::testing
+}  // namespace testing
+CAIRN_END_NAMESPACE

@@ -27,8 +27,10 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::testing {
+CAIRN_BEGIN_NAMESPACE
+namespace testing {
 
 /// The ArtifactStore call a StoreCall records.
 enum class StoreOperation { store, fetch, remove, versions, list, store_if };
@@ -320,4 +322,5 @@ class RecordingStore final : public ArtifactStore {
   std::size_t per_operation_[6] = {};
 };
 
-}  // namespace cairn::testing
+}  // namespace testing
+CAIRN_END_NAMESPACE

@@ -34,8 +34,10 @@
 #include "cairn/goals/goal.hpp"
 #include "cairn/goals/interfaces.hpp"
 #include "cairn/goals/model_adapters.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::testing {
+CAIRN_BEGIN_NAMESPACE
+namespace testing {
 
 /// A scripted fake was used in a way its script did not foresee: no reply left, an expectation on a prompt that
 /// did not hold, or (from verify()) replies never used. The message names the fake, the call and the prompt.
@@ -311,4 +313,5 @@ class ScriptedQuestionWriter final : public QuestionWriter,
   }
 };
 
-}  // namespace cairn::testing
+}  // namespace testing
+CAIRN_END_NAMESPACE

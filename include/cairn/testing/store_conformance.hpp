@@ -27,8 +27,10 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/detail/random.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn::testing {
+CAIRN_BEGIN_NAMESPACE
+namespace testing {
 
 /// Thrown by a check that found the store misbehaving; the message says what was expected and where.
 class conformance_failure : public std::runtime_error {
@@ -523,4 +525,5 @@ inline bool is_uuid_v4(const std::string& s) {
 #undef CAIRN_CONFORM
 #undef CAIRN_CONFORM_THROWS
 
-}  // namespace cairn::testing
+}  // namespace testing
+CAIRN_END_NAMESPACE

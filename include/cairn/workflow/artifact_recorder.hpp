@@ -16,8 +16,9 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/workflow/machine.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// An observer that stores one `file` record per newly registered artefact in `store`, under `tenant_id`:
 /// value = the absolute path, title = the workspace-relative path, size_bytes, and metadata
@@ -63,4 +64,4 @@ inline ArtifactObserver artifact_recorder(std::shared_ptr<ArtifactStore> store, 
   return artifact_recorder(std::move(store), std::move(tenant_id), std::move(created_by));
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

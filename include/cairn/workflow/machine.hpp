@@ -40,8 +40,9 @@
 #include "cairn/run/run.hpp"
 #include "cairn/workflow/state.hpp"
 #include "cairn/workflow/template.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// How the work at the current position went, as reported to advance().
 enum class StepResult { succeeded, failed };
@@ -1095,4 +1096,4 @@ inline WorkflowMachine WorkflowMachine::from_json(const nlohmann::json& j, std::
   return restore(std::move(*tmpl), workflow_state_from_json(j, what), std::move(root));
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -28,8 +28,9 @@
 #include "cairn/run/journal.hpp"
 #include "cairn/run/run.hpp"
 #include "cairn/workflow/machine.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// The workflow of run `run_id` of `tenant_id` in `journal`. Thread-safe (calls are serialised in the process;
 /// processes and machines are serialised by the journal).
@@ -169,4 +170,4 @@ class RunWorkflowState {
   std::shared_ptr<Shared> shared_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

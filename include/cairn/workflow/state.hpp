@@ -18,8 +18,9 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/workflow/template.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 enum class WorkflowStatus { running, complete, failed };
 
@@ -250,4 +251,4 @@ inline WorkflowState workflow_state_from_json(const nlohmann::json& j, const std
   return s;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

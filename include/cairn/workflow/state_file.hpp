@@ -34,8 +34,9 @@
 #include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
 #include "cairn/workflow/machine.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 namespace detail::workflow_io {
 
@@ -430,4 +431,4 @@ class StateFile {
   SyncFailureHandler on_sync_failure_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

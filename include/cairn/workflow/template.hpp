@@ -22,8 +22,9 @@
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// What a top-level step does: one action, a loop over tasks, or a ralph step repeated n times.
 enum class StepType { action, loop, ralph };
@@ -368,4 +369,4 @@ inline nlohmann::json WorkflowTemplate::to_json() const {
   return j;
 }
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

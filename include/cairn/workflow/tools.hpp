@@ -31,8 +31,9 @@
 #include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/state_file.hpp"
 #include "cairn/workflow/template.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// One tool: what an MCP server lists (`name`, `description`, `inputSchema`) and the handler it calls.
 struct WorkflowTool {
@@ -395,4 +396,4 @@ class WorkflowTools {
   std::vector<WorkflowTool> tools_;
 };
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -12,8 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/workflow/template.hpp"
+#include "cairn/version.hpp"
 
-namespace cairn {
+CAIRN_BEGIN_NAMESPACE
 
 /// Limits applied to YAML from outside the program.
 struct YamlLimits {
@@ -38,4 +39,4 @@ WorkflowTemplate load_template_yaml(std::string_view text, const YamlLimits& lim
 /// load_template_yaml throws (messages start with the file's path).
 WorkflowTemplate load_template_yaml_file(const std::filesystem::path& path, const YamlLimits& limits = {});
 
-}  // namespace cairn
+CAIRN_END_NAMESPACE

@@ -21,7 +21,10 @@
 #include <utility>
 #include <vector>
 
-namespace cairn::detail {
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// FNV-1a over the bytes, then MurmurHash3's finalizer so that the low bits the trie uses first are well mixed.
 /// Inline and cheap for the short names contexts hold (std::hash<std::string_view> is an out-of-line call).
@@ -236,4 +239,5 @@ class PersistentMap {
   std::uint64_t edit_;
 };
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE

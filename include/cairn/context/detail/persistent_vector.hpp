@@ -12,7 +12,10 @@
 #include <utility>
 #include <vector>
 
-namespace cairn::detail {
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
 
 /// A persistent, append-only vector. Not thread-safe: one owner; copies made by share() may live on other threads.
 template <typename T>
@@ -119,4 +122,5 @@ class PersistentVector {
   std::uint64_t edit_;
 };
 
-}  // namespace cairn::detail
+}  // namespace detail
+CAIRN_END_NAMESPACE
