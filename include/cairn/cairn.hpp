@@ -1,12 +1,14 @@
 // cairn — the whole header-only core in one include (target cairn::cairn): the version and errors, artifacts and the
 // in-memory store, handoff, workflow (JSON templates), execution context, durable runs (RunJournal, the in-memory
-// journal, Run), goals and the MCP server pieces.
+// journal, Run), goals, the MCP server pieces and the observability hooks (cairn/observe.hpp).
 //
 // Not included, on purpose — include them yourself where you need them:
 //   cairn/store/*.hpp (sqlite_store, postgres_store, sqlite_journal, postgres_journal), cairn/workflow/yaml.hpp
 //       declare the compiled parts; using them needs cairn::sqlite, cairn::postgres or cairn::yaml linked.
 //   cairn/store/open_store.hpp
 //       its body depends on which of those parts the including file links (CAIRN_HAS_SQLITE, CAIRN_HAS_POSTGRES).
+//   cairn/observe/spdlog.hpp
+//       the spdlog adapter of the observability hooks; needs spdlog (target cairn::spdlog, CAIRN_WITH_SPDLOG).
 //   cairn/testing/*.hpp (clock, scripted_model, recording_store, store_conformance, journal_conformance)
 //       the testing kit and the conformance suites: test code, not program code.
 //   cairn/detail/..., cairn/context/detail/...
@@ -50,3 +52,4 @@
 #include "cairn/goals/dot.hpp"
 #include "cairn/mcp/server.hpp"
 #include "cairn/mcp/artifact_tools.hpp"
+#include "cairn/observe.hpp"
