@@ -1,7 +1,12 @@
 #include "cairn/workflow/tools.hpp"
 
+#include "cairn/observe.hpp"
+#include "cairn/run/memory_journal.hpp"
+
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "catch.hpp"
 #include "workspace.hpp"
@@ -163,4 +168,56 @@ TEST_CASE("handlers stay valid after the WorkflowTools object is gone, and tell 
   payload(list[0].handler(json::object()));
   payload(list[5].handler({{"paths", {"a.txt", "a.txt"}}}));
   CHECK(seen == std::vector<std::string>{"a.txt"});
+}
+
+namespace {
+
+// The workflow events a WorkflowTools reports, as "operation subject" lines (failed ones marked).
+struct EventLog {
+  std::vector<std::string> lines;
+  std::shared_ptr<Observer> observer() {
+    return observe_with([this](const Event& e) {
+      if (e.kind != EventKind::workflow_transition && e.kind != EventKind::artifact_registered) return;
+      lines.push_back(std::string(e.operation) + " " + std::string(e.subject) + (e.failed() ? " FAILED" : ""));
+    });
+  }
+};
+
+// workflow_start, a registration (one good, one missing path), a refused advance (no output) and an advance.
+void drive(const WorkflowTools& tools) {
+  payload(tools.call("workflow_start", {{"summary", "CSV export"}}));
+  payload(tools.call("register_artefacts", {{"paths", {"plan.md", "nope.md"}}}));
+  payload(tools.call("workflow_status", json::object()));  // reads: no event
+  payload(tools.call("workflow_advance", {{"output", "planned"}}));
+}
+
+}  // namespace
+
+TEST_CASE("WorkflowTools hands its event observer to the machines it loads, over a state file and over a run") {
+  cairn_test::TempWorkspace ws;
+  ws.write("plan.md", "# plan");
+  EventLog file_log;
+  WorkflowTools over_file(StateFile(ws.path()), cairn_test::feature_template(), {}, file_log.observer());
+  drive(over_file);
+  CHECK(file_log.lines ==
+        std::vector<std::string>{"start plan", "register_artifacts plan.md", "advance define_tasks"});
+
+  // The same over a run of an in-memory journal; the artifact observer still hears of the registration too.
+  cairn_test::TempWorkspace ws2;
+  ws2.write("plan.md", "# plan");
+  EventLog run_log;
+  std::vector<std::string> registered;
+  auto journal = std::make_shared<InMemoryRunJournal>();
+  WorkflowTools over_run(RunWorkflowState(journal, "t1", "run-1", ws2.path()), cairn_test::feature_template(),
+                         [&registered](const ArtifactEvent& e) { registered.push_back(e.relative_path); },
+                         run_log.observer());
+  drive(over_run);
+  CHECK(run_log.lines == file_log.lines);
+  CHECK(registered == std::vector<std::string>{"plan.md"});
+
+  // Without an event observer nothing changes (the old three-argument form).
+  cairn_test::TempWorkspace ws3;
+  ws3.write("plan.md", "# plan");
+  WorkflowTools plain(StateFile(ws3.path()), cairn_test::feature_template());
+  drive(plain);
 }

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "cairn/error.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/run/journal.hpp"
 #include "cairn/run/run.hpp"
 #include "cairn/workflow/machine.hpp"
@@ -74,6 +75,7 @@ class RunWorkflowState {
         if (!s.machine) {
           s.machine.emplace(tmpl, s.root);
           s.machine->set_artifact_observer(s.observer);
+          s.machine->set_observer(s.events);
         }
         auto group = s.run->batch();  // the template and the start: one append
         if (!s.machine->run()) s.machine->attach(*s.run);
@@ -138,6 +140,17 @@ class RunWorkflowState {
     shared_->observer = std::move(observer);
     if (shared_->machine) shared_->machine->set_artifact_observer(shared_->observer);
   }
+  /// Sets the machine's event observer (docs/observe.md): workflow_transition events for start, advance, set_tasks
+  /// and fail, and artifact_registered events once committed. A change retried after a conflict reports the lost
+  /// attempt as a failed event. Events arrive while this object's mutex is held: the observer must not call this
+  /// RunWorkflowState (or a copy of it). A template so that `set_observer(nullptr)` and `set_observer({})` still
+  /// mean the ArtifactObserver overload.
+  template <class O, std::enable_if_t<std::is_base_of_v<Observer, O>, int> = 0>
+  void set_observer(std::shared_ptr<O> observer) {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->events = std::move(observer);
+    if (shared_->machine) shared_->machine->set_observer(shared_->events);
+  }
 
  private:
   struct Shared {
@@ -148,6 +161,7 @@ class RunWorkflowState {
     std::filesystem::path root;
     RunOptions options;
     ArtifactObserver observer;
+    std::shared_ptr<Observer> events;
     // The machine is declared after the run: it is destroyed first, detaching itself from a run still there.
     std::unique_ptr<Run> run;
     std::optional<WorkflowMachine> machine;  // set when the run holds a workflow
@@ -162,6 +176,7 @@ class RunWorkflowState {
       if (run->holds("workflow")) {
         machine.emplace(WorkflowMachine::resume(*run, root));
         machine->set_artifact_observer(observer);
+        machine->set_observer(events);
       }
       loaded = true;
     }

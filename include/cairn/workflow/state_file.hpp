@@ -33,6 +33,7 @@
 
 #include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/workflow/machine.hpp"
 #include "cairn/version.hpp"
 
@@ -172,6 +173,11 @@ class StateFile {
   const std::filesystem::path& workspace_root() const noexcept { return root_; }
   const std::filesystem::path& lock_path() const noexcept { return lock_path_; }
 
+  /// Sets the event observer of every machine this StateFile loads or starts (docs/observe.md): workflow_transition
+  /// and artifact_registered events. Set it before sharing the StateFile; copies share the observer. Events from
+  /// update() and start() arrive while the state file's lock is held: the observer must not call this StateFile.
+  void set_observer(std::shared_ptr<Observer> observer) { observer_ = std::move(observer); }
+
   /// Called when a save's folder fsync fails after the rename (see SyncFailureHandler); by default nothing is told.
   void on_sync_failure(SyncFailureHandler handler) { on_sync_failure_ = std::move(handler); }
 
@@ -232,6 +238,7 @@ class StateFile {
     }
     auto machine = WorkflowMachine::from_json(j, root_, what);
     machine.set_state_file_name(file_name_);
+    machine.set_observer(observer_);
     return machine;
   }
 
@@ -281,6 +288,7 @@ class StateFile {
     if (auto existing = load()) return existing->status();
     WorkflowMachine machine(tmpl, root_);
     machine.set_state_file_name(file_name_);
+    machine.set_observer(observer_);
     auto status = machine.start(summary);
     write(machine, lock);
     return status;
@@ -429,6 +437,7 @@ class StateFile {
   std::filesystem::path lock_path_;
   JsonLimits limits_;
   SyncFailureHandler on_sync_failure_;
+  std::shared_ptr<Observer> observer_;
 };
 
 CAIRN_END_NAMESPACE

@@ -55,16 +55,21 @@ class WorkflowTools {
 
   /// Tools over `file`; workflow_start starts `tmpl` when the workspace has no state yet (a saved workflow keeps
   /// the template it was started with). `observer`, when set, hears of every newly registered artefact (see
-  /// artifact_recorder for one that stores `file` artifacts).
-  WorkflowTools(StateFile file, WorkflowTemplate tmpl, ArtifactObserver observer = {})
-      : impl_(std::make_shared<const Impl>(
-            Impl{std::make_shared<const Keeper<StateFile>>(std::move(file)), std::move(tmpl), std::move(observer)})) {
+  /// artifact_recorder for one that stores `file` artifacts). `events`, when set, is the machines' event observer
+  /// (StateFile::set_observer: workflow transitions and registrations, docs/observe.md).
+  WorkflowTools(StateFile file, WorkflowTemplate tmpl, ArtifactObserver observer = {},
+                std::shared_ptr<Observer> events = nullptr)
+      : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<StateFile>>(
+                                                    with_events(std::move(file), std::move(events))),
+                                                std::move(tmpl), std::move(observer)})) {
     build();
   }
 
   /// Tools over the workflow of a run in a run journal (see RunWorkflowState); otherwise as above.
-  WorkflowTools(RunWorkflowState state, WorkflowTemplate tmpl, ArtifactObserver observer = {})
-      : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<RunWorkflowState>>(std::move(state)),
+  WorkflowTools(RunWorkflowState state, WorkflowTemplate tmpl, ArtifactObserver observer = {},
+                std::shared_ptr<Observer> events = nullptr)
+      : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<RunWorkflowState>>(
+                                                    with_events(std::move(state), std::move(events))),
                                                 std::move(tmpl), std::move(observer)})) {
     build();
   }
@@ -146,6 +151,12 @@ class WorkflowTools {
     }
   };
   using Args = const nlohmann::json&;
+
+  template <class S>
+  static S with_events(S state, std::shared_ptr<Observer> events) {
+    if (events) state.set_observer(std::move(events));
+    return state;
+  }
 
   static std::string dump(const nlohmann::json& v) {
     return v.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
