@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -76,59 +77,6 @@ struct ResolveOptions {
 };
 
 namespace detail {
-
-/// The size of `value`'s compact JSON text (`dump()`), computed without building it: strings and keys exactly
-/// (escapes included), floating-point numbers as fmt writes them (within a few bytes of nlohmann's text).
-inline std::size_t json_text_size(const nlohmann::json& value) {
-  auto string_size = [](const std::string& str) {
-    std::size_t n = str.size() + 2;
-    for (const char ch : str) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
-        n += 1;
-      } else if (c < 0x20) {
-        n += 5;  // \u00XX
-      }
-    }
-    return n;
-  };
-  std::size_t total = 0;
-  std::vector<const nlohmann::json*> todo{&value};
-  while (!todo.empty()) {
-    const nlohmann::json* node = todo.back();
-    todo.pop_back();
-    switch (node->type()) {
-      case nlohmann::json::value_t::object: {
-        const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
-        total += 2 + (obj.empty() ? 0 : obj.size() - 1);  // braces and commas
-        for (const auto& [key, child] : obj) {
-          total += string_size(key) + 1;  // and the colon
-          todo.push_back(&child);
-        }
-        break;
-      }
-      case nlohmann::json::value_t::array: {
-        const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
-        total += 2 + (arr.empty() ? 0 : arr.size() - 1);
-        for (const auto& child : arr) todo.push_back(&child);
-        break;
-      }
-      case nlohmann::json::value_t::string: total += string_size(node->get_ref<const std::string&>()); break;
-      // format_int and fmt::format go through code libfmt compiled once; fmt::formatted_size would instantiate
-      // fmt's whole formatting engine in every translation unit (about a second of g++ time, docs/performance.md).
-      case nlohmann::json::value_t::number_integer: total += fmt::format_int(node->get<std::int64_t>()).size(); break;
-      case nlohmann::json::value_t::number_unsigned:
-        total += fmt::format_int(node->get<std::uint64_t>()).size();
-        break;
-      case nlohmann::json::value_t::number_float: total += fmt::format("{}", node->get<double>()).size(); break;
-      case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4u : 5u; break;
-      case nlohmann::json::value_t::binary: total += node->get_binary().size(); break;
-      case nlohmann::json::value_t::null:
-      case nlohmann::json::value_t::discarded: total += 4; break;
-    }
-  }
-  return total;
-}
 
 /// What the references of one resolve call have inserted so far, against ResolveOptions::max_resolved_bytes. The
 /// size of each inserted value is measured once per call (values are immutable while the call runs).

@@ -1,4 +1,5 @@
-// cairn::detail — parsing JSON from outside with size and depth limits, and iterative depth checks.
+// cairn::detail — parsing JSON from outside with size and depth limits, iterative depth checks, and the size of a
+// value's compact text without building it.
 //
 // nlohmann::json parses without recursion, but copying, comparing and dumping a value recurse once per level, so a
 // value nested 100,000 deep would overflow the stack later. Every parser of outside input goes through parse_json,
@@ -6,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,6 +73,59 @@ inline int json_depth(const nlohmann::json& value, int stop_at = 1 << 30) {
     for (const auto& child : *node) todo.emplace_back(&child, here);
   }
   return deepest;
+}
+
+/// The size of `value`'s compact JSON text (`dump()`), computed without building it: strings and keys exactly
+/// (escapes included), floating-point numbers as fmt writes them (within a few bytes of nlohmann's text).
+inline std::size_t json_text_size(const nlohmann::json& value) {
+  auto string_size = [](const std::string& str) {
+    std::size_t n = str.size() + 2;
+    for (const char ch : str) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') {
+        n += 1;
+      } else if (c < 0x20) {
+        n += 5;  // \u00XX
+      }
+    }
+    return n;
+  };
+  std::size_t total = 0;
+  std::vector<const nlohmann::json*> todo{&value};
+  while (!todo.empty()) {
+    const nlohmann::json* node = todo.back();
+    todo.pop_back();
+    switch (node->type()) {
+      case nlohmann::json::value_t::object: {
+        const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
+        total += 2 + (obj.empty() ? 0 : obj.size() - 1);  // braces and commas
+        for (const auto& [key, child] : obj) {
+          total += string_size(key) + 1;  // and the colon
+          todo.push_back(&child);
+        }
+        break;
+      }
+      case nlohmann::json::value_t::array: {
+        const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
+        total += 2 + (arr.empty() ? 0 : arr.size() - 1);
+        for (const auto& child : arr) todo.push_back(&child);
+        break;
+      }
+      case nlohmann::json::value_t::string: total += string_size(node->get_ref<const std::string&>()); break;
+      // format_int and fmt::format go through code libfmt compiled once; fmt::formatted_size would instantiate
+      // fmt's whole formatting engine in every translation unit (about a second of g++ time, docs/performance.md).
+      case nlohmann::json::value_t::number_integer: total += fmt::format_int(node->get<std::int64_t>()).size(); break;
+      case nlohmann::json::value_t::number_unsigned:
+        total += fmt::format_int(node->get<std::uint64_t>()).size();
+        break;
+      case nlohmann::json::value_t::number_float: total += fmt::format("{}", node->get<double>()).size(); break;
+      case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4u : 5u; break;
+      case nlohmann::json::value_t::binary: total += node->get_binary().size(); break;
+      case nlohmann::json::value_t::null:
+      case nlohmann::json::value_t::discarded: total += 4; break;
+    }
+  }
+  return total;
 }
 
 }  // namespace detail

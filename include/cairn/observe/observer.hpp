@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
 
@@ -144,30 +145,9 @@ std::shared_ptr<Observer> fan_out(std::shared_ptr<Observers>... observers) {
 
 namespace detail {
 
-/// Counts what nlohmann's serializer writes instead of keeping it.
-class CountingOutput final : public nlohmann::detail::output_adapter_protocol<char> {
- public:
-  void write_character(char) override { ++count_; }
-  void write_characters(const char*, std::size_t length) override { count_ += length; }
-  std::uint64_t take() noexcept { return std::exchange(count_, 0); }
-
- private:
-  std::uint64_t count_ = 0;
-};
-
-/// The length of `j`'s compact JSON text (invalid UTF-8 counted as replaced): what bytes_in / bytes_out report.
-/// Serialized into a counter by one serializer per thread, made once: a serializer allocates its indent buffer and
-/// reads the locale when built, which cost more than sizing a small value. Only ever called when an observer is set.
-inline std::uint64_t json_bytes(const nlohmann::json& j) {
-  struct Counter {
-    std::shared_ptr<CountingOutput> out = std::make_shared<CountingOutput>();
-    nlohmann::detail::serializer<nlohmann::json> serializer{out, ' ', nlohmann::json::error_handler_t::replace};
-  };
-  thread_local Counter counter;
-  counter.out->take();  // a size left by a dump that threw
-  counter.serializer.dump(j, false, false, 0);
-  return counter.out->take();
-}
+/// The length of `j`'s compact JSON text, computed without building it: what bytes_in / bytes_out report. Only
+/// ever called when an observer is set.
+inline std::uint64_t json_bytes(const nlohmann::json& j) { return json_text_size(j); }
 
 /// Fills the error fields of `e` from the exception in flight.
 inline void describe_current_exception(Event& e) noexcept {
