@@ -173,6 +173,9 @@ class FloorStore {
 struct Cairn {
   cairn::InMemoryArtifactStore store;
 
+  Cairn() = default;
+  explicit Cairn(cairn::InMemoryStoreOptions options) : store(std::move(options)) {}
+
   void save(const Dataset& d, int i, bool shared, const char* description) {
     auto b = ArtifactRecord::builder();
     b.id(d.ids[static_cast<std::size_t>(i)])
@@ -205,6 +208,27 @@ struct Cairn {
   void remove(const Dataset& d, int i) { store.remove(d.ids[static_cast<std::size_t>(i)], tenant_of(d, i)); }
   std::int64_t versions_of(const Dataset& d, int i) const {
     return static_cast<std::int64_t>(store.fetch(d.ids[static_cast<std::size_t>(i)], tenant_of(d, i))->version());
+  }
+};
+
+// The same store keeping every record packed (InMemoryStoreOptions::max_parsed_bytes = 0): each fetch and listing
+// decodes. What a bounded store costs for the records outside its parsed budget.
+struct CairnPacked : Cairn {
+  CairnPacked() : Cairn(options()) {}
+  static cairn::InMemoryStoreOptions options() {
+    cairn::InMemoryStoreOptions o;
+    o.max_parsed_bytes = 0;
+    return o;
+  }
+};
+
+// A bounded store whose budget holds everything: the bookkeeping of the bound without any packing.
+struct CairnBounded : Cairn {
+  CairnBounded() : Cairn(options()) {}
+  static cairn::InMemoryStoreOptions options() {
+    cairn::InMemoryStoreOptions o;
+    o.max_parsed_bytes = std::size_t{1} << 50;
+    return o;
   }
 };
 
@@ -365,6 +389,14 @@ void register_all(const std::vector<std::int64_t>& sizes) {
       {"BM_W1DeleteShared_Floor", BM_W1<Floor, Phase::remove, true>},
       {"BM_W1DeleteCopied_Cairn", BM_W1<Cairn, Phase::remove, false>},
       {"BM_W1DeleteCopied_Floor", BM_W1<Floor, Phase::remove, false>},
+      // Records packed at rest (issue 15 goal 2): distinct values only (a shared one gains nothing from packing).
+      {"BM_W1SaveCopied_CairnPacked", BM_W1<CairnPacked, Phase::save, false>},
+      {"BM_W1LoadCopied_CairnPacked", BM_W1<CairnPacked, Phase::load, false>},
+      {"BM_W1ListCopied_CairnPacked", BM_W1<CairnPacked, Phase::list, false>},
+      {"BM_W1ResaveCopied_CairnPacked", BM_W1<CairnPacked, Phase::resave, false>},
+      {"BM_W1DeleteCopied_CairnPacked", BM_W1<CairnPacked, Phase::remove, false>},
+      {"BM_W1SaveCopied_CairnBounded", BM_W1<CairnBounded, Phase::save, false>},
+      {"BM_W1LoadCopied_CairnBounded", BM_W1<CairnBounded, Phase::load, false>},
   };
   for (const Row& r : rows) each(benchmark::RegisterBenchmark(r.name, r.fn));
   const Row bytes[] = {
@@ -372,6 +404,7 @@ void register_all(const std::vector<std::int64_t>& sizes) {
       {"BM_W1BytesShared_Floor", BM_W1Bytes<Floor, true>},
       {"BM_W1BytesCopied_Cairn", BM_W1Bytes<Cairn, false>},
       {"BM_W1BytesCopied_Floor", BM_W1Bytes<Floor, false>},
+      {"BM_W1BytesCopied_CairnPacked", BM_W1Bytes<CairnPacked, false>},
   };
   for (const Row& r : bytes) {
     auto* b = benchmark::RegisterBenchmark(r.name, r.fn);

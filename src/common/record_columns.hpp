@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/record.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
@@ -117,9 +118,11 @@ inline ArtifactPtr decode_row(const RecordRow& row, const JsonLimits& limits, st
         .title(std::string(row.title))
         .description(std::string(row.description))
         .purpose(std::string(row.purpose))
-        .created_at(row.created_at)
-        .metadata(parse_json_column(row.metadata, limits, "metadata"));
-    if (row.value) b.value(parse_json_column(*row.value, limits, "value"));
+        .created_at(row.created_at);
+    nlohmann::json metadata = parse_json_column(row.metadata, limits, "metadata");
+    std::optional<nlohmann::json> value;
+    if (row.value) value = parse_json_column(*row.value, limits, "value");
+    RecordPacker::set_parsed(b, std::move(value), std::move(metadata));
     if (row.storage_url) b.storage_url(std::string(*row.storage_url));
     if (row.mime_type) b.mime_type(std::string(*row.mime_type));
     if (row.size_bytes) b.size_bytes(from_sql_int(*row.size_bytes));

@@ -4,12 +4,22 @@
 // wait for each other. Within a shard one hash table maps (tenant, id) to the artifact's versions, so a fetch costs
 // one lookup, like a plain map; reads hand out the stored shared_ptr itself and never copy a record. Each tenant also
 // keeps a sorted index of its ids, so a listing walks only that tenant's artifacts.
+//
+// By default a stored record is kept as it was given, its parsed value shared with whoever holds the record. With
+// InMemoryStoreOptions::max_parsed_bytes set, the store bounds what the parsed values of its latest versions keep
+// (about ten times their text for documents of small rows): beyond the bound, the versions fetched least recently
+// are kept packed (detail::RecordPacker: CBOR of the record, a little under the size of its compact JSON text) and
+// decoded again by the fetch that needs them, which puts the decoded record back among the parsed ones (a CLOCK
+// cache: a fetch marks a record used; the sweep that makes room spares marked records once). Older versions are
+// packed as soon as a newer one is stored.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/version.hpp"
 
@@ -29,6 +40,12 @@ struct InMemoryStoreOptions {
   std::size_t shards = 16;           ///< locks that spread the tenants (at least 1)
   std::shared_ptr<Clock> clock{};      ///< stamps created_at; null: the system clock
   std::shared_ptr<IdGenerator> ids{};  ///< ids of records stored without one; null: random UUID v4
+  /// The most heap, in bytes, that the parsed values of the latest versions may keep (estimated from their shape:
+  /// detail::json_heap_estimate), spread evenly over the shards. Records beyond it, and every older version, are
+  /// kept packed and decoded when fetched or listed. No bound by default: every record is kept as it was given. 0
+  /// keeps every record packed. A value shared by many records (or with the host) is counted once per record, and
+  /// packing it saves nothing while others hold it: the bound is for stores of distinct values.
+  std::size_t max_parsed_bytes = std::numeric_limits<std::size_t>::max();
 };
 
 /// Thread-safe, in-process ArtifactStore. Content lives as long as the store does.
@@ -41,7 +58,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
   explicit InMemoryArtifactStore(InMemoryStoreOptions options)
       : shards_(options.shards == 0 ? 1 : options.shards),
         clock_(std::move(options.clock)),
-        ids_(std::move(options.ids)) {}
+        ids_(std::move(options.ids)),
+        bounded_(options.max_parsed_bytes != std::numeric_limits<std::size_t>::max()),
+        shard_budget_(bounded_ ? options.max_parsed_bytes / shards_.size() : 0) {}
 
   using ArtifactStore::store;
 
@@ -61,8 +80,22 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const auto it = shard.entries.find(key);
     if (it == shard.entries.end()) return nullptr;
     const Entry& entry = it->second;
-    if (version == latest || version == entry.latest->version()) return entry.latest;
-    return version <= entry.older.size() ? entry.older[version - 1] : nullptr;
+    if (!bounded_) {
+      if (version == latest || version == entry.latest->version()) return entry.latest;
+      return entry.rest && version <= entry.rest->older.size() ? entry.rest->older[version - 1] : nullptr;
+    }
+    const Rest& rest = *entry.rest;
+    if (version == latest || version == rest.version) {
+      if (entry.latest) {
+        if (!rest.used.load(std::memory_order_relaxed)) rest.used.store(true, std::memory_order_relaxed);
+        return entry.latest;
+      }
+      ArtifactPtr unpacked = detail::RecordPacker::unpack(rest.packed);
+      lock.unlock();
+      keep_parsed(shard, unpacked);
+      return unpacked;
+    }
+    return version <= rest.older_packed.size() ? detail::RecordPacker::unpack(rest.older_packed[version - 1]) : nullptr;
   }
 
   void remove(const std::string& id, const std::string& tenant_id) override {
@@ -74,6 +107,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const auto t = shard.tenants.find(tenant_id);
     t->second.erase(std::string_view(id));
     if (t->second.empty()) shard.tenants.erase(t);
+    if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
   }
 
@@ -85,7 +119,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::vector<std::uint64_t> out;
     const auto it = shard.entries.find(key);
     if (it == shard.entries.end()) return out;
-    const std::uint64_t n = it->second.latest->version();
+    const std::uint64_t n = version_of(it->second);
     out.reserve(n);
     for (std::uint64_t v = 1; v <= n; ++v) out.push_back(v);
     return out;
@@ -106,18 +140,21 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const bool filtered = query.type || query.created_by;
     const std::string_view prefix = query.prefix;
     for (; it != index.end() && (prefix.empty() || it->first.substr(0, prefix.size()) == prefix); ++it) {
-      const ArtifactPtr& current = it->second->latest;
+      const Entry& entry = *it->second;
+      // A packed record is decoded for the page but not kept parsed: a listing would sweep the cache.
+      ArtifactPtr current = entry.latest ? entry.latest : detail::RecordPacker::unpack(entry.rest->packed);
       if (filtered && !detail::matches_filters(*current, query)) continue;
       if (page.items.size() == query.limit) {
         page.next_cursor = page.items.back()->id();
         break;
       }
-      page.items.push_back(current);
+      page.items.push_back(std::move(current));
     }
     return page;
   }
 
  private:
+  struct Shard;
   // store() and store_if(): with `expected` set, the id's latest version must be *expected (0: none), checked under
   // the shard's write lock together with the write.
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected) {
@@ -126,10 +163,12 @@ class InMemoryArtifactStore final : public ArtifactStore {
     // The record's own id is referred to, not copied (the stored record shares it); only a new one is made.
     std::string generated = record.id().empty() ? detail::new_uuid(ids_.get()) : std::string();
     const std::string& id = generated.empty() ? record.id() : generated;
+    // Estimated outside the lock: it walks the whole value.
+    const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
-      const std::uint64_t actual = found == shard.entries.end() ? 0 : found->second.latest->version();
+      const std::uint64_t actual = found == shard.entries.end() ? 0 : version_of(found->second);
       if (actual != *expected) throw detail::version_conflict(record, *expected, actual);
     }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
@@ -138,30 +177,144 @@ class InMemoryArtifactStore final : public ArtifactStore {
     try {
       // What can throw (a generated id or the clock's time the record refuses, the host's clock or id generator,
       // memory) comes before the new id is visible: a failed store leaves nothing behind.
-      const std::uint64_t version = inserted ? 1 : entry.latest->version() + 1;
+      const std::uint64_t version = inserted ? 1 : version_of(entry) + 1;
       stored = generated.empty() ? detail::stamp(record, version, clock_.get())
                                  : detail::stamp(record, std::move(generated), version, clock_.get());
       if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
-      if (entry.latest) entry.older.push_back(std::move(entry.latest));
+      if (!entry.rest && (bounded_ || !inserted)) entry.rest = std::make_unique<Rest>();
+      Rest& rest = *entry.rest;
+      // The version being replaced joins the older ones: packed, when the store bounds its parsed values. Each
+      // branch's last step is the only one that can throw (the push).
+      if (inserted) {
+      } else if (!bounded_) {
+        rest.older.push_back(std::move(entry.latest));
+      } else if (!entry.latest || !rest.packed.empty()) {
+        rest.older_packed.push_back(std::move(rest.packed));
+      } else {
+        rest.older_packed.push_back(detail::RecordPacker::pack(*entry.latest));
+      }
     } catch (...) {
       if (inserted) shard.entries.erase(it);
       throw;
     }
-    entry.latest = stored;
+    // Nothing below throws.
+    if (bounded_) {
+      Rest& rest = *entry.rest;
+      if (entry.latest) shard.forget_parsed(entry);
+      std::string().swap(rest.packed);
+      rest.version = stored->version();
+      entry.latest = stored;
+      shard.keep_parsed(entry, cost);
+      shard.make_room(shard_budget_);
+    } else {
+      entry.latest = stored;
+    }
     return stored;
   }
 
-  // The versions of one artifact. The latest is kept apart so that the common fetch touches one object.
+  // A fetch decoded the packed latest version of an entry: keep it parsed, if it is still the latest and fits.
+  void keep_parsed(const Shard& const_shard, const ArtifactPtr& record) const {
+    const std::size_t cost = detail::json_heap_estimate(record->value());
+    if (cost > shard_budget_) return;
+    Shard& shard = const_cast<Shard&>(const_shard);
+    std::unique_lock lock(shard.mutex);
+    const auto it = shard.entries.find(composite_key(record->tenant_id(), record->id()));
+    if (it == shard.entries.end()) return;
+    Entry& entry = it->second;
+    if (entry.latest || entry.rest->version != record->version()) return;
+    entry.latest = record;
+    shard.keep_parsed(entry, cost);
+    shard.make_room(shard_budget_);
+  }
+
+  struct Entry;
+  // What an entry needs beyond its latest record: the older versions and, in a bounded store, the packed form and
+  // the entry's place on its shard's ring of parsed entries. Allocated only when needed, so that an artifact with
+  // one version in a store without a bound keeps two pointers.
+  struct Rest {
+    std::vector<ArtifactPtr> older;         // older[i] is version i + 1 (stores without a bound)
+    std::vector<std::string> older_packed;  // the same, packed (bounded stores)
+    // Bounded stores: the latest version packed (when it was packed once: an entry decoded again keeps it, so
+    // that packing it once more costs nothing), the latest version's number (`latest` may be null), the ring's
+    // neighbours, the estimated heap of the parsed value, and whether a fetch used it since the sweep last passed.
+    std::string packed;
+    std::uint64_t version = 0;
+    Entry* prev = nullptr;
+    Entry* next = nullptr;
+    std::size_t cost = 0;
+    mutable std::atomic<bool> used{false};
+  };
+  // The versions of one artifact. The latest is kept apart so that the common fetch touches one object. In a
+  // bounded store it is null while the latest version is packed.
   struct Entry {
     ArtifactPtr latest;
-    std::vector<ArtifactPtr> older;  // older[i] is version i + 1
+    std::unique_ptr<Rest> rest;
   };
+  static std::uint64_t version_of(const Entry& e) noexcept {
+    return e.latest ? e.latest->version() : e.rest->version;
+  }
   // A tenant's ids in order, viewing the id part of the entries' keys (unordered_map nodes never move).
   using Index = std::map<std::string_view, const Entry*, std::less<>>;
   struct Shard {
     mutable std::shared_mutex mutex;
     std::unordered_map<std::string, Entry> entries;  // key: tenant_id + '\0' + id
     std::unordered_map<std::string, Index> tenants;
+    // Bounded stores: the parsed entries, a circular list whose `hand` is the next one the sweep looks at (new ones
+    // go just behind it, so they are looked at last), and the estimated heap they keep. Under the write lock.
+    Entry* hand = nullptr;
+    std::size_t parsed_bytes = 0;
+
+    void keep_parsed(Entry& e, std::size_t cost) noexcept {
+      Rest& r = *e.rest;
+      r.cost = cost;
+      r.used.store(true, std::memory_order_relaxed);  // a newcomer survives one pass of the sweep
+      parsed_bytes += cost;
+      if (!hand) {
+        r.prev = r.next = &e;
+        hand = &e;
+        return;
+      }
+      r.next = hand;
+      r.prev = hand->rest->prev;
+      r.prev->rest->next = &e;
+      hand->rest->prev = &e;
+    }
+    // Takes `e` off the ring (its `latest` is about to be dropped or replaced by the caller).
+    void forget_parsed(Entry& e) noexcept {
+      Rest& r = *e.rest;
+      parsed_bytes -= r.cost;
+      if (r.next == &e) {
+        hand = nullptr;
+      } else {
+        r.prev->rest->next = r.next;
+        r.next->rest->prev = r.prev;
+        if (hand == &e) hand = r.next;
+      }
+      r.prev = r.next = nullptr;
+      r.cost = 0;
+    }
+    // Packs parsed entries, least recently used first, until the parsed ones fit `budget`. Packing allocates: when
+    // it cannot, the shard stays over its budget until the next store (nothing is lost).
+    void make_room(std::size_t budget) noexcept {
+      while (parsed_bytes > budget && hand) {
+        Entry& e = *hand;
+        Rest& r = *e.rest;
+        if (r.used.load(std::memory_order_relaxed)) {
+          r.used.store(false, std::memory_order_relaxed);
+          hand = r.next;
+          continue;
+        }
+        if (r.packed.empty()) {
+          try {
+            r.packed = detail::RecordPacker::pack(*e.latest);
+          } catch (...) {
+            return;
+          }
+        }
+        forget_parsed(e);
+        e.latest.reset();
+      }
+    }
   };
 
   // The lookup key, built in a per-thread buffer so that a fetch allocates nothing. A tenant id cannot contain
@@ -187,6 +340,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
   std::vector<Shard> shards_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<IdGenerator> ids_;
+  bool bounded_ = false;          // max_parsed_bytes was set
+  std::size_t shard_budget_ = 0;  // max_parsed_bytes / shards
 };
 
 CAIRN_END_NAMESPACE

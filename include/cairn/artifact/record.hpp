@@ -33,6 +33,10 @@ CAIRN_BEGIN_NAMESPACE
 class ArtifactRecord;
 using ArtifactPtr = std::shared_ptr<const ArtifactRecord>;
 
+namespace detail {
+class RecordPacker;  // cairn/artifact/packed.hpp
+}  // namespace detail
+
 /// An immutable artifact record. Thread-safe: nothing about it can change after it is built.
 ///
 ///     auto report = cairn::ArtifactRecord::builder()
@@ -211,6 +215,7 @@ class ArtifactRecord::Builder {
 
  private:
   friend class ArtifactRecord;
+  friend class detail::RecordPacker;
   static ArtifactPtr make(Builder&& b);
 
   std::string id_;
