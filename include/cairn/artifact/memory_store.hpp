@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <atomic>
+#include <forward_list>
 #include <functional>
 #include <limits>
 #include <map>
@@ -81,8 +82,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
     if (it == shard.entries.end()) return nullptr;
     const Entry& entry = it->second;
     if (!bounded_) {
-      if (version == latest || version == entry.latest->version()) return entry.latest;
-      return entry.rest && version <= entry.rest->older.size() ? entry.rest->older[version - 1] : nullptr;
+      const std::uint64_t newest = entry.latest->version();
+      if (version == latest || version == newest) return entry.latest;
+      const ArtifactPtr* older = nth_older(entry.older, newest, version);
+      return older ? *older : nullptr;
     }
     const Rest& rest = *entry.rest;
     if (version == latest || version == rest.version) {
@@ -95,7 +98,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
       keep_parsed(shard, unpacked);
       return unpacked;
     }
-    return version <= rest.older_packed.size() ? detail::RecordPacker::unpack(rest.older_packed[version - 1]) : nullptr;
+    const std::string* older = nth_older(rest.older_packed, rest.version, version);
+    return older ? detail::RecordPacker::unpack(*older) : nullptr;
   }
 
   void remove(const std::string& id, const std::string& tenant_id) override {
@@ -181,17 +185,16 @@ class InMemoryArtifactStore final : public ArtifactStore {
       stored = generated.empty() ? detail::stamp(record, version, clock_.get())
                                  : detail::stamp(record, std::move(generated), version, clock_.get());
       if (inserted) shard.tenants[tenant_id].emplace(id_part(it->first, tenant_id), &entry);
-      if (!entry.rest && (bounded_ || !inserted)) entry.rest = std::make_unique<Rest>();
-      Rest& rest = *entry.rest;
       // The version being replaced joins the older ones: packed, when the store bounds its parsed values. Each
-      // branch's last step is the only one that can throw (the push).
+      // branch's last step is the only one that can throw (the push; a push that throws changes nothing).
+      if (bounded_ && !entry.rest) entry.rest = std::make_unique<Rest>();
       if (inserted) {
       } else if (!bounded_) {
-        rest.older.push_back(std::move(entry.latest));
-      } else if (!entry.latest || !rest.packed.empty()) {
-        rest.older_packed.push_back(std::move(rest.packed));
+        entry.older.push_front(std::move(entry.latest));
+      } else if (!entry.latest || !entry.rest->packed.empty()) {
+        entry.rest->older_packed.push_front(std::move(entry.rest->packed));
       } else {
-        rest.older_packed.push_back(detail::RecordPacker::pack(*entry.latest));
+        entry.rest->older_packed.push_front(detail::RecordPacker::pack(*entry.latest));
       }
     } catch (...) {
       if (inserted) shard.entries.erase(it);
@@ -228,15 +231,12 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
 
   struct Entry;
-  // What an entry needs beyond its latest record: the older versions and, in a bounded store, the packed form and
-  // the entry's place on its shard's ring of parsed entries. Allocated only when needed, so that an artifact with
-  // one version in a store without a bound keeps two pointers.
+  // What an entry of a bounded store needs besides: the older versions packed (newest first), the latest version
+  // packed (when it was packed once: an entry decoded again keeps it, so that packing it once more costs nothing),
+  // the latest version's number (`latest` may be null), the ring's neighbours, the estimated heap of the parsed
+  // value, and whether a fetch used it since the sweep last passed.
   struct Rest {
-    std::vector<ArtifactPtr> older;         // older[i] is version i + 1 (stores without a bound)
-    std::vector<std::string> older_packed;  // the same, packed (bounded stores)
-    // Bounded stores: the latest version packed (when it was packed once: an entry decoded again keeps it, so
-    // that packing it once more costs nothing), the latest version's number (`latest` may be null), the ring's
-    // neighbours, the estimated heap of the parsed value, and whether a fetch used it since the sweep last passed.
+    std::forward_list<std::string> older_packed;
     std::string packed;
     std::uint64_t version = 0;
     Entry* prev = nullptr;
@@ -244,12 +244,23 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::size_t cost = 0;
     mutable std::atomic<bool> used{false};
   };
-  // The versions of one artifact. The latest is kept apart so that the common fetch touches one object. In a
-  // bounded store it is null while the latest version is packed.
+  // The versions of one artifact. The latest is kept apart so that the common fetch touches one object. The older
+  // ones are a list, newest first: storing a version allocates one node, as a vector's growth would on average,
+  // and an artifact with one version keeps no vector; fetching an old version walks back from the latest. In a
+  // bounded store `latest` is null while the latest version is packed, and `older` stays empty.
   struct Entry {
     ArtifactPtr latest;
-    std::unique_ptr<Rest> rest;
+    std::forward_list<ArtifactPtr> older;
+    std::unique_ptr<Rest> rest;  // bounded stores only
   };
+  // Version `version` in `older` (newest first, below `newest`), or null.
+  template <class T>
+  static const T* nth_older(const std::forward_list<T>& older, std::uint64_t newest, std::uint64_t version) {
+    if (version == 0 || version >= newest) return nullptr;
+    auto it = older.begin();
+    for (std::uint64_t v = newest - 1; v > version && it != older.end(); --v) ++it;
+    return it == older.end() ? nullptr : &*it;
+  }
   static std::uint64_t version_of(const Entry& e) noexcept {
     return e.latest ? e.latest->version() : e.rest->version;
   }
