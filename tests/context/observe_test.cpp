@@ -227,3 +227,16 @@ TEST_CASE("observers: function adapters drop what they throw, fan_out tells each
     CHECK(shared->list("acme").items.size() == 40);
   }
 }
+
+TEST_CASE("event sizes are the length of the value's compact JSON text, numbers and escapes included") {
+  const json values[] = {
+      json(0.5), json(3.0), json(-0.0), json(1e20), json(1.5e-7), json(123456789.125), json(-2.5e-300),
+      json(1.7976931348623157e308), json(4.9e-324), json(0.1), json(-7), json(std::uint64_t{18446744073709551615u}),
+      json("quote \" backslash \\ newline \n tab \t bell \x07 snow \u2603"), json(nullptr), json(true), json(false),
+      json::array(), json::object(), json{{"a", {1, 2.25, "x"}}, {"b", json::object()}, {"c", nullptr}},
+      json::array({json::array(), json::object(), 1e-5, 100.0})};
+  for (const auto& v : values) {
+    INFO(v.dump());
+    CHECK(cairn::detail::json_bytes(v) == v.dump().size());
+  }
+}

@@ -6,6 +6,7 @@
 // which stops at the limit with a clear error instead.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -76,7 +77,8 @@ inline int json_depth(const nlohmann::json& value, int stop_at = 1 << 30) {
 }
 
 /// The size of `value`'s compact JSON text (`dump()`), computed without building it: strings and keys exactly
-/// (escapes included), floating-point numbers as fmt writes them (within a few bytes of nlohmann's text).
+/// (escapes included), floating-point numbers with the shortest digits that read back (nlohmann's Grisu2 can write
+/// one digit more for rare values).
 inline std::size_t json_text_size(const nlohmann::json& value) {
   auto string_size = [](const std::string& str) {
     std::size_t n = str.size() + 2;
@@ -118,7 +120,15 @@ inline std::size_t json_text_size(const nlohmann::json& value) {
       case nlohmann::json::value_t::number_unsigned:
         total += fmt::format_int(node->get<std::uint64_t>()).size();
         break;
-      case nlohmann::json::value_t::number_float: total += fmt::format("{}", node->get<double>()).size(); break;
+      case nlohmann::json::value_t::number_float: {
+        // The shortest text that reads back as the same double, as nlohmann writes it (".0" added to a number
+        // that would read back as an integer), without building a string.
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof buf, node->get<double>());
+        const std::string_view text(buf, static_cast<std::size_t>(r.ptr - buf));
+        total += text.size() + (text.find_first_of(".e") == std::string_view::npos ? 2 : 0);
+        break;
+      }
       case nlohmann::json::value_t::boolean: total += node->get<bool>() ? 4u : 5u; break;
       case nlohmann::json::value_t::binary: total += node->get_binary().size(); break;
       case nlohmann::json::value_t::null:
