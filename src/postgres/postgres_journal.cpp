@@ -244,7 +244,9 @@ struct PostgresRunJournal::Impl {
   };
 
   Impl(std::string c, PostgresJournalOptions o)
-      : conninfo(std::move(c)), options(std::move(o)), pool(options.pool_size, [this] { return connect_lazily(); }) {}
+      : conninfo(std::move(c)), options(std::move(o)), pool(options.pool_size, [this] { return connect_lazily(); },
+             std::chrono::milliseconds(options.pool_wait_ms), "postgres journal",
+             "PostgresJournalOptions::pool_size or pool_wait_ms") {}
 
   // ---- connecting ---------------------------------------------------------------------------------------------
 
@@ -512,8 +514,10 @@ PostgresRunJournal::PostgresRunJournal(std::string conninfo, PostgresJournalOpti
   PQconninfoFree(parsed);
   for (const auto& [name, value] : {std::pair<const char*, int>{"connect_timeout_ms", options.connect_timeout_ms},
                                     {"statement_timeout_ms", options.statement_timeout_ms},
-                                    {"reconnect_timeout_ms", options.reconnect_timeout_ms}}) {
-    const bool zero_ok = std::string_view(name) == "reconnect_timeout_ms";  // 0: one reconnect attempt
+                                    {"reconnect_timeout_ms", options.reconnect_timeout_ms},
+                                    {"pool_wait_ms", options.pool_wait_ms}}) {
+    // reconnect_timeout_ms 0: one reconnect attempt; pool_wait_ms 0: wait for ever for a pooled connection
+    const bool zero_ok = std::string_view(name) == "reconnect_timeout_ms" || std::string_view(name) == "pool_wait_ms";
     if (value < (zero_ok ? 0 : 1)) {
       throw invalid_argument(fmt::format("postgres journal: {} must be {} (got {})", name,
                                          zero_ok ? "0 or more" : "positive", value));

@@ -358,7 +358,8 @@ struct PostgresArtifactStore::Impl {
         options(o),
         session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}", o.statement_timeout_ms)),
         // A pooled connection is opened by with_connection(), under the call's deadline.
-        pool(o.pool_size, [] { return std::make_unique<Connection>(); }) {}
+        pool(o.pool_size, [] { return std::make_unique<Connection>(); }, std::chrono::milliseconds(o.pool_wait_ms),
+             "postgres store", "PostgresOptions::pool_size or pool_wait_ms") {}
 
   /// The time a statement may take: the server cancels it after statement_timeout_ms, and the client waits one
   /// second more for that answer before it gives the connection up as dead. Never, when the timeout is 0.
@@ -716,6 +717,10 @@ PostgresArtifactStore::PostgresArtifactStore(std::string conninfo, PostgresOptio
   if (options.statement_timeout_ms < 0) {
     throw invalid_argument(fmt::format("postgres store: statement_timeout_ms must not be negative (got {})",
                                        options.statement_timeout_ms));
+  }
+  if (options.pool_wait_ms < 0) {
+    throw invalid_argument(
+        fmt::format("postgres store: pool_wait_ms must not be negative (got {})", options.pool_wait_ms));
   }
   impl_ = std::make_unique<Impl>(std::move(conninfo), options);
   auto first = impl_->connect();

@@ -13,6 +13,7 @@
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/schema.hpp"
 #include "cairn/context/tool.hpp"
+#include "cairn/detail/schema_regex_reach.hpp"
 #include "cairn/run/memory_journal.hpp"
 #include "cairn/run/run.hpp"
 
@@ -233,6 +234,36 @@ TEST_CASE("schema: one compiled schema serves several threads at once") {
   CHECK(*f.runs == 100);
 }
 
+TEST_CASE("schema: a string too long for a pattern is refused before std::regex sees it; other long strings pass") {
+  Fixture f;
+  f.registry.add(f.tool("write_file", json::parse(R"({
+    "type": "object",
+    "required": ["path", "content"],
+    "properties": {
+      "path": {"type": "string", "pattern": "^[a-z/._]+$"},
+      "content": {"type": "string", "maxLength": 1000000},
+      "when": {"$ref": "#/definitions/time"},
+      "tags": {"type": "object", "patternProperties": {"^t": {"type": "string"}}}
+    },
+    "definitions": {"time": {"type": "string", "format": "date-time"}}
+  })")));
+  // Far beyond what std::regex survives (it recurses per character: this would end the process).
+  const std::string huge(200000, 'a');
+  CHECK(f.refusal({{"path", huge}, {"content", "x"}}, "write_file") ==
+        "write_file: input /path: pattern: a string of 200000 bytes, longer than the 4096 bytes a regular expression "
+        "(pattern, patternProperties, a date or time format) is run on");
+  CHECK_THAT(f.refusal({{"path", "a.txt"}, {"content", ""}, {"when", huge}}, "write_file"),
+             cairn_test::ContainsSubstring("input /when: pattern: a string of 200000 bytes"));
+  CHECK_THAT(f.refusal({{"path", "a.txt"}, {"content", ""}, {"tags", {{huge, "x"}}}}, "write_file"),
+             cairn_test::ContainsSubstring("pattern: a member name of 200000 bytes"));
+  // No regex runs on `content`: long text passes, and a path at the limit is still checked as usual.
+  CHECK(f.refusal({{"path", "a.txt"}, {"content", huge}}, "write_file").empty());
+  CHECK(f.refusal({{"path", std::string(cairn::max_pattern_subject_bytes, 'a')}, {"content", huge}}, "write_file")
+            .empty());
+  CHECK_THAT(f.refusal({{"path", std::string(cairn::max_pattern_subject_bytes, 'A')}, {"content", ""}}, "write_file"),
+             cairn_test::ContainsSubstring("input /path: pattern"));
+}
+
 #else
 
 TEST_CASE("schema: without valijson only the top-level required keys are checked") {
@@ -242,3 +273,43 @@ TEST_CASE("schema: without valijson only the top-level required keys are checked
 }
 
 #endif
+
+TEST_CASE("schema: which long strings a regex of the schema could run on") {
+  using cairn::detail::long_string_under_regex;
+  const std::string long_text(101, 'x');
+  auto at = [&](const json& schema, const json& value) {
+    const auto found = long_string_under_regex(schema, value, 100);
+    return found ? found->pointer : std::string("none");
+  };
+  const json pattern = {{"type", "string"}, {"pattern", "^x+$"}};
+  CHECK(at(pattern, long_text) == "");
+  CHECK(at(pattern, std::string(100, 'x')) == "none");
+  CHECK(at({{"properties", {{"a", pattern}}}}, {{"a", long_text}, {"b", long_text}}) == "/a");
+  CHECK(at({{"properties", {{"a", pattern}}}}, {{"b", long_text}}) == "none");
+  CHECK(at({{"additionalProperties", pattern}}, {{"b~/", long_text}}) == "/b~0~1");
+  CHECK(at({{"items", pattern}}, json::array({"short", long_text})) == "/1");
+  CHECK(at({{"items", json::array({true, pattern})}}, json::array({long_text, "y"})) == "none");
+  CHECK(at({{"items", json::array({true})}, {"additionalItems", pattern}}, json::array({"y", long_text})) == "/1");
+  CHECK(at({{"contains", pattern}}, json::array({long_text})) == "/0");
+  // In place: combinators, conditionals, dependencies and local $refs (cycles included) are all followed.
+  CHECK(at({{"anyOf", json::array({true, pattern})}}, long_text) == "");
+  CHECK(at({{"if", true}, {"then", true}, {"else", {{"not", pattern}}}}, long_text) == "");
+  CHECK(at({{"dependencies", {{"k", {{"properties", {{"a", pattern}}}}}}}}, {{"a", long_text}}) == "/a");
+  const json looped = {{"definitions", {{"node", {{"properties", {{"next", {{"$ref", "#/definitions/node"}}},
+                                                                  {"name", pattern}}}}}}},
+                       {"$ref", "#/definitions/node"}};
+  CHECK(at(looped, {{"next", {{"next", {{"name", long_text}}}}}}) == "/next/next/name");
+  CHECK(at(looped, {{"next", {{"next", {{"other", long_text}}}}}}) == "none");
+  // Formats valijson checks with a regex; others it does not check.
+  CHECK(at({{"format", "date-time"}}, long_text) == "");
+  CHECK(at({{"format", "uri"}}, long_text) == "none");
+  // Member names: patternProperties and propertyNames' patterns run on them.
+  CHECK(at({{"patternProperties", {{"^a", true}}}}, {{long_text, 1}}) == "/" + long_text);
+  CHECK(at({{"propertyNames", pattern}}, {{long_text, 1}}) == "/" + long_text);
+  CHECK(at({{"properties", {{"a", true}}}}, {{long_text, 1}}) == "none");
+  CHECK(long_string_under_regex({{"propertyNames", pattern}}, {{long_text, 1}}, 100)->member_name);
+  CHECK_FALSE(long_string_under_regex(pattern, long_text, 100)->member_name);
+  CHECK(long_string_under_regex(pattern, long_text, 100)->bytes == 101);
+  // A $ref that cannot be followed: any regex may apply below it.
+  CHECK(at({{"$ref", "other.json#/x"}}, {{"deep", json::array({long_text})}}) == "/deep/0");
+}

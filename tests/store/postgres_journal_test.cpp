@@ -421,6 +421,70 @@ TEST_CASE("postgres journal: a statement waiting on a lock gives up at the state
   CHECK(journal.append("t", "r", 1, one("b", 2)) == 2);
 }
 
+TEST_CASE("postgres journal: a call that gets no pooled connection within pool_wait_ms fails clearly, and loses "
+          "nothing") {
+  TempDatabase db;
+  PostgresJournalOptions o = pool_of(1);
+  o.pool_wait_ms = 300;
+  PostgresRunJournal journal(db.conninfo(), o);
+  (void)journal.append("t", "r", 0, one("a", 1));
+  RawPg locker(db.conninfo());
+  RawPg watcher(db.conninfo());
+  locker.scalar("BEGIN");
+  locker.scalar("SELECT last_seq FROM cairn_runs WHERE run_id = 'r' FOR UPDATE");
+  // The writer holds the pool's only connection while its append waits for the locker's row lock.
+  std::uint64_t got = 0;
+  std::string writer_error;
+  std::thread writer([&] {
+    try {
+      got = journal.append("t", "r", 1, one("b", 2));
+    } catch (const std::exception& e) {
+      writer_error = e.what();
+    }
+  });
+  struct Release {  // ends the lock and joins the writer however this test leaves
+    RawPg& locker;
+    std::thread& writer;
+    bool done = false;
+    void operator()() {
+      if (done) return;
+      done = true;
+      locker.scalar("COMMIT");
+      writer.join();
+    }
+    ~Release() {
+      try {
+        (*this)();
+      } catch (...) {
+      }
+    }
+  } release{locker, writer};
+  wait_for_lock_waiters(watcher, db.name(), 1);
+
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    (void)journal.info("t", "r");
+    FAIL("no error");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("postgres journal: all 1 pooled connection stayed in use for "
+                                                       "300 ms"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("PostgresJournalOptions::pool_size or pool_wait_ms"));
+  }
+  // A lower bound only: the call waited its pool_wait_ms before it gave up.
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
+
+  release();
+  CHECK(writer_error.empty());
+  CHECK(got == 2);
+  CHECK(journal.info("t", "r")->last_seq == 2);
+  CHECK(journal.read("t", "r").size() == 2);
+  CHECK(journal.append("t", "r", 2, one("c", 3)) == 3);
+  CHECK(journal.reconnects() == 0);
+
+  o.pool_wait_ms = -1;
+  CHECK_THROWS_WITH(PostgresRunJournal(db.conninfo(), o), cairn_test::ContainsSubstring("pool_wait_ms"));
+}
+
 TEST_CASE("postgres journal: a damaged row is a storage_error naming the run and the entry") {
   TempDatabase db;
   PostgresRunJournal journal(db.conninfo());

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "../../src/common/connection_pool.hpp"
 #include "cairn/testing/store_conformance.hpp"
 #include "catch.hpp"
 #include "store_test_support.hpp"
@@ -659,6 +660,122 @@ TEST_CASE("postgres: statement_timeout_ms bounds a statement on the server") {
   CHECK(store.versions("a", t) == std::vector<std::uint64_t>{1});
   CHECK(store.store(*note(t, "a", "v2"))->version() == 2);
   CHECK(store.reconnects() == 0);  // the server answered; nothing was cut
+}
+
+TEST_CASE("postgres: a call that gets no pooled connection within pool_wait_ms fails clearly, and loses nothing") {
+  PostgresOptions options;
+  options.pool_size = 1;
+  options.pool_wait_ms = 300;
+  PostgresArtifactStore store(base_conninfo(), options);
+  const auto t = random_name("pool-");
+  (void)store.store(*note(t, "a", "v1"));
+  RawPg locker(base_conninfo());
+  RawPg watcher(base_conninfo());
+  const std::string locker_pid = locker.scalar("SELECT pg_backend_pid()");
+  locker.scalar("BEGIN");
+  locker.scalar("SELECT 1 FROM cairn_heads WHERE tenant_id = '" + t + "' AND id = 'a' FOR UPDATE");
+  // The writer holds the pool's only connection while its statement waits for the locker's row lock.
+  ArtifactPtr stored;
+  std::string writer_error;
+  std::thread writer([&] {
+    try {
+      stored = store.store(*note(t, "a", "v2"));
+    } catch (const std::exception& e) {
+      writer_error = e.what();
+    }
+  });
+  struct Release {  // ends the lock and joins the writer however this test leaves
+    RawPg& locker;
+    std::thread& writer;
+    bool done = false;
+    void operator()() {
+      if (done) return;
+      done = true;
+      locker.scalar("COMMIT");
+      writer.join();
+    }
+    ~Release() {
+      try {
+        (*this)();
+      } catch (...) {
+      }
+    }
+  } release{locker, writer};
+  REQUIRE(eventually([&] {
+    return watcher.scalar("SELECT count(*) FROM pg_stat_activity WHERE " + locker_pid +
+                          " = ANY(pg_blocking_pids(pid))") == "1";
+  }));
+
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    (void)store.fetch("a", t);
+    FAIL("no error");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("postgres store: all 1 pooled connection stayed in use for "
+                                                       "300 ms"));
+    CHECK_THAT(e.what(), cairn_test::ContainsSubstring("PostgresOptions::pool_size or pool_wait_ms"));
+  }
+  // A lower bound only: the call waited its pool_wait_ms before it gave up.
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
+
+  release();
+  REQUIRE(writer_error == "");
+  REQUIRE(stored != nullptr);
+  CHECK(stored->version() == 2);
+  CHECK(store.versions("a", t) == std::vector<std::uint64_t>{1, 2});
+  CHECK(store.fetch("a", t)->value() == "v2");
+  CHECK(store.store(*note(t, "a", "v3"))->version() == 3);
+  CHECK(store.reconnects() == 0);
+
+  options.pool_wait_ms = -1;
+  CHECK_THROWS_WITH(PostgresArtifactStore(base_conninfo(), options), cairn_test::ContainsSubstring("pool_wait_ms"));
+}
+
+// The pool itself (src/common, shared with the SQLite backend), with connections that are plain numbers.
+TEST_CASE("connection pool: failed opens and discarded leases free their slots; the wait is bounded") {
+  using Pool = detail::ConnectionPool<int>;
+  int opened = 0;
+  bool fail_next = false;
+  Pool pool(
+      1,
+      [&] {
+        if (fail_next) {
+          fail_next = false;
+          throw storage_error("cannot open");
+        }
+        return std::make_unique<int>(++opened);
+      },
+      std::chrono::milliseconds(100), "test pool", "the test's knobs");
+
+  // A factory that throws leaves the slot free (else the next acquire would wait and throw the pool error).
+  fail_next = true;
+  CHECK_THROWS_WITH(pool.acquire(), "cannot open");
+  { CHECK(*pool.acquire() == 1); }
+  // A lease handed back is reused; a discarded one is closed and its slot opens a new connection.
+  { CHECK(*pool.acquire() == 1); }
+  pool.acquire().discard();
+  {
+    auto lease = pool.acquire();
+    CHECK(*lease == 2);
+    // The only connection is leased: the next caller waits its 100 ms, then gets a clear error.
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH(pool.acquire(),
+                      "test pool: all 1 pooled connection stayed in use for 100 ms, so this call got none; raise the "
+                      "test's knobs, or look for calls that hold connections for long (long statements or lock "
+                      "waits, a call made from inside another call on the same test pool)");
+    CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(100));
+  }
+  CHECK(*pool.acquire() == 2);
+
+  // A waiter gets the connection handed back while it waits (the limit is long, so this never races it).
+  Pool patient(1, [] { return std::make_unique<int>(7); }, std::chrono::seconds(60));
+  auto held = std::make_unique<Pool::Lease>(patient.acquire());
+  std::thread giver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    held.reset();
+  });
+  CHECK(*patient.acquire() == 7);
+  giver.join();
 }
 
 TEST_CASE("postgres: a server that stops answering fails a call within its deadlines, and the store recovers") {

@@ -298,3 +298,29 @@ TEST_CASE("workflow transitions and committed registrations are events; a lost a
   CHECK(events[0].error == errc::conflict);
   CHECK_FALSE(events[0].payload);
 }
+
+TEST_CASE("RunWorkflowState: set_artifact_observer takes the ArtifactObserver, set_observer the event Observer") {
+  cairn_test::TempWorkspace ws;
+  ws.write("a.txt", "a");
+  ws.write("b.txt", "b");
+  std::vector<std::string> typed;
+  std::vector<std::string> events;
+  RunWorkflowState state(std::make_shared<InMemoryRunJournal>(), "acme", "wf", ws.path());
+  state.set_artifact_observer([&](const ArtifactEvent& e) { typed.push_back(e.relative_path); });
+  state.set_observer(observe_with([&](const Event& e) { events.push_back(std::string(e.operation)); }));
+  (void)state.start(cairn_test::feature_template());
+  (void)state.update([](WorkflowMachine& m) { return m.register_artifacts({"a.txt"}); });
+  CHECK(typed == std::vector<std::string>{"a.txt"});
+  CHECK(events.size() == 2);  // the start and the registration
+
+  // An empty shared_ptr clears the event observer only; an empty ArtifactObserver clears the typed one only.
+  state.set_observer(std::shared_ptr<Observer>());
+  (void)state.update([](WorkflowMachine& m) { return m.register_artifacts({"b.txt"}); });
+  CHECK(typed == std::vector<std::string>{"a.txt", "b.txt"});
+  CHECK(events.size() == 2);
+  state.set_observer(observe_with([&](const Event& e) { events.push_back(std::string(e.operation)); }));
+  state.set_artifact_observer(nullptr);
+  (void)state.update([](WorkflowMachine& m) { return m.advance("planned"); });
+  CHECK(typed.size() == 2);
+  CHECK(events.size() == 3);
+}

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/schema_regex_reach.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -94,6 +95,7 @@ class CompiledSchema {
   struct Compiled;
   std::shared_ptr<const Compiled> compiled_;
   bool counts_characters_ = false;  // the schema has minLength / maxLength somewhere
+  bool runs_regexes_ = false;      // the schema has pattern / patternProperties / format somewhere
 #else
   std::vector<std::string> required_;
 #endif
@@ -418,6 +420,8 @@ inline CompiledSchema::CompiledSchema(const nlohmann::json& schema, std::string_
   }
   compiled_ = std::move(compiled);
   counts_characters_ = detail::has_key_anywhere(schema, "minLength") || detail::has_key_anywhere(schema, "maxLength");
+  runs_regexes_ = detail::has_key_anywhere(schema, "pattern") || detail::has_key_anywhere(schema, "patternProperties") ||
+                  detail::has_key_anywhere(schema, "format");
 }
 
 inline std::vector<SchemaViolation> CompiledSchema::validate(const nlohmann::json& value, std::size_t max_reported,
@@ -427,6 +431,14 @@ inline std::vector<SchemaViolation> CompiledSchema::validate(const nlohmann::jso
   if (counts_characters_) {
     if (auto at = detail::invalid_utf8_at(value)) {
       out.push_back(SchemaViolation{std::move(*at), "string", "not valid UTF-8"});
+      if (total) *total = 1;
+      return out;
+    }
+  }
+  // std::regex recurses per character: a long string must never reach one (cairn/detail/schema_regex_reach.hpp).
+  if (runs_regexes_ && detail::has_string_longer_than(value, max_pattern_subject_bytes)) {
+    if (auto at = detail::long_string_under_regex(source_, value, max_pattern_subject_bytes)) {
+      out.push_back(SchemaViolation{at->pointer, "pattern", at->describe(max_pattern_subject_bytes)});
       if (total) *total = 1;
       return out;
     }

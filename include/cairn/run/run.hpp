@@ -106,9 +106,7 @@ class Run {
 
   /// True when the run, as loaded, holds entries of participant `name` (attaching one of that name restores it).
   bool holds(std::string_view name) const {
-    for (const auto& k : loaded_names_) {
-      if (k == name) return true;
-    }
+    if (has_entries_of(name)) return true;
     for (const auto* p : attached_) {
       if (p->participant_name() == name) return true;
     }
@@ -290,7 +288,8 @@ class Run {
     loaded_names_.push_back(name);
   }
 
-  bool has_entries_of(const std::string& name) const {
+  // Entries of `name` in what load() read (attach() restores from them); holds() also counts attached participants.
+  bool has_entries_of(std::string_view name) const {
     for (const auto& k : loaded_names_) {
       if (k == name) return true;
     }

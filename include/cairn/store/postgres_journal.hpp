@@ -25,7 +25,8 @@ CAIRN_BEGIN_NAMESPACE
 struct PostgresJournalOptions {
   /// Stamps entries and run times (null: the system clock).
   std::shared_ptr<Clock> clock;
-  /// Most connections open at once (each serves one call at a time); callers beyond that wait for one.
+  /// Most connections open at once (each serves one call at a time); callers beyond that wait for one,
+  /// up to pool_wait_ms.
   std::size_t pool_size = 4;
   /// Longest wait for one connection attempt (TCP, TLS, authentication), in milliseconds.
   int connect_timeout_ms = 5000;
@@ -37,6 +38,11 @@ struct PostgresJournalOptions {
   /// Entry data deeper or larger than this is refused by append (cairn::limit_exceeded), and stored data beyond
   /// it is a storage_error when read.
   JsonLimits json_limits{};
+  /// How long a call waits for a pooled connection when all pool_size are in use before it fails with
+  /// cairn::storage_error (naming the pool size and this wait), instead of hanging while every connection stays
+  /// leased (calls stuck on row locks, more threads than connections, a call made from inside another call on
+  /// the same journal). 0 = wait for ever.
+  int pool_wait_ms = 30000;
 };
 
 /// A RunJournal in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may

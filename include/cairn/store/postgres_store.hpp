@@ -23,7 +23,8 @@ CAIRN_BEGIN_NAMESPACE
 
 /// How a PostgresArtifactStore connects.
 struct PostgresOptions {
-  /// Most connections open at once (each serves one call at a time); callers beyond that wait for one.
+  /// Most connections open at once (each serves one call at a time); callers beyond that wait for one,
+  /// up to pool_wait_ms.
   std::size_t pool_size = 4;
   /// How long a call keeps trying to reconnect after the connection broke (a server restart, a failover, a server
   /// that stopped answering) before it fails with cairn::storage_error; every connection attempt waits only for
@@ -44,6 +45,11 @@ struct PostgresOptions {
   /// connection find its own committed write always comes from the CSPRNG: it is never seen, and it must differ
   /// between processes that share a database, which a test's sequential ids would not.)
   std::shared_ptr<IdGenerator> ids{};
+  /// How long a call waits for a pooled connection when all pool_size are in use before it fails with
+  /// cairn::storage_error (naming the pool size and this wait), instead of hanging while every connection stays
+  /// leased (calls stuck on row locks, more threads than connections, a call made from inside another call on
+  /// the same store). 0 = wait for ever.
+  int pool_wait_ms = 30000;
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may

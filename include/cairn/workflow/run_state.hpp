@@ -134,22 +134,39 @@ class RunWorkflowState {
     return f(static_cast<const WorkflowMachine&>(*s.machine));
   }
 
-  /// Sets the machine's observer: told of each newly registered artifact once its entry is committed.
-  void set_observer(ArtifactObserver observer) {
+  /// Sets the machines' ArtifactObserver: told of each newly registered artifact once its entry is committed (an
+  /// empty one: none).
+  void set_artifact_observer(ArtifactObserver observer) {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->observer = std::move(observer);
     if (shared_->machine) shared_->machine->set_artifact_observer(shared_->observer);
   }
-  /// Sets the machine's event observer (docs/observe.md): workflow_transition events for start, advance, set_tasks
-  /// and fail, and artifact_registered events once committed. A change retried after a conflict reports the lost
-  /// attempt as a failed event. Events arrive while this object's mutex is held: the observer must not call this
-  /// RunWorkflowState (or a copy of it). A template so that `set_observer(nullptr)` and `set_observer({})` still
-  /// mean the ArtifactObserver overload.
-  template <class O, std::enable_if_t<std::is_base_of_v<Observer, O>, int> = 0>
-  void set_observer(std::shared_ptr<O> observer) {
+  /// Sets the machines' event observer (docs/observe.md), as WorkflowMachine::set_observer and
+  /// StateFile::set_observer do (an empty shared_ptr: none): workflow_transition events for start, advance,
+  /// set_tasks and fail, and artifact_registered events once committed. A change retried after a conflict reports
+  /// the lost attempt as a failed event. Events arrive while this object's mutex is held: the observer must not
+  /// call this RunWorkflowState (or a copy of it).
+  void set_observer(std::shared_ptr<Observer> observer) {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->events = std::move(observer);
     if (shared_->machine) shared_->machine->set_observer(shared_->events);
+  }
+  /// The old spelling of set_artifact_observer (a function or lambda taking an ArtifactEvent); kept for one release
+  /// (docs/api.md).
+  template <class F, std::enable_if_t<std::is_constructible_v<ArtifactObserver, F> &&
+                                          !std::is_convertible_v<F, std::shared_ptr<Observer>>,
+                                      int> = 0>
+  [[deprecated("use set_artifact_observer; set_observer now takes the event Observer")]] void set_observer(
+      F&& observer) {
+    set_artifact_observer(ArtifactObserver(std::forward<F>(observer)));
+  }
+  /// `set_observer(nullptr)` (or `{}`) used to clear the ArtifactObserver, and will clear the event Observer once
+  /// this overload is gone: for the release in between it clears both, with a warning. Say which one:
+  /// set_artifact_observer(nullptr) or set_observer(std::shared_ptr<Observer>()).
+  [[deprecated("ambiguous: use set_artifact_observer(nullptr) or set_observer(std::shared_ptr<cairn::Observer>())")]]
+  void set_observer(std::nullptr_t) {
+    set_artifact_observer(nullptr);
+    set_observer(std::shared_ptr<Observer>());
   }
 
  private:
