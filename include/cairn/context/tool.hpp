@@ -247,8 +247,8 @@ std::string input_hash(const nlohmann::json& inputs);
 /// the journal), the whole call's duration, bytes_in the resolved inputs' JSON text, bytes_out the stored outputs',
 /// items the outputs stored; a failed tool reports errc::generic and its reason, a throw the exception's code.
 [[nodiscard]]
-inline ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
-                               const ExecuteOptions& options);
+ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                        const ExecuteOptions& options);
 
 namespace detail {
 
@@ -256,9 +256,6 @@ ExecutionResult execute_unobserved(const ToolCall& call, ExecutionContext& ctx, 
                                    const ExecuteOptions& options, std::uint64_t* input_bytes);
 
 }  // namespace detail
-
-ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
-                        const ExecuteOptions& options);
 
 /// The same with only resolve options.
 [[nodiscard]]
