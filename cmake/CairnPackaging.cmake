@@ -9,7 +9,7 @@ configure_package_config_file(
   INSTALL_DESTINATION "${CAIRN_CONFIG_INSTALL_DIR}")
 # The version check compares the pointer size too as soon as a compiled part (a static library) is installed; the
 # header-only core fits any architecture.
-if(CAIRN_WITH_SQLITE OR CAIRN_WITH_POSTGRES OR CAIRN_WITH_YAML)
+if(CAIRN_WITH_COMPILED OR CAIRN_WITH_SQLITE OR CAIRN_WITH_POSTGRES OR CAIRN_WITH_YAML)
   set(_cairn_arch_independent "")
 else()
   set(_cairn_arch_independent ARCH_INDEPENDENT)

@@ -28,6 +28,18 @@
   }                         \
   }
 
+/// Compiled mode (docs/api.md, "Compiled mode"). Header-only, the default, every header includes the bodies of its
+/// functions (its `*-inl.hpp` file) and CAIRN_INLINE is `inline`. With CAIRN_COMPILED_LIB defined, as linking
+/// cairn::compiled does, the heavy headers only declare, and the bodies are compiled once into cairn::compiled with
+/// CAIRN_INLINE empty. One mode per program: every translation unit must agree. A moved virtual function is declared
+/// CAIRN_INLINE in its class too: header-only, the class then has no key function, as when the body was in the class,
+/// so its vtable (and every virtual body) is emitted only where the class is used, not in every includer.
+#ifdef CAIRN_COMPILED_LIB
+#define CAIRN_INLINE
+#else
+#define CAIRN_INLINE inline
+#endif
+
 CAIRN_BEGIN_NAMESPACE
 
 inline constexpr int version_major = CAIRN_VERSION_MAJOR;

@@ -39,7 +39,7 @@ execute_process(COMMAND "${CMAKE_COMMAND}" -S "${CONSUMERS}/find_package" -B "${
                 OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND "${CMAKE_COMMAND}" --build "${WORK}/core" OUTPUT_QUIET COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND "${WORK}/core/consumer" COMMAND_ERROR_IS_FATAL ANY)
-foreach(_part sqlite postgres yaml)
+foreach(_part compiled sqlite postgres yaml)
   string(TOUPPER "${_part}" _PART)
   execute_process(COMMAND "${CMAKE_COMMAND}" -S "${CONSUMERS}/find_package" -B "${WORK}/with-${_part}"
                           -G "${GENERATOR}" "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_PREFIX_PATH=${_prefix}"

@@ -52,79 +52,25 @@ struct ArtifactPart {
 using MessagePart = std::variant<TextPart, FilePart, DataPart, ArtifactPart>;
 
 namespace detail {
-inline const nlohmann::json& require_member(const nlohmann::json& j, const char* part, const char* key) {
-  if (!j.is_object()) throw parse_error(fmt::format("{}: expected a JSON object, got {}", part, j.type_name()));
-  const auto it = j.find(key);
-  if (it == j.end()) throw parse_error(fmt::format("{}: missing required member '{}'", part, key));
-  return *it;
-}
-inline std::string require_string(const nlohmann::json& j, const char* part, const char* key) {
-  const auto& v = require_member(j, part, key);
-  if (!v.is_string()) throw parse_error(fmt::format("{}.{}: expected a string, got {}", part, key, v.type_name()));
-  return v.get<std::string>();
-}
-inline std::optional<std::string> optional_string(const nlohmann::json& j, const char* part, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) {
-    throw parse_error(fmt::format("{}.{}: expected a string, got {}", part, key, it->type_name()));
-  }
-  return it->get<std::string>();
-}
+const nlohmann::json& require_member(const nlohmann::json& j, const char* part, const char* key);
+std::string require_string(const nlohmann::json& j, const char* part, const char* key);
+std::optional<std::string> optional_string(const nlohmann::json& j, const char* part, const char* key);
 }  // namespace detail
 
 inline void to_json(nlohmann::json& j, const TextPart& p) { j = {{"kind", "text"}, {"text", p.text}}; }
 inline void from_json(const nlohmann::json& j, TextPart& p) { p.text = detail::require_string(j, "TextPart", "text"); }
 
-inline void to_json(nlohmann::json& j, const FilePart& p) {
-  nlohmann::json file = nlohmann::json::object();
-  if (p.uri) file["uri"] = *p.uri;
-  if (p.bytes) file["bytes"] = *p.bytes;
-  if (p.mime_type) file["mimeType"] = *p.mime_type;
-  if (p.name) file["name"] = *p.name;
-  j = {{"kind", "file"}, {"file", std::move(file)}};
-}
-inline void from_json(const nlohmann::json& j, FilePart& p) {
-  const auto& file = detail::require_member(j, "FilePart", "file");
-  if (!file.is_object()) throw parse_error(fmt::format("FilePart.file: expected a JSON object, got {}", file.type_name()));
-  p.uri = detail::optional_string(file, "FilePart.file", "uri");
-  p.bytes = detail::optional_string(file, "FilePart.file", "bytes");
-  p.mime_type = detail::optional_string(file, "FilePart.file", "mimeType");
-  p.name = detail::optional_string(file, "FilePart.file", "name");
-  if (p.uri.has_value() == p.bytes.has_value()) {
-    throw parse_error("FilePart.file: needs exactly one of 'uri' and 'bytes'");
-  }
-}
+void to_json(nlohmann::json& j, const FilePart& p);
+void from_json(const nlohmann::json& j, FilePart& p);
 
 inline void to_json(nlohmann::json& j, const DataPart& p) { j = {{"kind", "data"}, {"data", p.data}}; }
-inline void from_json(const nlohmann::json& j, DataPart& p) {
-  const auto& data = detail::require_member(j, "DataPart", "data");
-  if (!data.is_object()) throw parse_error(fmt::format("DataPart.data: expected a JSON object, got {}", data.type_name()));
-  p.data = data;
-}
+void from_json(const nlohmann::json& j, DataPart& p);
 
-inline void to_json(nlohmann::json& j, const ArtifactPart& p) {
-  j = {{"kind", "artifact"}, {"artifact_id", p.artifact_id}};
-  if (p.title) j["title"] = *p.title;
-}
-inline void from_json(const nlohmann::json& j, ArtifactPart& p) {
-  p.artifact_id = detail::require_string(j, "ArtifactPart", "artifact_id");
-  // The id of a record: the same rules as ArtifactRecord ids (detail::identifier_problem).
-  if (std::string problem = detail::identifier_problem(p.artifact_id); !problem.empty()) {
-    throw parse_error(fmt::format("ArtifactPart.artifact_id: {}", problem));
-  }
-  p.title = detail::optional_string(j, "ArtifactPart", "title");
-}
+void to_json(nlohmann::json& j, const ArtifactPart& p);
+void from_json(const nlohmann::json& j, ArtifactPart& p);
 
 /// Reads any part by its `kind`. Throws cairn::parse_error naming the part and the member that is wrong.
-inline MessagePart message_part_from_json(const nlohmann::json& j) {
-  const std::string kind = detail::require_string(j, "MessagePart", "kind");
-  if (kind == "text") return j.get<TextPart>();
-  if (kind == "file") return j.get<FilePart>();
-  if (kind == "data") return j.get<DataPart>();
-  if (kind == "artifact") return j.get<ArtifactPart>();
-  throw parse_error(fmt::format("MessagePart.kind: unknown kind '{}' (expected text, file, data or artifact)", kind));
-}
+MessagePart message_part_from_json(const nlohmann::json& j);
 
 CAIRN_END_NAMESPACE
 
@@ -137,3 +83,7 @@ struct adl_serializer<cairn::MessagePart> {
   }
 };
 }  // namespace nlohmann
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/artifact/message_part-inl.hpp"
+#endif

@@ -34,14 +34,7 @@ CAIRN_BEGIN_NAMESPACE
 constexpr std::size_t max_artifact_name_length = 128;
 
 /// True when `name` is a valid artifact name.
-inline bool is_valid_artifact_name(std::string_view name) noexcept {
-  if (name.empty() || name.size() > max_artifact_name_length) return false;
-  if (!detail::is_ascii_alpha(name[0]) && name[0] != '_') return false;
-  for (char c : name) {
-    if (!detail::is_ascii_alpha(c) && !detail::is_ascii_digit(c) && c != '_' && c != '-') return false;
-  }
-  return true;
-}
+bool is_valid_artifact_name(std::string_view name) noexcept;
 
 /// A parsed `@name` or `@name#pointer`. Views into the string it was parsed from.
 struct Reference {
@@ -54,15 +47,7 @@ struct Reference {
 ///     parse_reference("@cfg#/port")  // {name "cfg", pointer "/port"}
 ///     parse_reference("bob@x.org")   // nullopt
 ///     parse_reference("@@cfg")       // nullopt: an escape, not a reference
-inline std::optional<Reference> parse_reference(std::string_view text) noexcept {
-  if (text.size() < 2 || text[0] != '@' || text[1] == '@') return std::nullopt;
-  const std::size_t hash = text.find('#');
-  const std::string_view name = text.substr(1, hash == std::string_view::npos ? std::string_view::npos : hash - 1);
-  if (!is_valid_artifact_name(name)) return std::nullopt;
-  Reference ref{name, std::nullopt};
-  if (hash != std::string_view::npos) ref.pointer = text.substr(hash + 1);
-  return ref;
-}
+std::optional<Reference> parse_reference(std::string_view text) noexcept;
 
 /// Limits of the walk over an input value.
 struct ResolveOptions {
@@ -86,9 +71,7 @@ struct ResolveBudget {
   std::unordered_map<const nlohmann::json*, std::size_t> sizes;
 };
 
-inline std::string where_text(const std::string& pointer) {
-  return pointer.empty() ? std::string("the top level") : excerpt(pointer, 500);
-}
+std::string where_text(const std::string& pointer);
 
 /// One container being walked: the source, the copy being built, and the child being visited.
 struct WalkFrame {
@@ -122,9 +105,7 @@ std::string walk_pointer(const std::vector<Frame>& frames) {
   return out;
 }
 
-inline limit_exceeded too_deep(int max_depth) {
-  return limit_exceeded(fmt::format("resolve: input nesting is deeper than the limit of {} levels", max_depth));
-}
+limit_exceeded too_deep(int max_depth);
 
 /// What one string stands for (itself, itself minus an escaping `@`, or an artifact's value). `lookup(name)`
 /// returns the artifact's value or null.
@@ -285,40 +266,7 @@ void resolve_in_place(nlohmann::json& out, Lookup& lookup, ResolveBudget& budget
 /// True when `value` nests containers more than `max_depth` deep. Iterative, and its stack holds one entry per
 /// level (not per pending sibling), so it stays small: a large allocation here would make glibc consolidate the
 /// free lists on every call.
-inline bool deeper_than(const nlohmann::json& value, int max_depth) {
-  struct Level {
-    const nlohmann::json* node;
-    std::size_t index;                                    // arrays: next element
-    nlohmann::json::object_t::const_iterator next, end;  // objects: next member
-  };
-  std::vector<Level> levels;
-  auto open = [&levels](const nlohmann::json& node) {
-    if (node.is_object()) {
-      const auto& obj = node.get_ref<const nlohmann::json::object_t&>();
-      levels.push_back(Level{&node, 0, obj.begin(), obj.end()});
-    } else {
-      levels.push_back(Level{&node, 0, {}, {}});
-    }
-  };
-  open(value);
-  while (!levels.empty()) {
-    Level& l = levels.back();
-    const nlohmann::json* child = nullptr;
-    if (l.node->is_object()) {
-      if (l.next != l.end) child = &(l.next++)->second;
-    } else {
-      const auto& arr = l.node->get_ref<const nlohmann::json::array_t&>();
-      if (l.index < arr.size()) child = &arr[l.index++];
-    }
-    if (!child) {
-      levels.pop_back();
-    } else if (child->is_structured()) {
-      if (static_cast<int>(levels.size()) >= max_depth) return true;
-      open(*child);
-    }
-  }
-  return false;
-}
+bool deeper_than(const nlohmann::json& value, int max_depth);
 
 /// Copies `inputs`, replacing every reference by `lookup(name)` (a `const nlohmann::json*`, null when absent).
 /// Nothing recurses deeper than the depth limit allows, and input deeper than the limit is rejected before any
@@ -350,31 +298,10 @@ nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const
 /// `options.max_depth`.
 ///
 ///     references({{"args", {"@server_file"}}, {"env", "@app_config#/env"}})  // {"server_file", "app_config"}
-inline std::vector<std::string> references(const nlohmann::json& inputs, const ResolveOptions& options = {}) {
-  std::vector<std::string> names;
-  std::unordered_set<std::string_view> seen;
-  std::vector<std::pair<const nlohmann::json*, int>> todo{{&inputs, 0}};
-  while (!todo.empty()) {
-    const auto [node, depth] = todo.back();
-    todo.pop_back();
-    if (node->is_string()) {
-      if (const auto ref = parse_reference(node->get_ref<const std::string&>())) {
-        if (seen.insert(ref->name).second) names.emplace_back(ref->name);
-      }
-      continue;
-    }
-    if (!node->is_structured()) continue;
-    if (depth >= options.max_depth) throw detail::too_deep(options.max_depth);
-    // Pushed in reverse so that the walk visits children in order.
-    if (node->is_object()) {
-      const auto& obj = node->get_ref<const nlohmann::json::object_t&>();
-      for (auto it = obj.rbegin(); it != obj.rend(); ++it) todo.emplace_back(&it->second, depth + 1);
-    } else {
-      const auto& arr = node->get_ref<const nlohmann::json::array_t&>();
-      for (auto it = arr.rbegin(); it != arr.rend(); ++it) todo.emplace_back(&*it, depth + 1);
-    }
-  }
-  return names;
-}
+std::vector<std::string> references(const nlohmann::json& inputs, const ResolveOptions& options = {});
 
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/context/resolve-inl.hpp"
+#endif

@@ -46,16 +46,7 @@ class RunWorkflowState {
 
   /// Throws cairn::invalid_argument for a null journal and what the journal throws for bad ids.
   RunWorkflowState(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id,
-                   std::filesystem::path workspace_root, RunOptions options = {})
-      : shared_(std::make_shared<Shared>()) {
-    if (!journal) throw invalid_argument("RunWorkflowState: journal must not be null");
-    shared_->journal = std::move(journal);
-    shared_->tenant_id = std::move(tenant_id);
-    shared_->run_id = std::move(run_id);
-    shared_->root = std::move(workspace_root);
-    shared_->options = options;
-    (void)shared_->journal->info(shared_->tenant_id, shared_->run_id);  // checks the ids now
-  }
+                   std::filesystem::path workspace_root, RunOptions options = {});
 
   const std::string& tenant_id() const noexcept { return shared_->tenant_id; }
   const std::string& run_id() const noexcept { return shared_->run_id; }
@@ -65,32 +56,7 @@ class RunWorkflowState {
   /// Starts `tmpl` in the run, unless the run holds a started workflow already: then that workflow (with the
   /// template it was started with) is left as it is and its status returned. Of two processes starting at once,
   /// one starts it and the other gets its status.
-  StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary = std::nullopt) const {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
-    Shared& s = *shared_;
-    for (std::size_t attempt = 1;; ++attempt) {
-      try {
-        if (!s.loaded) s.reload();
-        if (s.machine && s.machine->started()) return s.machine->status();
-        if (!s.machine) {
-          s.machine.emplace(tmpl, s.root);
-          s.machine->set_artifact_observer(s.observer);
-          s.machine->set_observer(s.events);
-        }
-        auto group = s.run->batch();  // the template and the start: one append
-        if (!s.machine->run()) s.machine->attach(*s.run);
-        auto status = s.machine->start(summary);
-        group.commit();
-        return status;
-      } catch (const conflict&) {
-        s.loaded = false;
-        if (attempt == max_attempts) throw;
-      } catch (...) {
-        s.loaded = false;  // whatever failed, the next call reads the run again
-        throw;
-      }
-    }
-  }
+  StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary = std::nullopt) const;
 
   /// Calls `f` on the run's machine and commits what it changed (one entry), retrying on top of another writer's
   /// change when one came first; returns what f returned. Throws cairn::state_error when the workflow is not
@@ -136,11 +102,7 @@ class RunWorkflowState {
 
   /// Sets the machines' ArtifactObserver: told of each newly registered artifact once its entry is committed (an
   /// empty one: none).
-  void set_artifact_observer(ArtifactObserver observer) {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
-    shared_->observer = std::move(observer);
-    if (shared_->machine) shared_->machine->set_artifact_observer(shared_->observer);
-  }
+  void set_artifact_observer(ArtifactObserver observer);
   /// Sets the machines' event observer (docs/observe.md), as WorkflowMachine::set_observer and
   /// StateFile::set_observer do (an empty shared_ptr: none): workflow_transition events for start, advance,
   /// set_tasks and fail, and artifact_registered events once committed. A change retried after a conflict reports
@@ -203,3 +165,7 @@ class RunWorkflowState {
 };
 
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/workflow/run_state-inl.hpp"
+#endif

@@ -63,23 +63,12 @@ class Fd {
   int close() noexcept { return ::close(std::exchange(fd_, -1)); }
 
  private:
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+  void reset() noexcept;
   int fd_;
 };
 
 /// What a file that is not a regular file is, for error messages.
-inline const char* file_kind(mode_t mode) noexcept {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
+const char* file_kind(mode_t mode) noexcept;
 
 /// A seam for tests only: when set, it is called instead of fsync(2) on the folder after the rename of a save (a
 /// test makes it fail to see how a save reports a folder fsync that fails after the new state is in place).
@@ -95,40 +84,11 @@ class FileLock {
  public:
   static constexpr int max_attempts = 100;
 
-  explicit FileLock(std::filesystem::path path) : path_(std::move(path)) {
-    for (int attempt = 0; attempt < max_attempts; ++attempt) {
-      fd_ = Fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
-      if (fd_.get() < 0) {
-        const int err = errno;
-        struct stat st {};
-        if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse(st.st_mode);
-        throw storage_error(fmt::format("cannot open lock file '{}': {}", path_.string(), errno_text(err)));
-      }
-      struct stat st {};
-      if (::fstat(fd_.get(), &st) != 0) {
-        throw storage_error(fmt::format("cannot stat lock file '{}': {}", path_.string(), errno_text(errno)));
-      }
-      if (!S_ISREG(st.st_mode)) refuse(st.st_mode);
-      while (::flock(fd_.get(), LOCK_EX) != 0) {
-        if (errno != EINTR) {
-          throw storage_error(fmt::format("cannot lock '{}': {}", path_.string(), errno_text(errno)));
-        }
-      }
-      if (held()) return;
-      // The file was removed or replaced while we waited: lock whatever is at the path now.
-    }
-    throw storage_error(fmt::format("cannot lock '{}': the lock file was replaced {} times in a row while waiting",
-                                    path_.string(), max_attempts));
-  }
+  explicit FileLock(std::filesystem::path path);
   // Closing the descriptor releases the lock.
 
   /// True while the locked file is still the one at the lock path (nobody removed or replaced it).
-  bool held() const noexcept {
-    struct stat mine {};
-    struct stat there {};
-    return ::fstat(fd_.get(), &mine) == 0 && ::lstat(path_.c_str(), &there) == 0 && mine.st_dev == there.st_dev &&
-           mine.st_ino == there.st_ino;
-  }
+  bool held() const noexcept;
 
   const std::filesystem::path& path() const noexcept { return path_; }
 
@@ -186,69 +146,12 @@ class StateFile {
   /// cairn::state_error naming the file and the problem; nothing is reset. So does anything at the path that is not
   /// a regular file (a symlink is not followed, a FIFO is not waited on). Takes no lock: saves are atomic renames,
   /// so a reader always sees a whole file.
-  std::optional<WorkflowMachine> load() const {
-    detail::workflow_io::Fd fd(open_for_reading());
-    if (fd.get() < 0) {
-      const int err = errno;
-      if (err == ENOENT) return std::nullopt;
-      struct stat lst {};
-      if (::lstat(path_.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode)) refuse_kind(lst.st_mode);
-      throw storage_error(fmt::format("cannot open workflow state file '{}': {}", path_.string(),
-                                      detail::workflow_io::errno_text(err)));
-    }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) {
-      throw storage_error(fmt::format("cannot stat '{}': {}", path_.string(), detail::workflow_io::errno_text(errno)));
-    }
-    if (!S_ISREG(st.st_mode)) refuse_kind(st.st_mode);
-    if (static_cast<std::size_t>(st.st_size) > limits_.max_bytes) {
-      throw state_error(fmt::format("workflow state file '{}' is {} bytes, more than the limit of {} bytes",
-                                    path_.string(), st.st_size, limits_.max_bytes));
-    }
-    std::string text;
-    char buf[65536];
-    for (;;) {
-      const ssize_t got = ::read(fd.get(), buf, sizeof buf);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        throw storage_error(fmt::format("cannot read '{}': {}", path_.string(), detail::workflow_io::errno_text(errno)));
-      }
-      if (got == 0) break;
-      text.append(buf, static_cast<std::size_t>(got));
-      if (text.size() > limits_.max_bytes) {
-        throw state_error(fmt::format("workflow state file '{}' is larger than the limit of {} bytes",
-                                      path_.string(), limits_.max_bytes));
-      }
-    }
-    const std::string what = fmt::format("workflow state file '{}'", path_.string());
-    nlohmann::json j;
-    try {
-      j = detail::parse_json(text, limits_, what);
-    } catch (const parse_error& e) {
-      throw state_error(fmt::format("{} (the file is corrupt; it was left as it is)", e.what()));
-    } catch (const limit_exceeded& e) {
-      throw state_error(e.what());
-    }
-    if (j.is_object()) {
-      const auto v = j.find("format_version");
-      if (v != j.end() && (!v->is_number_integer() || v->get<long long>() != format_version)) {
-        throw state_error(fmt::format("{}: format_version {} is not supported (this cairn reads {})", what,
-                                      v->dump(), format_version));
-      }
-    }
-    auto machine = WorkflowMachine::from_json(j, root_, what);
-    machine.set_state_file_name(file_name_);
-    machine.set_observer(observer_);
-    return machine;
-  }
+  std::optional<WorkflowMachine> load() const;
 
   /// Saves `machine` atomically, under the lock. Throws cairn::storage_error on an I/O failure and
   /// cairn::limit_exceeded for a state larger or deeper than loading accepts (the previous file is then untouched),
   /// and cairn::state_error for a machine that is not started.
-  void save(const WorkflowMachine& machine) const {
-    detail::workflow_io::FileLock lock(lock_path_);
-    write(machine, lock);
-  }
+  void save(const WorkflowMachine& machine) const;
 
   /// Load-modify-save under the lock: loads the machine (cairn::state_error when the workflow is not started),
   /// calls `f(machine)`, saves, and returns what f returned. When f throws, or the save fails, nothing is saved:
@@ -283,31 +186,11 @@ class StateFile {
 
   /// Starts `tmpl` and saves it, unless a state file exists: then the saved workflow (with the template it was
   /// started with) is left as it is and its status returned.
-  StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary = std::nullopt) const {
-    detail::workflow_io::FileLock lock(lock_path_);
-    if (auto existing = load()) return existing->status();
-    WorkflowMachine machine(tmpl, root_);
-    machine.set_state_file_name(file_name_);
-    machine.set_observer(observer_);
-    auto status = machine.start(summary);
-    write(machine, lock);
-    return status;
-  }
+  StatusReport start(const WorkflowTemplate& tmpl, const std::optional<std::string>& summary = std::nullopt) const;
 
   /// True for a name save() gives its temp files: `<file>.tmp-` and 16 lowercase hex digits (or the fixed
   /// `<file>.tmp` of older versions).
-  bool is_temp_name(std::string_view name) const {
-    const std::string base = path_.filename().string() + ".tmp";
-    if (name == base) return true;
-    if (name.size() != base.size() + 1 + temp_suffix_length || name.substr(0, base.size()) != base ||
-        name[base.size()] != '-') {
-      return false;
-    }
-    for (char c : name.substr(base.size() + 1)) {
-      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    }
-    return true;
-  }
+  bool is_temp_name(std::string_view name) const;
 
  private:
   static constexpr std::size_t temp_suffix_length = 16;
@@ -321,110 +204,17 @@ class StateFile {
   // Reading a file written after its last access updates its atime (relatime), which dirties the inode and makes
   // the next save's fsync commit more; O_NOATIME avoids that where the kernel allows it (the file's owner).
   // O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: opening a FIFO does not wait for a writer.
-  int open_for_reading() const {
-    constexpr int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-#ifdef O_NOATIME
-    const int fd = ::open(path_.c_str(), flags | O_NOATIME);
-    if (fd >= 0 || errno != EPERM) return fd;
-#endif
-    return ::open(path_.c_str(), flags);
-  }
+  int open_for_reading() const;
 
-  static std::string random_suffix() {
-    std::random_device rd;
-    const std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(rd());
-    return fmt::format("{:016x}", v);
-  }
+  static std::string random_suffix();
 
   /// Removes temp files a killed writer left. The caller holds the lock, so no live save of this state file owns
   /// one; only names save() makes are touched, and unlinkat never follows a symlink.
-  void remove_stale_temps(int dir_fd) const {
-    const int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-    if (dup_fd < 0) return;
-    DIR* dir = ::fdopendir(dup_fd);
-    if (!dir) {
-      ::close(dup_fd);
-      return;
-    }
-    std::vector<std::string> stale;
-    while (const dirent* e = ::readdir(dir)) {
-      if (is_temp_name(e->d_name)) stale.emplace_back(e->d_name);
-    }
-    ::closedir(dir);
-    for (const auto& name : stale) ::unlinkat(dir_fd, name.c_str(), 0);
-  }
+  void remove_stale_temps(int dir_fd) const;
 
   // The caller holds `lock`. Everything before the rename leaves the state file as it was and throws; once the
   // rename succeeded the save has happened, and nothing after it throws.
-  void write(const WorkflowMachine& machine, const detail::workflow_io::FileLock& lock) const {
-    nlohmann::json j = machine.to_json();
-    j["format_version"] = format_version;
-    // Invalid UTF-8 in an output becomes U+FFFD rather than an exception after the work was done.
-    const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    // What was saved must load: a state past the load limits would lock the workflow out for good.
-    if (text.size() > limits_.max_bytes) {
-      throw limit_exceeded(fmt::format("saving workflow state file '{}': the new state is {} bytes, more than the "
-                                       "limit of {} bytes that loading accepts; nothing was saved",
-                                       path_.string(), text.size(), limits_.max_bytes));
-    }
-    if (const int depth = detail::json_depth(j, limits_.max_depth); depth > limits_.max_depth) {
-      throw limit_exceeded(fmt::format("saving workflow state file '{}': the new state nests JSON deeper than the "
-                                       "limit of {} levels that loading accepts; nothing was saved",
-                                       path_.string(), limits_.max_depth));
-    }
-    const std::filesystem::path folder = path_.parent_path();
-    const std::string base = path_.filename().string();
-    detail::workflow_io::Fd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir.get() < 0) io_failure("open of the folder", errno);
-    remove_stale_temps(dir.get());
-
-    std::string tmp;
-    detail::workflow_io::Fd fd;
-    for (int attempt = 0; fd.get() < 0; ++attempt) {
-      tmp = base + ".tmp-" + random_suffix();
-      fd = detail::workflow_io::Fd(
-          ::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-      if (fd.get() < 0 && (errno != EEXIST || attempt >= 16)) io_failure("open of a temp file", errno);
-    }
-    auto fail = [&](const char* op) {
-      const int err = errno;
-      ::unlinkat(dir.get(), tmp.c_str(), 0);
-      io_failure(op, err);
-    };
-    const char* p = text.data();
-    std::size_t left = text.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd.get(), p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("write");
-      }
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd.get()) != 0) fail("fsync");
-    if (fd.close() != 0) fail("close");
-    // A lock file removed or replaced while we held it means another writer may hold a lock too: do not commit.
-    if (!lock.held()) {
-      ::unlinkat(dir.get(), tmp.c_str(), 0);
-      throw storage_error(fmt::format("saving workflow state file '{}': the lock file '{}' was removed or replaced "
-                                      "while this save held it, so another writer may be at work; nothing was saved",
-                                      path_.string(), lock_path_.string()));
-    }
-    if (::renameat(dir.get(), tmp.c_str(), dir.get(), base.c_str()) != 0) fail("rename");
-    // Committed: the new state is in place. A failing folder fsync is retried on EINTR and otherwise told to the
-    // sync failure handler; reporting it as a failed save would make a caller apply the same change twice.
-    int rc = 0;
-    do {
-      rc = detail::workflow_io::folder_fsync_for_tests ? detail::workflow_io::folder_fsync_for_tests(dir.get())
-                                                      : ::fsync(dir.get());
-    } while (rc != 0 && errno == EINTR);
-    if (rc != 0 && on_sync_failure_) {
-      on_sync_failure_(fmt::format("saving workflow state file '{}': the new state is in place, but fsync of the "
-                                   "folder '{}' failed: {}; it is not sure to survive a power cut until the next save",
-                                   path_.string(), folder.string(), detail::workflow_io::errno_text(errno)));
-    }
-  }
+  void write(const WorkflowMachine& machine, const detail::workflow_io::FileLock& lock) const;
 
   [[noreturn]] void io_failure(const char* op, int err) const {
     throw storage_error(fmt::format("saving workflow state file '{}': {} failed: {}", path_.string(), op,
@@ -441,3 +231,7 @@ class StateFile {
 };
 
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/workflow/state_file-inl.hpp"
+#endif

@@ -16,6 +16,11 @@ int main() {
     std::cerr << "round trip failed\n";
     return 1;
   }
+  // A body that compiled mode (cairn::compiled, CAIRN_COMPILED_LIB) takes out of the headers: it must link either way.
+  if (!cairn::goal_observer([](const cairn::GoalTransition&) {})) {
+    std::cerr << "goal_observer returned nothing\n";
+    return 1;
+  }
   std::cout << "consumer OK: cairn " << cairn::version_string() << ", artifact " << fetched->id() << "\n";
   return 0;
 }

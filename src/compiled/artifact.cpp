@@ -1,0 +1,3 @@
+// cairn::compiled: the bodies of cairn/artifact/ (its *-inl.hpp files), compiled once (docs/api.md, "Compiled mode").
+#include "cairn/artifact/a2a-inl.hpp"
+#include "cairn/artifact/message_part-inl.hpp"
