@@ -4,7 +4,6 @@
 #include <sqlite3.h>
 
 #include <array>
-#include <charconv>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -13,6 +12,7 @@
 
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
+#include "../common/sqlite_connection.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace {
@@ -64,8 +64,6 @@ ALTER TABLE cairn_runs DROP COLUMN updated_at;
 };
 
 enum Stmt : std::size_t {
-  begin_immediate,
-  commit,
   run_end,
   run_insert,
   run_head,
@@ -84,8 +82,6 @@ enum Stmt : std::size_t {
 
 const char* statement_sql(Stmt s) {
   switch (s) {
-    case begin_immediate: return "BEGIN IMMEDIATE";
-    case commit: return "COMMIT";
     case run_end:
       // Where the run ends: its newest own entry, or its fork point when it has none yet.
       return "SELECT fork_seq, (SELECT seq FROM cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2 "
@@ -176,199 +172,24 @@ std::string dump_data(const nlohmann::json& data, const JsonLimits& limits, cons
 }  // namespace
 
 struct SqliteRunJournal::Impl {
-  // One open database handle with its prepared statements. Used by one thread at a time (the pool sees to it).
-  struct Connection {
-    Impl* owner;
-    sqlite3* db = nullptr;
-    std::array<sqlite3_stmt*, statement_count> stmts{};
+  using Connection = detail::SqliteConnection<statement_count>;
+  using Query = detail::SqliteQuery<Connection>;
+  using WriteTransaction = detail::SqliteWriteTransaction<Connection>;
 
-    explicit Connection(Impl* o) : owner(o) {
-      const int rc = sqlite3_open_v2(owner->path.c_str(), &db,
-                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-      if (rc != SQLITE_OK) {
-        const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-        sqlite3_close_v2(db);
-        throw storage_error(fmt::format("{}: cannot open the database: {}", owner->where, msg));
-      }
-      sqlite3_extended_result_codes(db, 1);
-      sqlite3_busy_timeout(db, owner->options.busy_timeout_ms);
-      try {
-        // Switching to WAL needs a moment of exclusive access; the busy timeout covers a concurrent opener.
-        std::string mode;
-        query_text("PRAGMA journal_mode = WAL", mode);
-        if (mode != "wal") {
-          throw storage_error(fmt::format("{}: cannot switch the database to WAL mode (journal_mode is '{}')",
-                                          owner->where, mode));
-        }
-        exec(owner->options.synchronous == SqliteJournalOptions::Synchronous::full ? "PRAGMA synchronous = FULL"
-                                                                                   : "PRAGMA synchronous = NORMAL");
-      } catch (...) {
-        sqlite3_close_v2(db);
-        throw;
-      }
-    }
-    ~Connection() {
-      for (auto* s : stmts) sqlite3_finalize(s);
-      sqlite3_close_v2(db);
-    }
-    Connection(const Connection&) = delete;
-    Connection& operator=(const Connection&) = delete;
-
-    [[noreturn]] void fail(const char* what) const {
-      throw storage_error(fmt::format("{}: {}: {}", owner->where, what, sqlite3_errmsg(db)));
-    }
-
-    void exec(const char* sql) {
-      if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(sql);
-    }
-
-    // Runs a one-row, one-column statement; false when it returned no row.
-    bool query_text(const char* sql, std::string& out) {
-      sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) fail(sql);
-      const int rc = sqlite3_step(st);
-      if (rc == SQLITE_ROW) {
-        const auto* text = sqlite3_column_text(st, 0);
-        out = text ? reinterpret_cast<const char*>(text) : "";
-      }
-      sqlite3_finalize(st);
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(sql);
-      return rc == SQLITE_ROW;
-    }
-
-    sqlite3_stmt* statement(Stmt s) {
-      if (!stmts[s]) {
-        if (sqlite3_prepare_v3(db, statement_sql(s), -1, SQLITE_PREPARE_PERSISTENT, &stmts[s], nullptr) !=
-            SQLITE_OK) {
-          fail("preparing a statement");
-        }
-      }
-      return stmts[s];
-    }
-  };
-
-  // A cached statement in use: bound, stepped, and reset (bindings cleared) on every way out.
-  class Query {
-   public:
-    Query(Connection& c, Stmt s) : conn_(c), st_(c.statement(s)) {}
-    ~Query() {
-      sqlite3_reset(st_);
-      sqlite3_clear_bindings(st_);
-    }
-    Query(const Query&) = delete;
-    Query& operator=(const Query&) = delete;
-
-    Query& bind(int i, std::string_view v) {
-      check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
-      return *this;
-    }
-    Query& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
-    Query& bind(int i, const std::optional<std::string>& v) {
-      if (v) return bind(i, std::string_view(*v));
-      check(sqlite3_bind_null(st_, i));
-      return *this;
-    }
-    Query& bind(int i, std::int64_t v) {
-      check(sqlite3_bind_int64(st_, i, v));
-      return *this;
-    }
-
-    /// True while rows come; false when done.
-    bool step() {
-      const int rc = sqlite3_step(st_);
-      if (rc == SQLITE_ROW) return true;
-      if (rc == SQLITE_DONE) return false;
-      conn_.fail("running a statement");
-    }
-    void run() {
-      while (step()) {
-      }
-    }
-
-    int type(int col) const { return sqlite3_column_type(st_, col); }
-    std::int64_t int64(int col) const { return sqlite3_column_int64(st_, col); }
-    std::string_view text(int col) const {
-      const auto* p = sqlite3_column_text(st_, col);
-      const int n = sqlite3_column_bytes(st_, col);
-      return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n))
-               : std::string_view();
-    }
-
-   private:
-    void check(int rc) {
-      if (rc != SQLITE_OK) conn_.fail("binding a parameter");
-    }
-    Connection& conn_;
-    sqlite3_stmt* st_;
-  };
-
-  // BEGIN IMMEDIATE takes the write lock up front, so what the transaction reads (a run's last seq, its forks)
-  // cannot go stale before it writes.
-  class WriteTransaction {
-   public:
-    explicit WriteTransaction(Connection& c) : conn_(c) { Query(c, begin_immediate).run(); }
-    ~WriteTransaction() {
-      if (!done_) sqlite3_exec(conn_.db, "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-    WriteTransaction(const WriteTransaction&) = delete;
-    WriteTransaction& operator=(const WriteTransaction&) = delete;
-    void commit() {
-      Query(conn_, Stmt::commit).run();
-      done_ = true;
-    }
-
-   private:
-    Connection& conn_;
-    bool done_ = false;
-  };
+  static constexpr detail::SqliteSchema schema{"cairn_run_schema", SqliteRunJournal::schema_version,
+                                               migrations.data(), "the database's runs have"};
 
   Impl(std::string p, SqliteJournalOptions o)
       : path(std::move(p)),
         options(std::move(o)),
         where(fmt::format("sqlite journal '{}'", detail::excerpt(path, 200))),
-        pool(options.max_connections, [this] { return std::make_unique<Connection>(this); }) {}
+        pool(options.max_connections, [this] { return open(); }) {}
 
-  void migrate(Connection& c) {
-    // The common case (an up-to-date file) reads the version without taking the write lock.
-    if (read_schema_version(c) == SqliteRunJournal::schema_version) return;
-    c.exec("BEGIN IMMEDIATE");
-    try {
-      c.exec("CREATE TABLE IF NOT EXISTS cairn_run_schema (version INTEGER NOT NULL)");
-      int version = read_schema_version(c);  // again: another process may have migrated meanwhile
-      if (version < 0) {
-        c.exec("INSERT INTO cairn_run_schema (version) VALUES (0)");
-        version = 0;
-      }
-      if (version > SqliteRunJournal::schema_version) {
-        throw storage_error(fmt::format(
-            "{}: the database's runs have schema version {}, newer than the version {} this cairn knows; "
-            "open it with a newer cairn",
-            where, version, SqliteRunJournal::schema_version));
-      }
-      for (int v = version; v < SqliteRunJournal::schema_version; ++v) c.exec(migrations[static_cast<std::size_t>(v)]);
-      c.exec(fmt::format("UPDATE cairn_run_schema SET version = {}", SqliteRunJournal::schema_version).c_str());
-      c.exec("COMMIT");
-    } catch (...) {
-      sqlite3_exec(c.db, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
-  }
-
-  // -1 when the file has no run schema yet.
-  int read_schema_version(Connection& c) {
-    std::string out;
-    if (!c.query_text("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cairn_run_schema'", out)) {
-      return -1;
-    }
-    if (!c.query_text("SELECT max(version) FROM cairn_run_schema", out) || out.empty()) return -1;
-    int version = -1;
-    const auto r = std::from_chars(out.data(), out.data() + out.size(), version);
-    if (r.ec != std::errc() || r.ptr != out.data() + out.size() || version < 0) {
-      throw storage_error(fmt::format("{}: cairn_run_schema holds version '{}', which is not a schema version; "
-                                      "the file was changed by something other than cairn",
-                                      where, excerpt(out)));
-    }
-    return version;
+  std::unique_ptr<Connection> open() const {
+    return std::make_unique<Connection>(
+        detail::SqliteOpen{path, where, options.busy_timeout_ms,
+                           options.synchronous == SqliteJournalOptions::Synchronous::full},
+        [](std::size_t s) { return std::string(statement_sql(static_cast<Stmt>(s))); });
   }
 
   [[noreturn]] void damaged_run(const std::string& tenant_id, const std::string& run_id, const char* what) const {
@@ -424,8 +245,8 @@ SqliteRunJournal::SqliteRunJournal(std::string path, SqliteJournalOptions option
         fmt::format("sqlite journal: busy_timeout_ms must not be negative (got {})", options.busy_timeout_ms));
   }
   impl_ = std::make_unique<Impl>(std::move(path), std::move(options));
-  auto first = std::make_unique<Impl::Connection>(impl_.get());
-  impl_->migrate(*first);
+  auto first = impl_->open();
+  detail::sqlite_migrate(*first, Impl::schema);
   impl_->pool.adopt(std::move(first));
 }
 
@@ -584,7 +405,7 @@ bool SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string
   }
   // The run row goes only if it is still idle (sweep); its entries go with it in the same transaction.
   Impl::Query(*conn, run_delete).bind(1, tenant_id).bind(2, run_id).bind(3, updated_before).run();
-  if (sqlite3_changes(conn->db) == 0) return false;
+  if (sqlite3_changes(conn->db()) == 0) return false;
   Impl::Query(*conn, entries_delete).bind(1, tenant_id).bind(2, run_id).run();
   tx.commit();
   return true;
@@ -613,7 +434,7 @@ std::size_t SqliteRunJournal::do_prune(const std::string& tenant_id, const std::
     }
   }
   Impl::Query(*conn, entries_prune).bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(keep_from)).run();
-  const auto gone = static_cast<std::size_t>(sqlite3_changes(conn->db));
+  const auto gone = static_cast<std::size_t>(sqlite3_changes(conn->db()));
   Impl::Query(*conn, run_keep).bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(keep_from)).run();
   tx.commit();
   return gone;

@@ -4,7 +4,6 @@
 #include <sqlite3.h>
 
 #include <array>
-#include <charconv>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -14,6 +13,7 @@
 
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
+#include "../common/sqlite_connection.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace {
@@ -57,9 +57,6 @@ constexpr const char* record_columns =
     "schema_url, created_by, created_at, metadata";
 
 enum Stmt : std::size_t {
-  begin_immediate,
-  commit,
-  rollback,
   head_latest,
   head_insert,
   head_update,
@@ -86,9 +83,6 @@ std::string statement_sql(Stmt s) {
       "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, a.storage_url, "
       "a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, a.metadata");
   switch (s) {
-    case begin_immediate: return "BEGIN IMMEDIATE";
-    case commit: return "COMMIT";
-    case rollback: return "ROLLBACK";
     case head_latest: return "SELECT latest FROM cairn_heads WHERE tenant_id = ?1 AND id = ?2";
     case head_insert:
       return "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by) VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -128,229 +122,45 @@ std::optional<std::string> prefix_upper_bound(std::string prefix) {
 }  // namespace
 
 struct SqliteArtifactStore::Impl {
-  // One open database handle with its prepared statements. Used by one thread at a time (the pool sees to it).
-  struct Connection {
-    Impl* owner;
-    sqlite3* db = nullptr;
-    std::array<sqlite3_stmt*, statement_count> stmts{};
+  using Connection = detail::SqliteConnection<statement_count>;
+  using Query = detail::SqliteQuery<Connection>;
+  using WriteTransaction = detail::SqliteWriteTransaction<Connection>;
 
-    explicit Connection(Impl* o) : owner(o) {
-      const int rc = sqlite3_open_v2(owner->path.c_str(), &db,
-                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-      if (rc != SQLITE_OK) {
-        const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-        sqlite3_close_v2(db);
-        throw storage_error(fmt::format("{}: cannot open the database: {}", owner->where, msg));
-      }
-      sqlite3_extended_result_codes(db, 1);
-      sqlite3_busy_timeout(db, owner->options.busy_timeout_ms);
-      try {
-        // Switching to WAL needs a moment of exclusive access; the busy timeout covers a concurrent opener.
-        std::string mode;
-        query_text("PRAGMA journal_mode = WAL", mode);
-        if (mode != "wal") {
-          throw storage_error(fmt::format("{}: cannot switch the database to WAL mode (journal_mode is '{}')",
-                                          owner->where, mode));
-        }
-        exec(owner->options.synchronous == SqliteOptions::Synchronous::full ? "PRAGMA synchronous = FULL"
-                                                                           : "PRAGMA synchronous = NORMAL");
-      } catch (...) {
-        sqlite3_close_v2(db);
-        throw;
-      }
-    }
-    ~Connection() {
-      for (auto* s : stmts) sqlite3_finalize(s);
-      sqlite3_close_v2(db);
-    }
-    Connection(const Connection&) = delete;
-    Connection& operator=(const Connection&) = delete;
-
-    [[noreturn]] void fail(const char* what) const {
-      throw storage_error(fmt::format("{}: {}: {}", owner->where, what, sqlite3_errmsg(db)));
-    }
-
-    void exec(const char* sql) {
-      if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(sql);
-    }
-
-    // Runs a one-row, one-column statement; false when it returned no row.
-    bool query_text(const char* sql, std::string& out) {
-      sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) fail(sql);
-      const int rc = sqlite3_step(st);
-      if (rc == SQLITE_ROW) {
-        const auto* text = sqlite3_column_text(st, 0);
-        out = text ? reinterpret_cast<const char*>(text) : "";
-      }
-      sqlite3_finalize(st);
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(sql);
-      return rc == SQLITE_ROW;
-    }
-
-    sqlite3_stmt* statement(Stmt s) {
-      if (!stmts[s]) {
-        const std::string sql = statement_sql(s);
-        if (sqlite3_prepare_v3(db, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmts[s],
-                               nullptr) != SQLITE_OK) {
-          fail("preparing a statement");
-        }
-      }
-      return stmts[s];
-    }
-  };
-
-  // A cached statement in use: bound, stepped, and reset (bindings cleared) on every way out.
-  class Query {
-   public:
-    Query(Connection& c, Stmt s) : conn_(c), st_(c.statement(s)) {}
-    ~Query() {
-      sqlite3_reset(st_);
-      sqlite3_clear_bindings(st_);
-    }
-    Query(const Query&) = delete;
-    Query& operator=(const Query&) = delete;
-
-    Query& bind(int i, std::string_view v) {
-      check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
-      return *this;
-    }
-    Query& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
-    Query& bind(int i, const std::optional<std::string>& v) {
-      if (v) return bind(i, std::string_view(*v));
-      check(sqlite3_bind_null(st_, i));
-      return *this;
-    }
-    Query& bind(int i, std::int64_t v) {
-      check(sqlite3_bind_int64(st_, i, v));
-      return *this;
-    }
-    Query& bind_null(int i) {
-      check(sqlite3_bind_null(st_, i));
-      return *this;
-    }
-
-    /// True while rows come; false when done.
-    bool step() {
-      const int rc = sqlite3_step(st_);
-      if (rc == SQLITE_ROW) return true;
-      if (rc == SQLITE_DONE) return false;
-      conn_.fail("running a statement");
-    }
-    void run() {
-      while (step()) {
-      }
-    }
-
-    std::int64_t int64(int col) const { return sqlite3_column_int64(st_, col); }
-    bool is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
-    std::string_view text(int col) const {
-      const auto* p = sqlite3_column_text(st_, col);
-      const int n = sqlite3_column_bytes(st_, col);
-      return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n))
-               : std::string_view();
-    }
-    std::optional<std::string_view> maybe_text(int col) const {
-      if (is_null(col)) return std::nullopt;
-      return text(col);
-    }
-
-    // The record in the current row (columns in `record_columns` order).
-    ArtifactPtr record(const Impl& impl) const {
-      detail::RecordRow row;
-      row.tenant_id = text(0);
-      row.id = text(1);
-      row.version = int64(2);
-      row.type = text(3);
-      row.title = text(4);
-      row.description = text(5);
-      row.purpose = text(6);
-      row.value = maybe_text(7);
-      row.storage_url = maybe_text(8);
-      row.mime_type = maybe_text(9);
-      if (!is_null(10)) row.size_bytes = int64(10);
-      row.schema_url = maybe_text(11);
-      row.created_by = maybe_text(12);
-      row.created_at = int64(13);
-      row.metadata = text(14);
-      return detail::decode_row(row, impl.options.json_limits, impl.where);
-    }
-
-   private:
-    void check(int rc) {
-      if (rc != SQLITE_OK) conn_.fail("binding a parameter");
-    }
-    Connection& conn_;
-    sqlite3_stmt* st_;
-  };
-
-  // BEGIN IMMEDIATE takes the write lock up front, so the version read inside cannot go stale before the insert
-  // (a deferred transaction could read, then fail to upgrade with SQLITE_BUSY_SNAPSHOT).
-  class WriteTransaction {
-   public:
-    explicit WriteTransaction(Connection& c) : conn_(c) { Query(c, begin_immediate).run(); }
-    ~WriteTransaction() {
-      if (!done_) sqlite3_exec(conn_.db, "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-    WriteTransaction(const WriteTransaction&) = delete;
-    WriteTransaction& operator=(const WriteTransaction&) = delete;
-    void commit() {
-      Query(conn_, Stmt::commit).run();
-      done_ = true;
-    }
-
-   private:
-    Connection& conn_;
-    bool done_ = false;
-  };
+  static constexpr detail::SqliteSchema schema{"cairn_schema", SqliteArtifactStore::schema_version,
+                                               migrations.data(), "the database has"};
 
   Impl(std::string p, SqliteOptions o)
       : path(std::move(p)),
         options(o),
         where(fmt::format("sqlite store '{}'", detail::excerpt(path, 200))),
-        pool(o.max_connections, [this] { return std::make_unique<Connection>(this); }) {}
+        pool(o.max_connections, [this] { return open(); }) {}
 
-  void migrate(Connection& c) {
-    // The common case (an up-to-date file) reads the version without taking the write lock.
-    if (read_schema_version(c) == SqliteArtifactStore::schema_version) return;
-    c.exec("BEGIN IMMEDIATE");
-    try {
-      c.exec("CREATE TABLE IF NOT EXISTS cairn_schema (version INTEGER NOT NULL)");
-      int version = read_schema_version(c);  // again: another process may have migrated meanwhile
-      if (version < 0) {
-        c.exec("INSERT INTO cairn_schema (version) VALUES (0)");
-        version = 0;
-      }
-      if (version > SqliteArtifactStore::schema_version) {
-        throw storage_error(fmt::format(
-            "{}: the database has schema version {}, newer than the version {} this cairn knows; "
-            "open it with a newer cairn",
-            where, version, SqliteArtifactStore::schema_version));
-      }
-      for (int v = version; v < SqliteArtifactStore::schema_version; ++v) c.exec(migrations[v]);
-      c.exec(fmt::format("UPDATE cairn_schema SET version = {}", SqliteArtifactStore::schema_version).c_str());
-      c.exec("COMMIT");
-    } catch (...) {
-      sqlite3_exec(c.db, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
-    }
+  std::unique_ptr<Connection> open() const {
+    return std::make_unique<Connection>(
+        detail::SqliteOpen{path, where, options.busy_timeout_ms,
+                           options.synchronous == SqliteOptions::Synchronous::full},
+        [](std::size_t s) { return statement_sql(static_cast<Stmt>(s)); });
   }
 
-  // -1 when the file has no cairn schema yet.
-  int read_schema_version(Connection& c) {
-    std::string out;
-    if (!c.query_text("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cairn_schema'", out)) {
-      return -1;
-    }
-    if (!c.query_text("SELECT max(version) FROM cairn_schema", out) || out.empty()) return -1;
-    int version = -1;
-    const auto r = std::from_chars(out.data(), out.data() + out.size(), version);
-    if (r.ec != std::errc() || r.ptr != out.data() + out.size() || version < 0) {
-      throw storage_error(fmt::format("{}: cairn_schema holds version '{}', which is not a schema version; "
-                                      "the file was changed by something other than cairn",
-                                      where, out));
-    }
-    return version;
+  // The record in the current row of `q` (columns in `record_columns` order).
+  ArtifactPtr record(const Query& q) const {
+    detail::RecordRow row;
+    row.tenant_id = q.text(0);
+    row.id = q.text(1);
+    row.version = q.int64(2);
+    row.type = q.text(3);
+    row.title = q.text(4);
+    row.description = q.text(5);
+    row.purpose = q.text(6);
+    row.value = q.maybe_text(7);
+    row.storage_url = q.maybe_text(8);
+    row.mime_type = q.maybe_text(9);
+    if (!q.is_null(10)) row.size_bytes = q.int64(10);
+    row.schema_url = q.maybe_text(11);
+    row.created_by = q.maybe_text(12);
+    row.created_at = q.int64(13);
+    row.metadata = q.text(14);
+    return detail::decode_row(row, options.json_limits, where);
   }
 
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected);
@@ -373,8 +183,8 @@ SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options
         fmt::format("sqlite store: busy_timeout_ms must not be negative (got {})", options.busy_timeout_ms));
   }
   impl_ = std::make_unique<Impl>(std::move(path), options);
-  auto first = std::make_unique<Impl::Connection>(impl_.get());
-  impl_->migrate(*first);
+  auto first = impl_->open();
+  detail::sqlite_migrate(*first, Impl::schema);
   impl_->pool.adopt(std::move(first));
 }
 
@@ -455,7 +265,7 @@ ArtifactPtr SqliteArtifactStore::fetch(const std::string& id, const std::string&
   q.bind(1, tenant_id).bind(2, id);
   if (version != latest) q.bind(3, static_cast<std::int64_t>(version));
   if (!q.step()) return nullptr;
-  return q.record(*impl_);
+  return impl_->record(q);
 }
 
 void SqliteArtifactStore::remove(const std::string& id, const std::string& tenant_id) {
@@ -463,7 +273,7 @@ void SqliteArtifactStore::remove(const std::string& id, const std::string& tenan
   auto conn = impl_->pool.acquire();
   Impl::WriteTransaction tx(*conn);
   Impl::Query(*conn, head_delete).bind(1, tenant_id).bind(2, id).run();
-  if (sqlite3_changes(conn->db) == 0) throw not_found(detail::artifact_missing_message(id, tenant_id));
+  if (sqlite3_changes(conn->db()) == 0) throw not_found(detail::artifact_missing_message(id, tenant_id));
   Impl::Query(*conn, artifacts_delete).bind(1, tenant_id).bind(2, id).run();
   tx.commit();
 }
@@ -507,7 +317,7 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
     ++rows;
     // One row that no longer makes a valid record must not make the whole tenant unlistable.
     try {
-      page.items.push_back(q.record(*impl_));
+      page.items.push_back(impl_->record(q));
       last_readable = true;
     } catch (const storage_error&) {
       page.unreadable.emplace_back(q.text(1));
