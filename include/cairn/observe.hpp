@@ -85,6 +85,20 @@ class ObservedArtifactStore final : public ArtifactStore {
           for (const auto& r : p.items) e.bytes_out += detail::record_bytes(r);
         });
   }
+  [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override {
+    return detail::observe_call(
+        observer_.get(), EventKind::store, "search", tenant_id, query.text,
+        [&] { return inner_->search(tenant_id, query); },
+        [](Event& e, const SearchPage& p) {
+          e.items = p.hits.size();
+          for (const auto& h : p.hits) e.bytes_out += detail::record_bytes(h.record);
+        });
+  }
+  [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                   std::uint64_t version) const override {
+    return inner_->embedding(id, tenant_id, version);
+  }
+  [[nodiscard]] bool keeps_embeddings() const noexcept override { return inner_->keeps_embeddings(); }
 
  private:
   static void stored(Event& e, const ArtifactRecord& given, const ArtifactPtr& r) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cairn/artifact/record.hpp"
+#include "cairn/artifact/search.hpp"
 #include "cairn/artifact/type.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/random.hpp"
@@ -88,6 +89,25 @@ class ArtifactStore {
   /// above ListQuery::max_limit.
   [[nodiscard]] virtual ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const = 0;
 
+  /// Finds the tenant's artifacts by filters, words and similarity (cairn/artifact/search.hpp, docs/search.md).
+  /// Throws cairn::invalid_argument / limit_exceeded for a query that is malformed or too large, naming what and
+  /// where; another tenant's artifacts are never seen. This default reads the tenant's artifacts through list()
+  /// and fetch() and ranks them exactly (BM25 for words, cosine for vectors, reciprocal rank fusion for both): a
+  /// backend of a host's own gets correct search without an index; the built-in ones override it with one.
+  [[nodiscard]] virtual SearchPage search(const std::string& tenant_id, const SearchQuery& query) const;
+
+  /// The vector kept for a version of an artifact, or nothing. Stores that keep none (the default) refuse
+  /// similarity queries; see keeps_embeddings().
+  [[nodiscard]] virtual std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                           std::uint64_t version) const {
+    static_cast<void>(id);
+    static_cast<void>(tenant_id);
+    static_cast<void>(version);
+    return std::nullopt;
+  }
+  /// True when this store keeps vectors for similarity search.
+  [[nodiscard]] virtual bool keeps_embeddings() const noexcept { return false; }
+
   /// Convenience for records already shared: `store(*record)`.
   [[nodiscard]] ArtifactPtr store(const ArtifactPtr& record) {
     if (!record) throw invalid_argument("store: record must not be null");
@@ -156,4 +176,124 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::uint64_t version, const C
 }
 
 }  // namespace detail
+
+/// The default search: an exact scan of the tenant's artifacts (see ArtifactStore::search).
+inline SearchPage ArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
+  detail::check_tenant(tenant_id);
+  detail::check_search_query(q);
+  const auto cursor = detail::decode_cursor(q);
+  const bool by_text = !q.text.empty() && q.mode != SearchMode::similarity;
+  const bool by_vector = q.vector && q.mode != SearchMode::text;
+  const detail::WordQuery words = by_text ? detail::parse_word_query(q.text) : detail::WordQuery{};
+  if (by_vector && !keeps_embeddings()) {
+    throw invalid_argument("search: this store keeps no vectors, so it cannot search by similarity "
+                           "(give it an Embedder, or search by words and filters)");
+  }
+
+  // Every version searched: the latest of each id (or all of them), read page by page.
+  std::vector<ArtifactPtr> searched;
+  ListQuery lq;
+  lq.prefix = q.filter.id_prefix;
+  lq.limit = ListQuery::max_limit;
+  for (;;) {
+    ListPage page = list(tenant_id, lq);
+    for (auto& r : page.items) {
+      if (!q.all_versions) {
+        searched.push_back(std::move(r));
+        continue;
+      }
+      for (const std::uint64_t v : versions(r->id(), tenant_id)) {
+        if (v == r->version()) {
+          searched.push_back(r);
+        } else if (auto older = fetch(r->id(), tenant_id, v)) {
+          searched.push_back(std::move(older));
+        }
+      }
+    }
+    if (!page.next_cursor) break;
+    lq.cursor = *page.next_cursor;
+  }
+
+  struct Candidate {
+    ArtifactPtr record;
+    std::optional<double> bm25;  // set when the words matched
+    std::optional<double> similarity;
+    SearchMatch matched;
+  };
+  std::vector<Candidate> found;
+  detail::Bm25 bm25(words.words());
+  std::vector<detail::RecordWords> record_words;
+  if (by_text) {
+    record_words.reserve(searched.size());
+    for (const auto& r : searched) {
+      record_words.push_back(detail::record_words(*r));
+      bm25.add(record_words.back());
+    }
+  }
+  for (std::size_t i = 0; i < searched.size(); ++i) {
+    const ArtifactPtr& r = searched[i];
+    if (!detail::matches_filter(*r, q.filter)) continue;
+    Candidate c{r, std::nullopt, std::nullopt, {}};
+    bool text_hit = false, vector_hit = false;
+    if (by_text && detail::matches_words(record_words[i], words)) {
+      text_hit = true;
+      c.bm25 = bm25.score(record_words[i]);
+      detail::describe_word_match(record_words[i], words.words(), c.matched);
+    }
+    if (by_vector) {
+      const auto e = embedding(r->id(), tenant_id, r->version());
+      if (e && e->model == q.vector->model && e->values.size() == q.vector->values.size()) {
+        vector_hit = true;
+        c.similarity = detail::cosine(q.vector->values, e->values);
+        c.matched.similarity = c.similarity;
+      }
+    }
+    if ((by_text && !by_vector && !text_hit) || (by_vector && !by_text && !vector_hit) ||
+        (by_text && by_vector && !text_hit && !vector_hit)) {
+      continue;
+    }
+    found.push_back(std::move(c));
+  }
+
+  // Ranks in each list, then the score: BM25, cosine, their reciprocal rank fusion, or 0 (filters alone).
+  const auto rank_by = [&found](auto key, auto set_rank) {
+    std::vector<Candidate*> list;
+    for (auto& c : found) {
+      if (key(c)) list.push_back(&c);
+    }
+    std::sort(list.begin(), list.end(), [&key](const Candidate* a, const Candidate* b) {
+      return detail::hit_before(*key(*a), *a->record, *key(*b), *b->record);
+    });
+    for (std::size_t i = 0; i < list.size(); ++i) set_rank(*list[i], i + 1);
+  };
+  if (by_text) {
+    rank_by([](const Candidate& c) { return c.bm25; },
+            [](Candidate& c, std::size_t rank) { c.matched.text_rank = rank; });
+  }
+  if (by_vector) {
+    rank_by([](const Candidate& c) { return c.similarity; },
+            [](Candidate& c, std::size_t rank) { c.matched.vector_rank = rank; });
+  }
+  std::vector<SearchHit> hits;
+  hits.reserve(found.size());
+  for (auto& c : found) {
+    const double score = by_text && by_vector ? detail::rrf(c.matched.text_rank, c.matched.vector_rank)
+                         : by_text           ? c.bm25.value_or(0)
+                         : by_vector         ? c.similarity.value_or(0)
+                                             : 0.0;
+    if (cursor && !detail::after_cursor(*cursor, score, *c.record)) continue;
+    hits.push_back(SearchHit{std::move(c.record), score, std::move(c.matched)});
+  }
+  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
+    return detail::hit_before(a.score, *a.record, b.score, *b.record);
+  });
+  SearchPage page;
+  if (hits.size() > q.limit) {
+    hits.resize(q.limit);
+    page.next_cursor = detail::encode_cursor(q, hits.back());
+  }
+  page.hits = std::move(hits);
+  return page;
+}
+
 CAIRN_END_NAMESPACE

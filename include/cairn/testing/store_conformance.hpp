@@ -519,6 +519,215 @@ inline bool is_uuid_v4(const std::string& s) {
     CAIRN_CONFORM(s.versions("counter", t).size() == won.size());
   }});
 
+  // ---- search (cairn/artifact/search.hpp): what every backend must find, and refuse
+
+  checks.push_back({"search finds by words, best first, and says what matched", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("words");
+    (void)s.store(*note(t, "a", "revenue grew in emea").title("Revenue report").description("quarterly revenue by region").build());
+    (void)s.store(*note(t, "b", "no numbers here").title("Travel notes").description("trip to paris").build());
+    (void)s.store(*note(t, "c", json{{"summary", "flat"}}).title("Budget").description("costs and revenue").build());
+    (void)s.store(*note(t, "d", "x").title("Revenue").build());
+    SearchQuery q;
+    q.text = "Revenue";
+    const auto page = s.search(t, q);
+    std::set<std::string> ids;
+    for (const auto& h : page.hits) ids.insert(h.record->id());
+    CAIRN_CONFORM((ids == std::set<std::string>{"a", "c", "d"}));
+    CAIRN_CONFORM(page.hits.front().record->id() == "a");  // the word three times
+    CAIRN_CONFORM(page.hits.front().matched.words == std::vector<std::string>{"revenue"});
+    CAIRN_CONFORM((page.hits.front().matched.fields == std::vector<std::string>{"title", "description", "value"}));
+    for (std::size_t i = 1; i < page.hits.size(); ++i) CAIRN_CONFORM(page.hits[i - 1].score >= page.hits[i].score);
+    CAIRN_CONFORM(!page.next_cursor);
+    const auto only = [&s, &t](const std::string& text) {
+      SearchQuery w;
+      w.text = text;
+      std::set<std::string> out;
+      for (const auto& h : s.search(t, w).hits) out.insert(h.record->id());
+      return out;
+    };
+    CAIRN_CONFORM((only("\"revenue report\"") == std::set<std::string>{"a"}));
+    CAIRN_CONFORM((only("revenue -budget") == std::set<std::string>{"a", "d"}));
+    CAIRN_CONFORM((only("paris OR budget") == std::set<std::string>{"b", "c"}));
+    CAIRN_CONFORM((only("SUMMARY") == std::set<std::string>{"c"}));  // member names of a JSON value are words too
+    CAIRN_CONFORM(only("nowhere").empty());
+  }});
+
+  checks.push_back({"search filters by fields, metadata and time", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("filter");
+    const auto put = [&s, &t](const std::string& id, const char* type, json metadata, std::int64_t at) {
+      (void)s.store(*note(t, id, "same words").type(type).mime_type(std::string(type) == "dataset" ? "text/csv" : "text/plain")
+                         .created_by(id == "m1" ? "agent-a" : "agent-b").created_at(at).metadata(std::move(metadata)).build());
+    };
+    put("m1", "dataset", {{"region", "emea"}, {"rows", 10}}, 1000);
+    put("m2", "dataset", {{"region", "apac"}, {"rows", 250}}, 2000);
+    put("m3", "document", {{"region", "emea"}, {"rows", "many"}}, 3000);
+    put("x1", "document", json::object(), 4000);
+    const auto ids = [&s, &t](SearchFilter f) {
+      SearchQuery q;
+      q.filter = std::move(f);
+      q.limit = 100;
+      std::vector<std::string> out;
+      for (const auto& h : s.search(t, q).hits) out.push_back(h.record->id());
+      return out;  // filters alone: id order, as list
+    };
+    using V = std::vector<std::string>;
+    SearchFilter f;
+    f.type = ArtifactType::dataset;
+    CAIRN_CONFORM((ids(f) == V{"m1", "m2"}));
+    f = {};
+    f.mime_type = "text/plain";
+    CAIRN_CONFORM((ids(f) == V{"m3", "x1"}));
+    f = {};
+    f.created_by = "agent-a";
+    CAIRN_CONFORM((ids(f) == V{"m1"}));
+    f = {};
+    f.id_prefix = "m";
+    CAIRN_CONFORM((ids(f) == V{"m1", "m2", "m3"}));
+    f = {};
+    f.created_after = 2000;
+    f.created_before = 4000;
+    CAIRN_CONFORM((ids(f) == V{"m2", "m3"}));
+    f = {};
+    f.metadata = {{"/region", FieldOp::eq, "emea"}};
+    CAIRN_CONFORM((ids(f) == V{"m1", "m3"}));
+    f.metadata = {{"/region", FieldOp::ne, "emea"}};
+    CAIRN_CONFORM((ids(f) == V{"m2", "x1"}));  // a missing member is not equal
+    f.metadata = {{"/rows", FieldOp::gt, 10}};
+    CAIRN_CONFORM((ids(f) == V{"m2"}));  // "many" is a string: not comparable with a number, no match
+    f.metadata = {{"/rows", FieldOp::le, 10.5}};
+    CAIRN_CONFORM((ids(f) == V{"m1"}));
+    f.metadata = {{"/region", FieldOp::in, {"apac", "amer"}}};
+    CAIRN_CONFORM((ids(f) == V{"m2"}));
+    f.metadata = {{"/rows", FieldOp::exists, nullptr}};
+    CAIRN_CONFORM((ids(f) == V{"m1", "m2", "m3"}));
+    f.metadata = {{"/region", FieldOp::eq, "emea"}, {"/rows", FieldOp::lt, 100}};
+    CAIRN_CONFORM((ids(f) == V{"m1"}));
+    SearchQuery both;
+    both.text = "words";
+    both.filter.type = ArtifactType::document;
+    std::set<std::string> found;
+    for (const auto& h : s.search(t, both).hits) found.insert(h.record->id());
+    CAIRN_CONFORM((found == std::set<std::string>{"m3", "x1"}));
+  }});
+
+  checks.push_back({"search never shows another tenant's artifacts", [](ArtifactStore& s) {
+    const auto a = fresh_tenant("iso-a");
+    const auto b = fresh_tenant("iso-b");
+    (void)s.store(*note(a, "shared-id", "secret plan for tenant a").build());
+    (void)s.store(*note(b, "shared-id", "open plan for tenant b").build());
+    (void)s.store(*note(b, "b-only", "secret too").build());
+    SearchQuery q;
+    q.text = "secret";
+    const auto page = s.search(a, q);
+    CAIRN_CONFORM(page.hits.size() == 1);
+    CAIRN_CONFORM(page.hits[0].record->tenant_id() == a);
+    SearchQuery all;
+    all.filter.id_prefix = "";
+    all.filter.created_after = 0;
+    for (const auto& h : s.search(a, all).hits) CAIRN_CONFORM(h.record->tenant_id() == a);
+  }});
+
+  checks.push_back({"search sees the latest version unless asked, and never a removed artifact", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("versions");
+    (void)s.store(*note(t, "x", "alpha draft").build());
+    (void)s.store(*note(t, "x", "beta final").build());
+    SearchQuery q;
+    q.text = "alpha";
+    CAIRN_CONFORM(s.search(t, q).hits.empty());
+    q.all_versions = true;
+    auto page = s.search(t, q);
+    CAIRN_CONFORM(page.hits.size() == 1);
+    CAIRN_CONFORM(page.hits[0].record->version() == 1);
+    q.text = "draft OR final";
+    page = s.search(t, q);
+    CAIRN_CONFORM(page.hits.size() == 2);
+    s.remove("x", t);
+    CAIRN_CONFORM(s.search(t, q).hits.empty());
+    q.all_versions = false;
+    q.text = "beta";
+    CAIRN_CONFORM(s.search(t, q).hits.empty());
+    (void)s.store(*note(t, "x", "gamma").build());  // a new first version after the removal
+    q.text = "beta";
+    CAIRN_CONFORM(s.search(t, q).hits.empty());
+    q.text = "gamma";
+    CAIRN_CONFORM(s.search(t, q).hits.size() == 1);
+  }});
+
+  checks.push_back({"search pages with a cursor: every hit once, in order", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("pages");
+    for (int i = 0; i < 7; ++i) {
+      std::string words = "needle";
+      for (int k = 0; k < i; ++k) words += " hay";
+      (void)s.store(*note(t, fmt::format("p{}", i), words).build());
+    }
+    SearchQuery q;
+    q.text = "needle";
+    q.limit = 3;
+    std::vector<std::string> seen;
+    std::vector<double> scores;
+    for (int pages = 0;; ++pages) {
+      CAIRN_CONFORM(pages < 5);
+      const auto page = s.search(t, q);
+      for (const auto& h : page.hits) {
+        seen.push_back(h.record->id());
+        scores.push_back(h.score);
+      }
+      if (!page.next_cursor) break;
+      CAIRN_CONFORM(page.hits.size() == 3);
+      q.cursor = *page.next_cursor;
+    }
+    CAIRN_CONFORM(seen.size() == 7);
+    CAIRN_CONFORM(std::set<std::string>(seen.begin(), seen.end()).size() == 7);
+    CAIRN_CONFORM(std::is_sorted(scores.rbegin(), scores.rend()));
+    CAIRN_CONFORM(seen.front() == "p0");  // the shortest document with the word
+    SearchQuery other;
+    other.text = "hay";
+    other.cursor = q.cursor;
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, other));
+  }});
+
+  checks.push_back({"search refuses bad queries with what and where", [](ArtifactStore& s) {
+    const auto t = fresh_tenant("bad");
+    (void)s.store(*note(t, "kept", "still here").build());
+    SearchQuery q;
+    CAIRN_CONFORM(CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q)).find("nothing to search by") != std::string::npos);
+    q.text = "ok";
+    q.limit = 0;
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.limit = SearchQuery::max_limit + 1;
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.limit = 10;
+    q.text = "\"unclosed quote";
+    CAIRN_CONFORM(CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q)).find("byte 0") != std::string::npos);
+    q.text = "a OR";
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.text = "-only -exclusions";
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.text = std::string(SearchQuery::max_text_bytes + 1, 'a');
+    CAIRN_CONFORM_THROWS(limit_exceeded, s.search(t, q));
+    q.text = "\xff\xfe";
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.text = "ok";
+    q.filter.metadata = {{"no-slash", FieldOp::eq, 1}};
+    CAIRN_CONFORM(CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q)).find("filter.metadata[0]") != std::string::npos);
+    q.filter.metadata = {{"/a", FieldOp::lt, json::object()}};
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.filter.metadata = {{"/a", FieldOp::in, json::array()}};
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.filter.metadata = {};
+    q.vector = Embedding{"model", {1.0f, std::numeric_limits<float>::quiet_NaN()}};
+    CAIRN_CONFORM(CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q)).find("vector[1]") != std::string::npos);
+    q.vector = Embedding{"model", {0.0f, 0.0f}};
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.vector = Embedding{"model", {}};
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.vector = Embedding{"model", {1.0f, 0.0f}};
+    if (!s.keeps_embeddings()) CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.cursor = "not-a-cursor";
+    CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    CAIRN_CONFORM(s.fetch("kept", t) != nullptr);  // nothing lost
+  }});
+
   return checks;
 }
 

@@ -1,0 +1,683 @@
+// cairn — search: what a query asks (filters, words, a vector), what it finds (hits with scores and what matched),
+// and the pieces every backend shares: checking a query, the tokenizer, the word-query parser, filter matching,
+// BM25, cosine similarity, reciprocal rank fusion and the cursor. docs/search.md has the design and what is built.
+//
+//     cairn::SearchQuery q;
+//     q.text = "quarterly revenue";
+//     q.filter.type = cairn::ArtifactType::dataset;
+//     q.filter.metadata.push_back({"/region", cairn::FieldOp::in, {"emea", "apac"}});
+//     cairn::SearchPage page = store->search("acme", q);
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cairn/artifact/record.hpp"
+#include "cairn/artifact/type.hpp"
+#include "cairn/detail/text.hpp"
+#include "cairn/error.hpp"
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+
+/// How a metadata condition compares (see FieldCondition).
+enum class FieldOp { eq, ne, lt, le, gt, ge, in, exists };
+
+/// One condition on a record's metadata: the member at `pointer` (RFC 6901, "/region", "/scores/0") compared with
+/// `value`. Comparisons are typed: numbers with numbers, strings with strings (byte order), booleans and null by
+/// equality; a member of another type, or no member, does not match (except `ne`, which matches anything that is
+/// not equal, a missing member included). `in` takes a non-empty array of values; `exists` ignores `value`.
+struct FieldCondition {
+  std::string pointer;
+  FieldOp op = FieldOp::eq;
+  nlohmann::json value;
+};
+
+/// Which records a search may return; every condition that is set must hold.
+struct SearchFilter {
+  std::optional<ArtifactType> type;
+  std::optional<std::string> mime_type;
+  std::optional<std::string> created_by;
+  std::string id_prefix;                       ///< "" matches every id
+  std::optional<std::int64_t> created_after;   ///< created_at >= this (ms since the epoch)
+  std::optional<std::int64_t> created_before;  ///< created_at < this
+  std::vector<FieldCondition> metadata;
+};
+
+/// What a search ranks by. `automatic`: words when the query has text, similarity when it has a vector, both
+/// (hybrid) when it has both, else the filters alone (newest first).
+enum class SearchMode { automatic, text, similarity, hybrid };
+
+/// A vector and the model that made it. Vectors of different models never mix: a query vector is compared only
+/// with vectors of the same model and dimension.
+struct Embedding {
+  std::string model;
+  std::vector<float> values;
+};
+
+/// One search.
+struct SearchQuery {
+  static constexpr std::size_t max_limit = 100;
+  static constexpr std::size_t max_text_bytes = 4096;
+  static constexpr std::size_t max_words = 64;
+  static constexpr std::size_t max_conditions = 32;
+  static constexpr std::size_t max_in_values = 256;
+  static constexpr std::size_t max_pointer_steps = 32;
+  static constexpr std::size_t max_dimension = 4096;
+
+  /// Words to find (docs/search.md: words, "quoted phrases", -excluded, OR between alternatives).
+  std::string text;
+  /// A query vector, for similarity.
+  std::optional<Embedding> vector;
+  SearchMode mode = SearchMode::automatic;
+  SearchFilter filter;
+  std::size_t limit = 10;  ///< 1 to max_limit
+  std::string cursor;      ///< next_cursor of the previous page of the same query; "" starts at the beginning
+  bool all_versions = false;  ///< search every version, not only the latest of each id
+};
+
+/// Why a record was found.
+struct SearchMatch {
+  std::vector<std::string> words;   ///< the query's words found in it (excluded words never)
+  std::vector<std::string> fields;  ///< where they were found: "title", "description", "value"
+  std::optional<double> similarity; ///< cosine similarity to the query vector
+  std::size_t text_rank = 0;        ///< 1-based place in the word ranking (0: not ranked by words)
+  std::size_t vector_rank = 0;      ///< 1-based place in the similarity ranking (0: not ranked by similarity)
+};
+
+struct SearchHit {
+  ArtifactPtr record;
+  double score = 0;  ///< comparable within one query only
+  SearchMatch matched;
+};
+
+/// One page of results, best first (ties: ascending id, then newest version).
+struct SearchPage {
+  std::vector<SearchHit> hits;
+  std::optional<std::string> next_cursor;  ///< set when more results follow
+};
+
+namespace detail {
+
+// ---- the tokenizer: runs of ASCII letters and digits and of non-ASCII bytes (UTF-8 characters), ASCII folded to
+// lowercase. SQLite FTS5's `ascii` tokenizer splits and folds the same way, so every backend finds the same words.
+
+inline bool is_word_byte(unsigned char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80;
+}
+
+/// Calls `f(word)` for each word of `text`, lowercased, in order.
+template <class F>
+void for_each_word(std::string_view text, F&& f) {
+  std::string word;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    const auto c = i < text.size() ? static_cast<unsigned char>(text[i]) : 0;
+    if (i < text.size() && is_word_byte(c)) {
+      word.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c));
+    } else if (!word.empty()) {
+      f(word);
+      word.clear();
+    }
+  }
+}
+
+inline std::vector<std::string> words_of(std::string_view text) {
+  std::vector<std::string> out;
+  for_each_word(text, [&out](const std::string& w) { out.push_back(w); });
+  return out;
+}
+
+// ---- the word query: alternatives of terms (a term is a word or a phrase); every alternative group must match,
+// no excluded term may.
+
+struct QueryTerm {
+  std::vector<std::string> words;  // one word, or a phrase's words in order
+  std::string text() const {
+    std::string s;
+    for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
+    return s;
+  }
+};
+
+struct WordQuery {
+  std::vector<std::vector<QueryTerm>> all_of;  // each group: any of its terms
+  std::vector<QueryTerm> none_of;
+  bool empty() const noexcept { return all_of.empty(); }
+  /// Every distinct word of the groups (not of the exclusions), in order of appearance.
+  std::vector<std::string> words() const {
+    std::vector<std::string> out;
+    for (const auto& g : all_of) {
+      for (const auto& t : g) {
+        for (const auto& w : t.words) {
+          if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+/// Parses the query text: `word`, `"a phrase"`, `-word` / `-"a phrase"` (excluded, where a term starts), `a OR b`
+/// (alternatives).
+/// Punctuation outside quotes separates words, as in the text searched. Throws cairn::invalid_argument naming the
+/// byte position for an unclosed quote, a dangling OR, or a query of exclusions only; limit_exceeded past the limits.
+inline WordQuery parse_word_query(std::string_view text) {
+  if (text.size() > SearchQuery::max_text_bytes) {
+    throw limit_exceeded(fmt::format("search: query text is {} bytes, more than the limit of {}", text.size(),
+                                     SearchQuery::max_text_bytes));
+  }
+  if (!is_valid_utf8(text)) throw invalid_argument("search: query text is not valid UTF-8");
+  struct Token {
+    QueryTerm term;
+    bool excluded;
+    bool is_or;
+    std::size_t at;
+  };
+  std::vector<Token> tokens;
+  std::size_t words = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // A minus excludes only where a term starts (at the start or after a space): inside "a-b" it separates.
+    const bool term_start = i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n';
+    const bool minus = c == '-' && term_start && i + 1 < text.size() &&
+                       (text[i + 1] == '"' || is_word_byte(static_cast<unsigned char>(text[i + 1])));
+    if (!minus && c != '"' && !is_word_byte(c)) {
+      ++i;
+      continue;
+    }
+    const std::size_t at = i;
+    if (minus) ++i;
+    QueryTerm term;
+    if (text[i] == '"') {
+      const std::size_t close = text.find('"', i + 1);
+      if (close == std::string_view::npos) {
+        throw invalid_argument(fmt::format("search: query text: the quote at byte {} is not closed", i));
+      }
+      term.words = words_of(text.substr(i + 1, close - i - 1));
+      i = close + 1;
+      if (term.words.empty()) continue;  // "" or "!!": nothing to find
+    } else {
+      std::size_t end = i;
+      while (end < text.size() && is_word_byte(static_cast<unsigned char>(text[end]))) ++end;
+      const std::string_view raw = text.substr(i, end - i);
+      i = end;
+      if (!minus && raw == "OR") {
+        tokens.push_back({{}, false, true, at});
+        continue;
+      }
+      term.words = words_of(raw);
+    }
+    words += term.words.size();
+    if (words > SearchQuery::max_words) {
+      throw limit_exceeded(
+          fmt::format("search: query text has more than {} words", SearchQuery::max_words));
+    }
+    tokens.push_back({std::move(term), minus, false, at});
+  }
+  WordQuery q;
+  for (std::size_t k = 0; k < tokens.size(); ++k) {
+    Token& t = tokens[k];
+    if (t.is_or) {
+      const bool joins = k > 0 && k + 1 < tokens.size() && !tokens[k - 1].is_or && !tokens[k - 1].excluded &&
+                         !tokens[k + 1].is_or && !tokens[k + 1].excluded;
+      if (!joins) {
+        throw invalid_argument(
+            fmt::format("search: query text: OR at byte {} must stand between two words or phrases", t.at));
+      }
+      q.all_of.back().push_back(std::move(tokens[k + 1].term));
+      ++k;
+      continue;
+    }
+    if (t.excluded) {
+      q.none_of.push_back(std::move(t.term));
+    } else {
+      q.all_of.push_back({std::move(t.term)});
+    }
+  }
+  if (q.all_of.empty() && !q.none_of.empty()) {
+    throw invalid_argument("search: query text excludes words but asks for none");
+  }
+  return q;
+}
+
+// ---- filters
+
+inline bool json_pointer_valid(const std::string& pointer) {
+  if (pointer.empty()) return true;
+  if (pointer[0] != '/') return false;
+  for (std::size_t i = 0; i < pointer.size(); ++i) {
+    if (pointer[i] == '~' && (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+inline std::string_view field_op_name(FieldOp op) noexcept {
+  switch (op) {
+    case FieldOp::eq: return "eq";
+    case FieldOp::ne: return "ne";
+    case FieldOp::lt: return "lt";
+    case FieldOp::le: return "le";
+    case FieldOp::gt: return "gt";
+    case FieldOp::ge: return "ge";
+    case FieldOp::in: return "in";
+    case FieldOp::exists: return "exists";
+  }
+  return "eq";
+}
+
+/// Throws cairn::invalid_argument / limit_exceeded naming what is wrong with `q` and where; nothing else checks it.
+inline void check_search_query(const SearchQuery& q) {
+  if (q.limit == 0 || q.limit > SearchQuery::max_limit) {
+    throw invalid_argument(
+        fmt::format("search: limit must be between 1 and {} (got {})", SearchQuery::max_limit, q.limit));
+  }
+  const auto& f = q.filter;
+  if (f.metadata.size() > SearchQuery::max_conditions) {
+    throw limit_exceeded(fmt::format("search: filter.metadata has {} conditions, more than the limit of {}",
+                                     f.metadata.size(), SearchQuery::max_conditions));
+  }
+  for (std::size_t i = 0; i < f.metadata.size(); ++i) {
+    const auto& c = f.metadata[i];
+    const auto where = [&] { return fmt::format("search: filter.metadata[{}] ('{}')", i, excerpt(c.pointer, 80)); };
+    if (!json_pointer_valid(c.pointer)) throw invalid_argument(where() + ": not a JSON pointer (RFC 6901)");
+    if (static_cast<std::size_t>(std::count(c.pointer.begin(), c.pointer.end(), '/')) >
+        SearchQuery::max_pointer_steps) {
+      throw limit_exceeded(where() + fmt::format(": more than {} steps", SearchQuery::max_pointer_steps));
+    }
+    switch (c.op) {
+      case FieldOp::exists: break;
+      case FieldOp::eq:
+      case FieldOp::ne:
+        if (c.value.is_structured()) throw invalid_argument(where() + ": eq/ne compare with a scalar, not an array or object");
+        break;
+      case FieldOp::lt:
+      case FieldOp::le:
+      case FieldOp::gt:
+      case FieldOp::ge:
+        if (!c.value.is_number() && !c.value.is_string()) {
+          throw invalid_argument(where() + fmt::format(": {} compares with a number or a string, got {}",
+                                                       field_op_name(c.op), c.value.type_name()));
+        }
+        if (c.value.is_number_float() && std::isnan(c.value.get<double>())) {
+          throw invalid_argument(where() + ": compares with NaN");
+        }
+        break;
+      case FieldOp::in:
+        if (!c.value.is_array() || c.value.empty()) {
+          throw invalid_argument(where() + ": in takes a non-empty array of values");
+        }
+        if (c.value.size() > SearchQuery::max_in_values) {
+          throw limit_exceeded(where() + fmt::format(": in lists {} values, more than the limit of {}",
+                                                     c.value.size(), SearchQuery::max_in_values));
+        }
+        for (const auto& v : c.value) {
+          if (v.is_structured()) throw invalid_argument(where() + ": in takes scalar values only");
+        }
+        break;
+    }
+  }
+  if (f.created_after && f.created_before && *f.created_after >= *f.created_before) {
+    throw invalid_argument("search: filter.created_after must be before filter.created_before");
+  }
+  if (q.vector) {
+    const auto& v = q.vector->values;
+    if (q.vector->model.empty()) throw invalid_argument("search: vector.model must not be empty");
+    if (v.empty() || v.size() > SearchQuery::max_dimension) {
+      throw invalid_argument(fmt::format("search: vector has {} dimensions; 1 to {} are allowed", v.size(),
+                                         SearchQuery::max_dimension));
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!std::isfinite(v[i])) throw invalid_argument(fmt::format("search: vector[{}] is not a finite number", i));
+    }
+    bool zero = true;
+    for (float x : v) zero = zero && x == 0.0f;
+    if (zero) throw invalid_argument("search: vector is all zeros (it has no direction to compare)");
+  }
+  const bool has_text = !q.text.empty();
+  if (q.mode == SearchMode::text && !has_text) throw invalid_argument("search: mode text needs query text");
+  if (q.mode == SearchMode::similarity && !q.vector) throw invalid_argument("search: mode similarity needs a vector");
+  if (q.mode == SearchMode::hybrid && (!has_text || !q.vector)) {
+    throw invalid_argument("search: mode hybrid needs both query text and a vector");
+  }
+  if (!has_text && !q.vector && f.metadata.empty() && !f.type && !f.mime_type && !f.created_by &&
+      f.id_prefix.empty() && !f.created_after && !f.created_before) {
+    throw invalid_argument("search: nothing to search by (no text, no vector, no filter)");
+  }
+}
+
+// Orders scalars of one kind; nullopt when the two cannot be compared (different kinds).
+inline std::optional<int> compare_scalars(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_number_float() || b.is_number_float()) {
+      const double x = a.get<double>(), y = b.get<double>();
+      if (std::isnan(x) || std::isnan(y)) return std::nullopt;
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    if (a.is_number_unsigned() && b.is_number_unsigned()) {
+      const auto x = a.get<std::uint64_t>(), y = b.get<std::uint64_t>();
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    // At least one signed integer: compare through the signs first, so that uint64 above int64's range orders right.
+    const auto as_wide = [](const nlohmann::json& j) -> std::pair<bool, std::uint64_t> {
+      if (j.is_number_unsigned()) return {false, j.get<std::uint64_t>()};
+      const auto v = j.get<std::int64_t>();
+      return v < 0 ? std::pair<bool, std::uint64_t>{true, 0 - static_cast<std::uint64_t>(v)}
+                   : std::pair<bool, std::uint64_t>{false, static_cast<std::uint64_t>(v)};
+    };
+    const auto [xn, xm] = as_wide(a);
+    const auto [yn, ym] = as_wide(b);
+    if (xn != yn) return xn ? -1 : 1;
+    if (xm == ym) return 0;
+    return (xm < ym) != xn ? -1 : 1;
+  }
+  if (a.is_string() && b.is_string()) {
+    const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  if (a.type() == b.type() && (a.is_boolean() || a.is_null())) return a == b ? 0 : std::optional<int>(std::nullopt);
+  return std::nullopt;
+}
+
+inline bool condition_holds(const nlohmann::json& metadata, const FieldCondition& c) {
+  const nlohmann::json* field = nullptr;
+  if (metadata.is_object() || metadata.is_array()) {
+    const nlohmann::json::json_pointer ptr(c.pointer);
+    if (metadata.contains(ptr)) field = &metadata.at(ptr);
+  }
+  if (c.op == FieldOp::exists) return field != nullptr;
+  if (c.op == FieldOp::ne) {
+    if (!field) return true;
+    const auto cmp = compare_scalars(*field, c.value);
+    return !cmp || *cmp != 0;
+  }
+  if (!field || field->is_structured()) return false;
+  if (c.op == FieldOp::in) {
+    for (const auto& v : c.value) {
+      const auto cmp = compare_scalars(*field, v);
+      if (cmp && *cmp == 0) return true;
+    }
+    return false;
+  }
+  const auto cmp = compare_scalars(*field, c.value);
+  if (!cmp) return false;
+  switch (c.op) {
+    case FieldOp::eq: return *cmp == 0;
+    case FieldOp::lt: return *cmp < 0;
+    case FieldOp::le: return *cmp <= 0;
+    case FieldOp::gt: return *cmp > 0;
+    case FieldOp::ge: return *cmp >= 0;
+    default: return false;
+  }
+}
+
+/// True when `r` passes every condition of `f`.
+inline bool matches_filter(const ArtifactRecord& r, const SearchFilter& f) {
+  if (f.type && r.type() != *f.type) return false;
+  if (f.mime_type && r.mime_type() != *f.mime_type) return false;
+  if (f.created_by && r.created_by() != *f.created_by) return false;
+  if (!f.id_prefix.empty() && r.id().compare(0, f.id_prefix.size(), f.id_prefix) != 0) return false;
+  if (f.created_after && r.created_at() < *f.created_after) return false;
+  if (f.created_before && r.created_at() >= *f.created_before) return false;
+  for (const auto& c : f.metadata) {
+    if (!condition_holds(r.metadata(), c)) return false;
+  }
+  return true;
+}
+
+// ---- what a record's words are
+
+/// The searchable text of a record's value: a string whole; for JSON, every string leaf and member name, in
+/// document order, separated by newlines; at most `max_bytes` (cut at a UTF-8 character boundary).
+inline std::string value_text(const nlohmann::json& value, std::size_t max_bytes = 64 * 1024) {
+  std::string out;
+  struct Item {
+    const nlohmann::json* node;  // a value to walk, or null for a member name
+    std::string_view name;
+  };
+  std::vector<Item> todo{{&value, {}}};
+  const auto add = [&out, max_bytes](std::string_view s) {
+    if (!out.empty()) out.push_back('\n');
+    out.append(s.substr(0, max_bytes - std::min(out.size(), max_bytes)));
+  };
+  while (!todo.empty() && out.size() < max_bytes) {
+    const Item item = todo.back();
+    todo.pop_back();
+    if (!item.node) {
+      add(item.name);
+    } else if (item.node->is_string()) {
+      add(item.node->get_ref<const std::string&>());
+    } else if (item.node->is_object()) {
+      std::vector<Item> members;
+      for (auto it = item.node->begin(); it != item.node->end(); ++it) {
+        members.push_back({nullptr, it.key()});
+        members.push_back({&it.value(), {}});
+      }
+      todo.insert(todo.end(), members.rbegin(), members.rend());
+    } else if (item.node->is_array()) {
+      for (auto it = item.node->rbegin(); it != item.node->rend(); ++it) todo.push_back({&*it, {}});
+    }
+  }
+  out.resize(std::min(out.size(), max_bytes));
+  out.resize(valid_utf8_prefix_length(out));
+  return out;
+}
+
+/// A record's words by field, as the word index sees them.
+struct RecordWords {
+  std::vector<std::string> title, description, value;
+  std::size_t length() const noexcept { return title.size() + description.size() + value.size(); }
+};
+
+inline RecordWords record_words(const ArtifactRecord& r) {
+  RecordWords w;
+  w.title = words_of(r.title());
+  w.description = words_of(r.description());
+  if (r.has_value()) w.value = words_of(value_text(r.value()));
+  return w;
+}
+
+inline bool contains_term(const std::vector<std::string>& words, const QueryTerm& t) {
+  if (t.words.empty() || words.size() < t.words.size()) return false;
+  for (std::size_t i = 0; i + t.words.size() <= words.size(); ++i) {
+    if (std::equal(t.words.begin(), t.words.end(), words.begin() + static_cast<std::ptrdiff_t>(i))) return true;
+  }
+  return false;
+}
+
+inline bool contains_term(const RecordWords& w, const QueryTerm& t) {
+  return contains_term(w.title, t) || contains_term(w.description, t) || contains_term(w.value, t);
+}
+
+/// True when the record's words satisfy the word query (every group has a term in it, no exclusion is in it).
+inline bool matches_words(const RecordWords& w, const WordQuery& q) {
+  for (const auto& group : q.all_of) {
+    bool any = false;
+    for (const auto& t : group) any = any || contains_term(w, t);
+    if (!any) return false;
+  }
+  for (const auto& t : q.none_of) {
+    if (contains_term(w, t)) return false;
+  }
+  return true;
+}
+
+/// BM25 over a set of documents (the records searched): k1 = 1.2, b = 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))
+/// as Lucene and SQLite FTS5 compute it. Add every document, then score.
+class Bm25 {
+ public:
+  static constexpr double k1 = 1.2;
+  static constexpr double b = 0.75;
+
+  explicit Bm25(std::vector<std::string> query_words) : words_(std::move(query_words)), df_(words_.size(), 0) {}
+
+  void add(const RecordWords& w) {
+    ++documents_;
+    total_length_ += w.length();
+    for (std::size_t i = 0; i < words_.size(); ++i) {
+      if (count(w, words_[i]) > 0) ++df_[i];
+    }
+  }
+
+  double score(const RecordWords& w) const {
+    if (documents_ == 0) return 0;
+    const double avg = static_cast<double>(total_length_) / static_cast<double>(documents_);
+    const double len = static_cast<double>(w.length());
+    double s = 0;
+    for (std::size_t i = 0; i < words_.size(); ++i) {
+      const double tf = static_cast<double>(count(w, words_[i]));
+      if (tf == 0) continue;
+      const double n = static_cast<double>(df_[i]), total = static_cast<double>(documents_);
+      const double idf = std::log(1.0 + (total - n + 0.5) / (n + 0.5));
+      s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * (avg > 0 ? len / avg : 0)));
+    }
+    return s;
+  }
+
+  const std::vector<std::string>& words() const noexcept { return words_; }
+
+  static std::size_t count(const RecordWords& w, const std::string& word) {
+    return static_cast<std::size_t>(std::count(w.title.begin(), w.title.end(), word) +
+                                    std::count(w.description.begin(), w.description.end(), word) +
+                                    std::count(w.value.begin(), w.value.end(), word));
+  }
+
+ private:
+  std::vector<std::string> words_;
+  std::vector<std::size_t> df_;
+  std::size_t documents_ = 0;
+  std::size_t total_length_ = 0;
+};
+
+/// What of the query's words a record holds, and in which fields.
+inline void describe_word_match(const RecordWords& w, const std::vector<std::string>& words, SearchMatch& m) {
+  const auto has = [](const std::vector<std::string>& v, const std::string& word) {
+    return std::find(v.begin(), v.end(), word) != v.end();
+  };
+  bool t = false, d = false, v = false;
+  for (const auto& word : words) {
+    const bool in_t = has(w.title, word), in_d = has(w.description, word), in_v = has(w.value, word);
+    if (in_t || in_d || in_v) m.words.push_back(word);
+    t = t || in_t;
+    d = d || in_d;
+    v = v || in_v;
+  }
+  if (t) m.fields.emplace_back("title");
+  if (d) m.fields.emplace_back("description");
+  if (v) m.fields.emplace_back("value");
+}
+
+/// Cosine similarity of two vectors of one dimension (0 when either has no length).
+inline double cosine(const std::vector<float>& a, const std::vector<float>& b) noexcept {
+  double dot = 0, na = 0, nb = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    dot += static_cast<double>(a[i]) * b[i];
+    na += static_cast<double>(a[i]) * a[i];
+    nb += static_cast<double>(b[i]) * b[i];
+  }
+  return na > 0 && nb > 0 ? dot / (std::sqrt(na) * std::sqrt(nb)) : 0;
+}
+
+/// Reciprocal rank fusion: 1 / (k + rank) summed over the lists a record is ranked in (k = 60).
+inline double rrf(std::size_t text_rank, std::size_t vector_rank, double k = 60) noexcept {
+  double s = 0;
+  if (text_rank) s += 1.0 / (k + static_cast<double>(text_rank));
+  if (vector_rank) s += 1.0 / (k + static_cast<double>(vector_rank));
+  return s;
+}
+
+// ---- ordering and the cursor
+
+/// Results order: higher score first, then ascending id, then newer version.
+inline bool hit_before(double sa, const ArtifactRecord& a, double sb, const ArtifactRecord& b) noexcept {
+  if (sa != sb) return sa > sb;
+  if (const int c = a.id().compare(b.id()); c != 0) return c < 0;
+  return a.version() > b.version();
+}
+
+/// A fingerprint of everything in `q` but its cursor and limit, so a cursor is refused with another query.
+inline std::string search_fingerprint(const SearchQuery& q) {
+  nlohmann::json j = {{"text", q.text}, {"mode", static_cast<int>(q.mode)}, {"all", q.all_versions}};
+  if (q.vector) j["vector"] = {{"model", q.vector->model}, {"values", q.vector->values}};
+  const auto& f = q.filter;
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const auto& c : f.metadata) conditions.push_back({c.pointer, static_cast<int>(c.op), c.value});
+  j["filter"] = {{"type", f.type ? f.type->str() : ""},     {"mime", f.mime_type.value_or("\x01")},
+                 {"by", f.created_by.value_or("\x01")},     {"prefix", f.id_prefix},
+                 {"after", f.created_after.value_or(INT64_MIN)}, {"before", f.created_before.value_or(INT64_MAX)},
+                 {"metadata", std::move(conditions)}};
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : j.dump()) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+/// Where a page ended: the last hit's score (its exact bits), version and id.
+struct SearchCursor {
+  double score = 0;
+  std::uint64_t version = 0;
+  std::string id;
+};
+
+inline std::string encode_cursor(const SearchQuery& q, const SearchHit& last) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &last.score, sizeof bits);
+  return fmt::format("{}.{:016x}.{}.{}", search_fingerprint(q), bits, last.record->version(), last.record->id());
+}
+
+/// The position `q.cursor` names, or nothing for "". Throws cairn::invalid_argument for a cursor that is not one
+/// this query gave.
+inline std::optional<SearchCursor> decode_cursor(const SearchQuery& q) {
+  if (q.cursor.empty()) return std::nullopt;
+  const auto bad = [] { return invalid_argument("search: cursor is not one this query gave (pass next_cursor "
+                                                "of the previous page of the same query)"); };
+  const std::string& c = q.cursor;
+  const std::size_t a = c.find('.');
+  const std::size_t b = a == std::string::npos ? a : c.find('.', a + 1);
+  const std::size_t v = b == std::string::npos ? b : c.find('.', b + 1);
+  if (v == std::string::npos || c.compare(0, a, search_fingerprint(q)) != 0 || b - a - 1 != 16) throw bad();
+  SearchCursor out;
+  std::uint64_t bits = 0;
+  for (std::size_t i = a + 1; i < b; ++i) {
+    const char ch = c[i];
+    const int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+    if (d < 0) throw bad();
+    bits = bits << 4 | static_cast<std::uint64_t>(d);
+  }
+  std::memcpy(&out.score, &bits, sizeof bits);
+  if (v == b + 1 || v - b - 1 > 20) throw bad();
+  for (std::size_t i = b + 1; i < v; ++i) {
+    if (c[i] < '0' || c[i] > '9') throw bad();
+    out.version = out.version * 10 + static_cast<std::uint64_t>(c[i] - '0');
+  }
+  out.id = c.substr(v + 1);
+  return out;
+}
+
+/// True when a hit (score, record) comes after the cursor's position in results order.
+inline bool after_cursor(const SearchCursor& at, double score, const ArtifactRecord& r) noexcept {
+  if (score != at.score) return score < at.score;
+  if (const int c = r.id().compare(at.id); c != 0) return c > 0;
+  return r.version() < at.version;
+}
+
+}  // namespace detail
+
+CAIRN_END_NAMESPACE

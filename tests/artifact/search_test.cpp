@@ -1,0 +1,234 @@
+// Search's shared pieces (cairn/artifact/search.hpp) and the default search of ArtifactStore: the tokenizer, the
+// word-query parser, typed filters, BM25's exact scores, the cursor, and similarity and hybrid ranking on a store
+// that keeps vectors. The behaviour every backend must show is in the conformance suite (store_conformance_test).
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "cairn/artifact/memory_store.hpp"
+#include "cairn/artifact/search.hpp"
+#include "cairn/observe.hpp"
+#include "cairn/testing/store_conformance.hpp"
+#include "catch.hpp"
+
+using cairn::ArtifactRecord;
+using cairn::ArtifactStore;
+using cairn::Embedding;
+using cairn::FieldOp;
+using cairn::SearchQuery;
+using nlohmann::json;
+
+namespace {
+
+ArtifactRecord::Builder doc(const std::string& id, json value, const std::string& title = "t") {
+  auto b = ArtifactRecord::builder();
+  b.tenant_id("acme").id(id).type(cairn::ArtifactType::document).title(title).value(std::move(value));
+  return b;
+}
+
+// A store that keeps a vector per version beside an in-memory store: what the default search needs for similarity.
+class VectorStore final : public ArtifactStore {
+ public:
+  using ArtifactStore::store;
+  cairn::ArtifactPtr store(const ArtifactRecord& r) override { return inner_.store(r); }
+  cairn::ArtifactPtr store_if(const ArtifactRecord& r, std::uint64_t v) override { return inner_.store_if(r, v); }
+  cairn::ArtifactPtr fetch(const std::string& id, const std::string& t, std::uint64_t v) const override {
+    return inner_.fetch(id, t, v);
+  }
+  void remove(const std::string& id, const std::string& t) override {
+    inner_.remove(id, t);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = vectors_.begin(); it != vectors_.end();) {
+      it = std::get<0>(it->first) == t && std::get<1>(it->first) == id ? vectors_.erase(it) : std::next(it);
+    }
+  }
+  std::vector<std::uint64_t> versions(const std::string& id, const std::string& t) const override {
+    return inner_.versions(id, t);
+  }
+  cairn::ListPage list(const std::string& t, const cairn::ListQuery& q) const override { return inner_.list(t, q); }
+  std::optional<Embedding> embedding(const std::string& id, const std::string& t, std::uint64_t v) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = vectors_.find({t, id, v});
+    if (it == vectors_.end()) return std::nullopt;
+    return it->second;
+  }
+  bool keeps_embeddings() const noexcept override { return true; }
+
+  cairn::ArtifactPtr put(ArtifactRecord::Builder b, Embedding e) {
+    auto stored = inner_.store(*b.build());
+    std::lock_guard<std::mutex> lock(mutex_);
+    vectors_[{stored->tenant_id(), stored->id(), stored->version()}] = std::move(e);
+    return stored;
+  }
+
+ private:
+  cairn::InMemoryArtifactStore inner_;
+  mutable std::mutex mutex_;
+  std::map<std::tuple<std::string, std::string, std::uint64_t>, Embedding> vectors_;
+};
+
+std::vector<std::string> ids(const cairn::SearchPage& p) {
+  std::vector<std::string> out;
+  for (const auto& h : p.hits) out.push_back(h.record->id());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("words: ASCII letters and digits and UTF-8 characters, ASCII folded to lowercase") {
+  using V = std::vector<std::string>;
+  CHECK(cairn::detail::words_of("Hello, World-42! x_y") == V{"hello", "world", "42", "x", "y"});
+  CHECK(cairn::detail::words_of("Grüße ÄPFEL") == V{"grüße", "Äpfel"});  // non-ASCII is kept as it is
+  CHECK(cairn::detail::words_of("  ...  ").empty());
+}
+
+TEST_CASE("the word query: words, phrases, exclusions and OR; errors name the byte") {
+  auto q = cairn::detail::parse_word_query("Alpha \"Beta  gamma\" -delta x OR \"y z\"");
+  REQUIRE(q.all_of.size() == 3);
+  CHECK(q.all_of[0][0].words == std::vector<std::string>{"alpha"});
+  CHECK(q.all_of[1][0].words == std::vector<std::string>{"beta", "gamma"});
+  REQUIRE(q.all_of[2].size() == 2);
+  CHECK(q.all_of[2][1].text() == "y z");
+  REQUIRE(q.none_of.size() == 1);
+  CHECK(q.none_of[0].text() == "delta");
+  CHECK(q.words() == std::vector<std::string>{"alpha", "beta", "gamma", "x", "y", "z"});
+  CHECK(cairn::detail::parse_word_query("a-b").all_of.size() == 2);  // a hyphen inside a word only separates
+
+  CHECK_THROWS_WITH(cairn::detail::parse_word_query("ok \"open"),
+                    "search: query text: the quote at byte 3 is not closed");
+  CHECK_THROWS_WITH(cairn::detail::parse_word_query("OR a"),
+                    "search: query text: OR at byte 0 must stand between two words or phrases");
+  CHECK_THROWS_AS(cairn::detail::parse_word_query("a OR -b"), cairn::invalid_argument);
+  CHECK_THROWS_WITH(cairn::detail::parse_word_query("-a"), "search: query text excludes words but asks for none");
+  std::string many;
+  for (int i = 0; i <= 64; ++i) many += "w ";
+  CHECK_THROWS_AS(cairn::detail::parse_word_query(many), cairn::limit_exceeded);
+}
+
+TEST_CASE("filter comparisons are typed, across integer kinds and doubles") {
+  using cairn::detail::compare_scalars;
+  CHECK(compare_scalars(json(-1), json(std::numeric_limits<std::uint64_t>::max())) == -1);
+  CHECK(compare_scalars(json(std::numeric_limits<std::uint64_t>::max()), json(std::int64_t{5})) == 1);
+  CHECK(compare_scalars(json(3), json(3.0)) == 0);
+  CHECK(compare_scalars(json(2.5), json(3)) == -1);
+  CHECK(compare_scalars(json("b"), json("a")) == 1);
+  CHECK_FALSE(compare_scalars(json("1"), json(1)).has_value());
+  CHECK_FALSE(compare_scalars(json(true), json(1)).has_value());
+  CHECK(compare_scalars(json(nullptr), json(nullptr)) == 0);
+
+  const json meta = {{"n", 7}, {"s", "x"}, {"deep", {{"list", {1, 2}}}}, {"a~b", 1}};
+  using C = cairn::FieldCondition;
+  CHECK(cairn::detail::condition_holds(meta, C{"/deep/list/1", FieldOp::eq, 2}));
+  CHECK(cairn::detail::condition_holds(meta, C{"/a~0b", FieldOp::exists, nullptr}));
+  CHECK_FALSE(cairn::detail::condition_holds(meta, C{"/deep", FieldOp::eq, 1}));  // an object compares with nothing
+  CHECK_FALSE(cairn::detail::condition_holds(meta, C{"/missing", FieldOp::lt, 10}));
+  CHECK(cairn::detail::condition_holds(meta, C{"/s", FieldOp::ne, 1}));  // another type is not equal
+  CHECK(cairn::detail::condition_holds(json(nullptr), C{"/n", FieldOp::ne, 1}));
+}
+
+TEST_CASE("BM25 scores are Lucene's and FTS5's formula, exactly") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  (void)store->store(*doc("a", "apple apple banana", "x").build());  // 3 + title 1 = 4 words
+  (void)store->store(*doc("b", "banana cherry", "x").build());        // 3 words
+  (void)store->store(*doc("c", "cherry", "x").build());               // 2 words
+  SearchQuery q;
+  q.text = "apple";
+  const auto page = store->search("acme", q);
+  REQUIRE(ids(page) == std::vector<std::string>{"a"});
+  // N = 3, n = 1, tf = 2, |d| = 4, avgdl = 3: idf = ln(1 + 2.5 / 1.5), tf part = 2 * 2.2 / (2 + 1.2 * (0.25 + 1))
+  const double expected = std::log(1.0 + 2.5 / 1.5) * (2 * 2.2) / (2 + 1.2 * (0.25 + 0.75 * 4.0 / 3.0));
+  CHECK(page.hits[0].score == Approx(expected).epsilon(1e-12));
+  CHECK(page.hits[0].matched.text_rank == 1);
+  CHECK(page.hits[0].matched.vector_rank == 0);
+  CHECK_FALSE(page.hits[0].matched.similarity.has_value());
+}
+
+TEST_CASE("the value's words: string leaves and member names, bounded, cut at a character") {
+  const json v = {{"Name", "Ann"}, {"rows", {{{"city", "Oslo"}}, 3, true}}};
+  CHECK(cairn::detail::value_text(v) == "Name\nAnn\nrows\ncity\nOslo");
+  const std::string cut = cairn::detail::value_text(json(std::string(10, 'a') + "é"), 11);
+  CHECK(cut == std::string(10, 'a'));  // "é" is two bytes: not cut in half
+}
+
+TEST_CASE("a cursor belongs to its query and cannot be forged into another position") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  for (int i = 0; i < 4; ++i) (void)store->store(*doc("d" + std::to_string(i), "same").build());
+  SearchQuery q;
+  q.filter.id_prefix = "d";
+  q.limit = 3;
+  const auto first = store->search("acme", q);
+  REQUIRE(first.next_cursor);
+  q.cursor = *first.next_cursor;
+  CHECK(ids(store->search("acme", q)) == std::vector<std::string>{"d3"});
+  for (const std::string& bad : {std::string("x"), q.cursor.substr(0, 20), cairn::detail::search_fingerprint(q) + ".zz.1.d1",
+                                cairn::detail::search_fingerprint(q) + ".0000000000000000.x.d1"}) {
+    SearchQuery b = q;
+    b.cursor = bad;
+    CHECK_THROWS_AS(store->search("acme", b), cairn::invalid_argument);
+  }
+  q.filter.id_prefix = "e";
+  CHECK_THROWS_AS(store->search("acme", q), cairn::invalid_argument);
+}
+
+TEST_CASE("similarity ranks by cosine among vectors of the query's model only; hybrid fuses the two rankings") {
+  auto store = std::make_shared<VectorStore>();
+  store->put(doc("north", "points north"), {"m1", {0.0f, 1.0f}});
+  store->put(doc("east", "points east"), {"m1", {1.0f, 0.0f}});
+  store->put(doc("northeast", "points north and east"), {"m1", {1.0f, 1.0f}});
+  store->put(doc("other-model", "points north"), {"m2", {0.0f, 1.0f}});
+  (void)store->store(*doc("no-vector", "points north").build());
+
+  SearchQuery q;
+  q.vector = Embedding{"m1", {0.1f, 1.0f}};
+  auto page = store->search("acme", q);
+  CHECK(ids(page) == std::vector<std::string>{"north", "northeast", "east"});
+  REQUIRE(page.hits[0].matched.similarity);
+  CHECK(*page.hits[0].matched.similarity == Approx(1.0 / std::sqrt(1.01)));
+  CHECK(page.hits[2].matched.vector_rank == 3);
+
+  q.vector = Embedding{"m1", {1.0f, 0.0f, 0.0f}};  // another dimension: nothing of m1 compares
+  CHECK(store->search("acme", q).hits.empty());
+
+  // Hybrid: "north" by words matches north, northeast, other-model and no-vector; by vector (east-ish) east first.
+  q.vector = Embedding{"m1", {1.0f, 0.2f}};
+  q.text = "north";
+  page = store->search("acme", q);
+  REQUIRE(page.hits.size() == 5);
+  // Words rank no-vector, north, other-model (equal length, id order), then northeast (longer); the vector ranks
+  // east, northeast, north. Fused, north (2nd and 3rd) comes first, ahead of northeast (4th and 2nd).
+  CHECK(page.hits[0].record->id() == "north");
+  CHECK(page.hits[1].record->id() == "northeast");
+  for (const auto& h : page.hits) {
+    CHECK(h.score == Approx(cairn::detail::rrf(h.matched.text_rank, h.matched.vector_rank)));
+  }
+  q.mode = cairn::SearchMode::text;
+  CHECK(store->search("acme", q).hits.size() == 4);
+  q.mode = cairn::SearchMode::similarity;
+  CHECK(store->search("acme", q).hits.size() == 3);
+
+  // A vector store passes the whole suite too, its similarity included.
+  for (const auto& check : cairn::testing::store_conformance_checks()) {
+    INFO(check.name);
+    VectorStore fresh;
+    check.run(fresh);
+  }
+}
+
+TEST_CASE("an observed store forwards search to the store it wraps and reports it") {
+  auto inner = std::make_shared<VectorStore>();
+  inner->put(doc("a", "hello"), {"m", {1.0f}});
+  int searches = 0;
+  auto store = cairn::observed(inner, std::make_shared<cairn::FunctionObserver>([&searches](const cairn::Event& e) {
+    if (e.operation == "search") {
+      ++searches;
+      CHECK(e.items == 1);
+    }
+  }));
+  CHECK(store->keeps_embeddings());
+  SearchQuery q;
+  q.vector = Embedding{"m", {2.0f}};
+  CHECK(ids(store->search("acme", q)) == std::vector<std::string>{"a"});
+  CHECK(searches == 1);
+}
