@@ -185,6 +185,9 @@ inline SearchPage ArtifactStore::search(const std::string& tenant_id, const Sear
   const bool by_text = !q.text.empty() && q.mode != SearchMode::similarity;
   const bool by_vector = q.vector && q.mode != SearchMode::text;
   const detail::WordQuery words = by_text ? detail::parse_word_query(q.text) : detail::WordQuery{};
+  if (by_text && words.empty()) {
+    throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
+  }
   if (by_vector && !keeps_embeddings()) {
     throw invalid_argument("search: this store keeps no vectors, so it cannot search by similarity "
                            "(give it an Embedder, or search by words and filters)");

@@ -701,6 +701,8 @@ inline bool is_uuid_v4(const std::string& s) {
     CAIRN_CONFORM(CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q)).find("byte 0") != std::string::npos);
     q.text = "a OR";
     CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
+    q.text = " ?! ";
+    CAIRN_CONFORM(CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q)).find("no words") != std::string::npos);
     q.text = "-only -exclusions";
     CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, q));
     q.text = std::string(SearchQuery::max_text_bytes + 1, 'a');
