@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <tuple>
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/search.hpp"
@@ -231,4 +233,108 @@ TEST_CASE("an observed store forwards search to the store it wraps and reports i
   q.vector = Embedding{"m", {2.0f}};
   CHECK(ids(store->search("acme", q)) == std::vector<std::string>{"a"});
   CHECK(searches == 1);
+}
+
+namespace {
+// A deterministic embedder: each word adds 1 to one of 8 dimensions (by a hash of the word). Texts with the same
+// words point the same way.
+class WordHashEmbedder final : public cairn::Embedder {
+ public:
+  std::string model() const override { return "word-hash-8"; }
+  std::size_t dimension() const override { return 8; }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    ++calls;
+    std::vector<std::vector<float>> out;
+    for (const auto& t : texts) {
+      std::vector<float> v(8, 0.0f);
+      v[7] = 0.01f;  // never all zero
+      cairn::detail::for_each_word(t, [&v](const std::string& w) { v[std::hash<std::string>{}(w) % 7] += 1.0f; });
+      out.push_back(std::move(v));
+    }
+    if (broken == 1) out.pop_back();
+    if (broken == 2) out[0].pop_back();
+    if (broken == 3) out[0][2] = std::numeric_limits<float>::infinity();
+    if (broken == 4) throw std::runtime_error("the model is down");
+    return out;
+  }
+  int calls = 0;
+  int broken = 0;
+};
+}  // namespace
+
+TEST_CASE("an in-memory store with an embedder keeps a vector per version and searches by meaning") {
+  auto embedder = std::make_shared<WordHashEmbedder>();
+  cairn::InMemoryStoreOptions options;
+  options.embedder = embedder;
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>(options);
+  CHECK(store->keeps_embeddings());
+  (void)store->store(*doc("cats", "cats purr and sleep", "cats").build());
+  (void)store->store(*doc("dogs", "dogs bark and run", "dogs").build());
+  CHECK(embedder->calls == 2);
+  const auto e = store->embedding("cats", "acme", 1);
+  REQUIRE(e);
+  CHECK(e->model == "word-hash-8");
+  CHECK(e->values == embedder->embed({embedder->text_of(*store->fetch("cats", "acme"))})[0]);
+  CHECK_FALSE(store->embedding("cats", "acme", 2));
+  CHECK_FALSE(store->embedding("cats", "other-tenant", 1));
+
+  // Text only: the store embeds it, and automatic mode ranks by words and meaning (hybrid).
+  SearchQuery q;
+  q.text = "cats sleep";
+  auto page = store->search("acme", q);
+  REQUIRE_FALSE(page.hits.empty());
+  CHECK(page.hits[0].record->id() == "cats");
+  CHECK(page.hits[0].matched.text_rank == 1);
+  CHECK(page.hits[0].matched.vector_rank == 1);
+  q.mode = cairn::SearchMode::similarity;  // meaning alone: every record with a vector, nearest first
+  CHECK(ids(store->search("acme", q)) == std::vector<std::string>{"cats", "dogs"});
+
+  // A new version gets its own vector; removing the artifact drops them all, and a new version 1 is embedded anew.
+  (void)store->store(*doc("cats", "cats hunt mice", "cats").build());
+  CHECK(store->embedding("cats", "acme", 1));
+  CHECK(store->embedding("cats", "acme", 2));
+  store->remove("cats", "acme");
+  CHECK_FALSE(store->embedding("cats", "acme", 1));
+  (void)store->store(*doc("cats", "dogs bark and run", "dogs").build());
+  CHECK(store->embedding("cats", "acme", 1)->values == store->embedding("dogs", "acme", 1)->values);
+  CHECK_FALSE(store->embedding("cats", "acme", 2));
+}
+
+TEST_CASE("an embedder that fails or returns bad vectors fails the store with its reason, and nothing is stored") {
+  auto embedder = std::make_shared<WordHashEmbedder>();
+  cairn::InMemoryStoreOptions options;
+  options.embedder = embedder;
+  cairn::InMemoryArtifactStore store(options);
+  (void)store.store(*doc("kept", "still here").build());
+  const char* reasons[] = {"", "returned 0 vectors for 1 texts", "vector 0 has 7 dimensions, not 8",
+                           "vector 0 [2] is not a finite number"};
+  for (int broken = 1; broken <= 4; ++broken) {
+    INFO(broken);
+    embedder->broken = broken;
+    if (broken == 4) {
+      CHECK_THROWS_WITH(store.store(*doc("new", "x").build()), "the model is down");
+      CHECK_THROWS_WITH(store.store(*doc("kept", "x").build()), "the model is down");
+    } else {
+      CHECK_THROWS_WITH(store.store(*doc("new", "x").build()),
+                        Catch::Contains("embedder 'word-hash-8': ") && Catch::Contains(reasons[broken]));
+    }
+    CHECK_FALSE(store.fetch("new", "acme"));
+    CHECK(store.versions("kept", "acme") == std::vector<std::uint64_t>{1});
+  }
+  embedder->broken = 4;
+  SearchQuery q;
+  q.text = "still";
+  CHECK_THROWS_WITH(store.search("acme", q), "the model is down");  // the query's text is embedded too
+  q.mode = cairn::SearchMode::text;  // words alone need no model
+  CHECK(ids(store.search("acme", q)) == std::vector<std::string>{"kept"});
+}
+
+TEST_CASE("an in-memory store with an embedder passes the whole conformance suite") {
+  for (const auto& check : cairn::testing::store_conformance_checks()) {
+    INFO(check.name);
+    cairn::InMemoryStoreOptions options;
+    options.embedder = std::make_shared<WordHashEmbedder>();
+    cairn::InMemoryArtifactStore store(options);
+    check.run(store);
+  }
 }

@@ -47,6 +47,9 @@ struct InMemoryStoreOptions {
   /// keeps every record packed. A value shared by many records (or with the host) is counted once per record, and
   /// packing it saves nothing while others hold it: the bound is for stores of distinct values.
   std::size_t max_parsed_bytes = std::numeric_limits<std::size_t>::max();
+  /// Embeds every record as it is stored (outside the store's locks), so search() can rank by similarity
+  /// (docs/search.md). Null: no vectors are kept, and similarity queries are refused.
+  std::shared_ptr<Embedder> embedder{};
 };
 
 /// Thread-safe, in-process ArtifactStore. Content lives as long as the store does.
@@ -61,16 +64,35 @@ class InMemoryArtifactStore final : public ArtifactStore {
         clock_(std::move(options.clock)),
         ids_(std::move(options.ids)),
         bounded_(options.max_parsed_bytes != std::numeric_limits<std::size_t>::max()),
-        shard_budget_(bounded_ ? options.max_parsed_bytes / shards_.size() : 0) {}
+        shard_budget_(bounded_ ? options.max_parsed_bytes / shards_.size() : 0),
+        embedder_(std::move(options.embedder)) {}
 
   using ArtifactStore::store;
 
-  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override { return put(record, nullptr); }
+  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override {
+    return put(record, nullptr, embed(record));
+  }
 
   [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
     detail::check_store_if(record, expected_version);
-    return put(record, &expected_version);
+    return put(record, &expected_version, embed(record));
   }
+
+  /// The vector kept for a version (null when the store has no embedder or the version is gone).
+  [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                   std::uint64_t version) const override {
+    if (!embedder_) return std::nullopt;
+    const Shard& shard = shard_for(tenant_id);
+    std::shared_lock lock(shard.mutex);
+    const auto it = shard.vectors.find(composite_key(tenant_id, id));
+    if (it == shard.vectors.end()) return std::nullopt;
+    for (const auto& v : it->second) {
+      if (v.first == version) return v.second;
+    }
+    return std::nullopt;
+  }
+  [[nodiscard]] bool keeps_embeddings() const noexcept override { return embedder_ != nullptr; }
+  [[nodiscard]] std::shared_ptr<Embedder> embedder() const override { return embedder_; }
 
   [[nodiscard]]
   ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
@@ -113,6 +135,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     if (t->second.empty()) shard.tenants.erase(t);
     if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
+    if (embedder_) shard.vectors.erase(key);
   }
 
   [[nodiscard]]
@@ -161,7 +184,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
   struct Shard;
   // store() and store_if(): with `expected` set, the id's latest version must be *expected (0: none), checked under
   // the shard's write lock together with the write.
-  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected) {
+  // The record's vector, made before any lock is taken (the embedder may be slow).
+  std::optional<Embedding> embed(const ArtifactRecord& record) const {
+    if (!embedder_) return std::nullopt;
+    return std::move(detail::embed_checked(*embedder_, {embedder_->text_of(record)}).front());
+  }
+
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, std::optional<Embedding> vector) {
     const std::string& tenant_id = record.tenant_id();
     Shard& shard = shard_for(tenant_id);
     // The record's own id is referred to, not copied (the stored record shares it); only a new one is made.
@@ -174,6 +203,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
       const std::uint64_t actual = found == shard.entries.end() ? 0 : version_of(found->second);
       if (actual != *expected) throw detail::version_conflict(record, *expected, actual);
+    }
+    // The vector's place is made first (what may throw before anything changes; a place left empty is harmless),
+    // so that keeping the vector below cannot throw.
+    std::vector<std::pair<std::uint64_t, Embedding>>* vectors = nullptr;
+    if (vector) {
+      vectors = &shard.vectors[composite_key(tenant_id, id)];
+      vectors->reserve(vectors->size() + 1);
     }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
     Entry& entry = it->second;
@@ -212,6 +248,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     } else {
       entry.latest = stored;
     }
+    if (vectors) vectors->emplace_back(stored->version(), std::move(*vector));
     return stored;
   }
 
@@ -270,6 +307,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
     mutable std::shared_mutex mutex;
     std::unordered_map<std::string, Entry> entries;  // key: tenant_id + '\0' + id
     std::unordered_map<std::string, Index> tenants;
+    // Stores with an embedder: each version's vector, by entry key (the same key as `entries`).
+    std::unordered_map<std::string, std::vector<std::pair<std::uint64_t, Embedding>>> vectors;
     // Bounded stores: the parsed entries, a circular list whose `hand` is the next one the sweep looks at (new ones
     // go just behind it, so they are looked at last), and the estimated heap they keep. Under the write lock.
     Entry* hand = nullptr;
@@ -353,6 +392,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
   std::shared_ptr<IdGenerator> ids_;
   bool bounded_ = false;          // max_parsed_bytes was set
   std::size_t shard_budget_ = 0;  // max_parsed_bytes / shards
+  std::shared_ptr<Embedder> embedder_;
 };
 
 CAIRN_END_NAMESPACE

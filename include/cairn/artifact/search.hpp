@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,6 +67,27 @@ enum class SearchMode { automatic, text, similarity, hybrid };
 struct Embedding {
   std::string model;
   std::vector<float> values;
+};
+
+/// The host's model that turns text into vectors (cairn never calls a model itself). A store given one embeds each
+/// record as it is stored, and the text of a query that brings no vector of its own.
+class Embedder {
+ public:
+  virtual ~Embedder() = default;
+  /// The model's name, recorded with every vector it makes ("all-MiniLM-L6-v2").
+  virtual std::string model() const = 0;
+  /// The length of every vector it makes (1 to SearchQuery::max_dimension).
+  virtual std::size_t dimension() const = 0;
+  /// One vector per text, in order. Called outside every store lock; may be slow (a network call). Throwing fails
+  /// the store() or search() that asked, with nothing stored.
+  virtual std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) = 0;
+  /// The text a record is embedded by: its title, description and the first 8 KiB of its value's text.
+  virtual std::string text_of(const ArtifactRecord& record) const;
+
+ protected:
+  Embedder() = default;
+  Embedder(const Embedder&) = default;
+  Embedder& operator=(const Embedder&) = default;
 };
 
 /// One search.
@@ -351,10 +373,6 @@ inline void check_search_query(const SearchQuery& q) {
   }
   const bool has_text = !q.text.empty();
   if (q.mode == SearchMode::text && !has_text) throw invalid_argument("search: mode text needs query text");
-  if (q.mode == SearchMode::similarity && !q.vector) throw invalid_argument("search: mode similarity needs a vector");
-  if (q.mode == SearchMode::hybrid && (!has_text || !q.vector)) {
-    throw invalid_argument("search: mode hybrid needs both query text and a vector");
-  }
   if (!has_text && !q.vector && f.metadata.empty() && !f.type && !f.mime_type && !f.created_by &&
       f.id_prefix.empty() && !f.created_after && !f.created_before) {
     throw invalid_argument("search: nothing to search by (no text, no vector, no filter)");
@@ -601,6 +619,40 @@ inline double rrf(std::size_t text_rank, std::size_t vector_rank, double k = 60)
   return s;
 }
 
+// ---- embedding
+
+/// `embedder.embed(texts)` checked: one vector per text, each of the embedder's dimension, every element finite.
+/// Throws cairn::invalid_argument naming the model and what is wrong (nothing is stored then).
+inline std::vector<Embedding> embed_checked(Embedder& embedder, const std::vector<std::string>& texts) {
+  const std::string model = embedder.model();
+  const std::size_t dimension = embedder.dimension();
+  if (model.empty() || dimension == 0 || dimension > SearchQuery::max_dimension) {
+    throw invalid_argument(fmt::format("embedder '{}': needs a model name and a dimension of 1 to {} (got {})",
+                                       excerpt(model, 80), SearchQuery::max_dimension, dimension));
+  }
+  auto vectors = embedder.embed(texts);
+  if (vectors.size() != texts.size()) {
+    throw invalid_argument(fmt::format("embedder '{}': returned {} vectors for {} texts", excerpt(model, 80),
+                                       vectors.size(), texts.size()));
+  }
+  std::vector<Embedding> out;
+  out.reserve(vectors.size());
+  for (std::size_t i = 0; i < vectors.size(); ++i) {
+    if (vectors[i].size() != dimension) {
+      throw invalid_argument(fmt::format("embedder '{}': vector {} has {} dimensions, not {}", excerpt(model, 80), i,
+                                         vectors[i].size(), dimension));
+    }
+    for (std::size_t k = 0; k < dimension; ++k) {
+      if (!std::isfinite(vectors[i][k])) {
+        throw invalid_argument(
+            fmt::format("embedder '{}': vector {} [{}] is not a finite number", excerpt(model, 80), i, k));
+      }
+    }
+    out.push_back(Embedding{model, std::move(vectors[i])});
+  }
+  return out;
+}
+
 // ---- ordering and the cursor
 
 /// Results order: higher score first, then ascending id, then newer version.
@@ -679,5 +731,15 @@ inline bool after_cursor(const SearchCursor& at, double score, const ArtifactRec
 }
 
 }  // namespace detail
+
+inline std::string Embedder::text_of(const ArtifactRecord& record) const {
+  std::string text = record.title();
+  if (!record.description().empty()) text += (text.empty() ? "" : "\n") + record.description();
+  if (record.has_value()) {
+    const std::string value = detail::value_text(record.value(), 8 * 1024);
+    if (!value.empty()) text += (text.empty() ? "" : "\n") + value;
+  }
+  return text;
+}
 
 CAIRN_END_NAMESPACE

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +108,9 @@ class ArtifactStore {
   }
   /// True when this store keeps vectors for similarity search.
   [[nodiscard]] virtual bool keeps_embeddings() const noexcept { return false; }
+  /// The embedder this store embeds records with, or null. search() embeds a query's text with it when the query
+  /// brings no vector.
+  [[nodiscard]] virtual std::shared_ptr<Embedder> embedder() const { return nullptr; }
 
   /// Convenience for records already shared: `store(*record)`.
   [[nodiscard]] ArtifactPtr store(const ArtifactPtr& record) {
@@ -182,8 +186,18 @@ inline SearchPage ArtifactStore::search(const std::string& tenant_id, const Sear
   detail::check_tenant(tenant_id);
   detail::check_search_query(q);
   const auto cursor = detail::decode_cursor(q);
+  // The query's vector: its own, or its text embedded by the store's embedder.
+  std::optional<Embedding> query_vector = q.vector;
+  if (!query_vector && !q.text.empty() && q.mode != SearchMode::text) {
+    if (const auto e = embedder()) query_vector = std::move(detail::embed_checked(*e, {q.text}).front());
+  }
+  if ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !query_vector) {
+    throw invalid_argument("search: mode similarity and mode hybrid need a vector, or query text and a store with "
+                           "an embedder");
+  }
+  if (q.mode == SearchMode::hybrid && q.text.empty()) throw invalid_argument("search: mode hybrid needs query text");
   const bool by_text = !q.text.empty() && q.mode != SearchMode::similarity;
-  const bool by_vector = q.vector && q.mode != SearchMode::text;
+  const bool by_vector = query_vector && q.mode != SearchMode::text;
   const detail::WordQuery words = by_text ? detail::parse_word_query(q.text) : detail::WordQuery{};
   if (by_text && words.empty()) {
     throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
@@ -245,9 +259,9 @@ inline SearchPage ArtifactStore::search(const std::string& tenant_id, const Sear
     }
     if (by_vector) {
       const auto e = embedding(r->id(), tenant_id, r->version());
-      if (e && e->model == q.vector->model && e->values.size() == q.vector->values.size()) {
+      if (e && e->model == query_vector->model && e->values.size() == query_vector->values.size()) {
         vector_hit = true;
-        c.similarity = detail::cosine(q.vector->values, e->values);
+        c.similarity = detail::cosine(query_vector->values, e->values);
         c.matched.similarity = c.similarity;
       }
     }

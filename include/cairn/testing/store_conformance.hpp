@@ -528,6 +528,7 @@ inline bool is_uuid_v4(const std::string& s) {
     (void)s.store(*note(t, "c", json{{"summary", "flat"}}).title("Budget").description("costs and revenue").build());
     (void)s.store(*note(t, "d", "x").title("Revenue").build());
     SearchQuery q;
+    q.mode = SearchMode::text;  // words alone (automatic would add similarity on a store with an embedder)
     q.text = "Revenue";
     const auto page = s.search(t, q);
     std::set<std::string> ids;
@@ -540,6 +541,7 @@ inline bool is_uuid_v4(const std::string& s) {
     CAIRN_CONFORM(!page.next_cursor);
     const auto only = [&s, &t](const std::string& text) {
       SearchQuery w;
+      w.mode = SearchMode::text;
       w.text = text;
       std::set<std::string> out;
       for (const auto& h : s.search(t, w).hits) out.insert(h.record->id());
@@ -603,6 +605,7 @@ inline bool is_uuid_v4(const std::string& s) {
     f.metadata = {{"/region", FieldOp::eq, "emea"}, {"/rows", FieldOp::lt, 100}};
     CAIRN_CONFORM((ids(f) == V{"m1"}));
     SearchQuery both;
+    both.mode = SearchMode::text;
     both.text = "words";
     both.filter.type = ArtifactType::document;
     std::set<std::string> found;
@@ -617,6 +620,7 @@ inline bool is_uuid_v4(const std::string& s) {
     (void)s.store(*note(b, "shared-id", "open plan for tenant b").build());
     (void)s.store(*note(b, "b-only", "secret too").build());
     SearchQuery q;
+    q.mode = SearchMode::text;
     q.text = "secret";
     const auto page = s.search(a, q);
     CAIRN_CONFORM(page.hits.size() == 1);
@@ -632,6 +636,7 @@ inline bool is_uuid_v4(const std::string& s) {
     (void)s.store(*note(t, "x", "alpha draft").build());
     (void)s.store(*note(t, "x", "beta final").build());
     SearchQuery q;
+    q.mode = SearchMode::text;
     q.text = "alpha";
     CAIRN_CONFORM(s.search(t, q).hits.empty());
     q.all_versions = true;
@@ -661,6 +666,7 @@ inline bool is_uuid_v4(const std::string& s) {
       (void)s.store(*note(t, fmt::format("p{}", i), words).build());
     }
     SearchQuery q;
+    q.mode = SearchMode::text;
     q.text = "needle";
     q.limit = 3;
     std::vector<std::string> seen;
@@ -681,6 +687,7 @@ inline bool is_uuid_v4(const std::string& s) {
     CAIRN_CONFORM(std::is_sorted(scores.rbegin(), scores.rend()));
     CAIRN_CONFORM(seen.front() == "p0");  // the shortest document with the word
     SearchQuery other;
+    other.mode = SearchMode::text;
     other.text = "hay";
     other.cursor = q.cursor;
     CAIRN_CONFORM_THROWS(invalid_argument, s.search(t, other));
