@@ -379,7 +379,11 @@ TEST_CASE("schema bounds: a schema nested 20000 deep is refused at registration 
                     Catch::StartsWith("tool 'deep': input_schema: at /properties/list/items/items/") &&
                         Catch::EndsWith(": the schema is nested deeper than the limit of 128 levels"));
   CHECK(f.registry.find("deep") == nullptr);
-  CHECK_NOTHROW(cairn::CompiledSchema(nested_items(60), "fine"));
+  // At the limit (127 wrappers and the innermost {}: 128 levels) the schema passes the meta-schema check and compiles.
+  const cairn::CompiledSchema at_limit(nested_items(127), "fine");
+  json value = json::array();
+  for (int i = 0; i < 127; ++i) value = json::array({std::move(value)});
+  CHECK(at_limit.validate(value).empty());
 }
 
 TEST_CASE("schema bounds: a value deeper than the check's depth limit is refused, not a stack overflow") {

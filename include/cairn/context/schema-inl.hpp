@@ -307,7 +307,7 @@ inline std::string ecma_to_re2(const std::string& pattern, std::string& translat
       const char n = pattern[i + 1];
       if (!in_class && n >= '1' && n <= '9') return fmt::format("\\{} is a backreference", n);
       if (n == 'k' && i + 2 < pattern.size() && pattern[i + 2] == '<') return "\\k<...> is a backreference";
-      if (n == 'u' && i + 5 < pattern.size() + 0 && i + 6 <= pattern.size()) {
+      if (n == 'u' && i + 6 <= pattern.size()) {
         bool hex = true;
         for (std::size_t k = i + 2; k < i + 6; ++k) hex = hex && std::isxdigit(static_cast<unsigned char>(pattern[k]));
         if (hex) {
@@ -620,7 +620,7 @@ class Compiler {
   static std::string percent_decoded(const std::string& s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '%' && i + 2 < s.size() + 0 && i + 3 <= s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+      if (s[i] == '%' && i + 3 <= s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
           std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
         out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
         i += 2;
