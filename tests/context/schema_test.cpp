@@ -437,8 +437,8 @@ TEST_CASE("schema bounds: a check past its step budget fails the call and change
   const auto seq = run.seq();
   const auto before = f.ctx.state();
   CHECK(f.refusal({{"v", 1}}, "blowup") ==
-        "blowup: input (top level): budget: checking the value took more than the budget of 4000000 steps "
-        "(SchemaLimits::max_check_steps); the value is refused");
+        "blowup: input (top level): budget: checking the value took more than its budget of 1000064 steps "
+        "(SchemaLimits: 1000000 and 32 per node of the value); the value is refused");
   CHECK(run.seq() == seq);
   CHECK(f.ctx.state() == before);
   CHECK(f.store->list("acme").items.empty());

@@ -8,7 +8,7 @@
 // SchemaLimits::max_schema_depth (checked without recursion, before anything else walks it), a loop of `$ref`s and
 // in-place subschemas that never moves into the value (it would recurse forever), a `$ref` chain longer than
 // max_ref_chain, a pattern RE2 cannot run in linear time. Checking walks the value and the graph together, counting
-// steps (max_check_steps) and depth (max_check_depth); uniqueItems sorts (O(n log n) comparisons).
+// steps (a budget growing with the value) and depth (max_check_depth); uniqueItems sorts (O(n log n) comparisons).
 #pragma once
 
 #include <cctype>
@@ -732,10 +732,11 @@ struct TooDeep {};
 /// One check of one value: the walk, its step and depth counters, and the violations it found.
 class Checker {
  public:
-  Checker(const CompiledSchema::Compiled& c, std::size_t max_reported) : c_(c), max_reported_(max_reported) {}
+  Checker(const CompiledSchema::Compiled& c, std::size_t max_reported, std::size_t budget)
+      : c_(c), max_reported_(max_reported), budget_(budget) {}
 
   bool check(int index, const nlohmann::json& v, bool collect) {
-    if (++steps_ > c_.limits.max_check_steps) throw BudgetExceeded{};
+    if (++steps_ > budget_) throw BudgetExceeded{};
     if (depth_ >= c_.limits.max_check_depth) throw TooDeep{};
     ++depth_;
     const bool ok = check_node(c_.nodes[static_cast<std::size_t>(index)], v, collect);
@@ -794,7 +795,7 @@ class Checker {
   bool matches(int regex, const std::string& text) {
 #if CAIRN_WITH_SCHEMA
     steps_ += text.size() / 64;
-    if (steps_ > c_.limits.max_check_steps) throw BudgetExceeded{};
+    if (steps_ > budget_) throw BudgetExceeded{};
     return re2::RE2::PartialMatch(text, *c_.regexes[static_cast<std::size_t>(regex)]);
 #else
     (void)regex;
@@ -830,7 +831,7 @@ class Checker {
           break;
         }
       }
-      if (steps_ > c_.limits.max_check_steps) throw BudgetExceeded{};
+      if (steps_ > budget_) throw BudgetExceeded{};
       if (!found) CAIRN_SCHEMA_FAIL("enum", fmt::format("expected one of {}, got {}", excerpt(n.enum_values->dump()), got_value(v)));
     }
     if (n.const_value && json_compare(*n.const_value, v, steps_) != 0) {
@@ -922,11 +923,12 @@ class Checker {
       for (const std::string* key : n.required) {
         if (!v.contains(*key)) CAIRN_SCHEMA_FAIL("required", fmt::format("missing required property '{}'", excerpt(*key)));
       }
-      for (const auto& [key, needs] : n.dependent_required) {
-        if (!v.contains(*key)) continue;
-        for (const std::string* other : needs) {
+      for (const auto& dependency : n.dependent_required) {
+        const std::string& key = *dependency.first;
+        if (!v.contains(key)) continue;
+        for (const std::string* other : dependency.second) {
           if (!v.contains(*other)) {
-            CAIRN_SCHEMA_FAIL("dependencies", fmt::format("property '{}' requires property '{}'", excerpt(*key), excerpt(*other)));
+            CAIRN_SCHEMA_FAIL("dependencies", fmt::format("property '{}' requires property '{}'", excerpt(key), excerpt(*other)));
           }
         }
       }
@@ -1049,7 +1051,7 @@ class Checker {
       const int c = json_compare(v[a], v[b], steps_);
       return c < 0 || (c == 0 && a < b);
     });
-    if (steps_ > c_.limits.max_check_steps) throw BudgetExceeded{};
+    if (steps_ > budget_) throw BudgetExceeded{};
     std::optional<std::pair<std::size_t, std::size_t>> best;
     for (std::size_t i = 1; i < order.size(); ++i) {
       if (json_compare(v[order[i - 1]], v[order[i]], steps_) == 0) {
@@ -1062,6 +1064,7 @@ class Checker {
 
   const CompiledSchema::Compiled& c_;
   std::size_t max_reported_;
+  std::size_t budget_;
   std::size_t depth_ = 0;
   std::vector<Token> path_;
 };
@@ -1156,12 +1159,26 @@ CAIRN_INLINE std::vector<SchemaViolation> CompiledSchema::validate(const nlohman
                            "refused",
                            limits.max_check_depth));
   }
+  // The budget: a base, and so many steps per node of the value (counted without recursion).
+  std::size_t nodes = 0;
+  {
+    std::vector<const nlohmann::json*> todo{&value};
+    while (!todo.empty()) {
+      const nlohmann::json* j = todo.back();
+      todo.pop_back();
+      ++nodes;
+      if (j->is_structured()) {
+        for (const auto& child : *j) todo.push_back(&child);
+      }
+    }
+  }
+  const std::size_t budget = limits.max_check_steps + limits.check_steps_per_value_node * nodes;
   try {
     {
-      detail::schema::Checker fast(*compiled_, 0);
+      detail::schema::Checker fast(*compiled_, 0, budget);
       if (fast.check(0, value, false)) return out;
     }
-    detail::schema::Checker full(*compiled_, max_reported);
+    detail::schema::Checker full(*compiled_, max_reported, budget);
     full.check(0, value, true);
     if (full.total == 0) {  // cannot happen: the fast path found a violation
       return one("", "schema", "the value does not match the schema");
@@ -1170,9 +1187,9 @@ CAIRN_INLINE std::vector<SchemaViolation> CompiledSchema::validate(const nlohman
     return std::move(full.violations);
   } catch (const detail::schema::BudgetExceeded&) {
     return one("", "budget",
-               fmt::format("checking the value took more than the budget of {} steps (SchemaLimits::max_check_steps); "
-                           "the value is refused",
-                           limits.max_check_steps));
+               fmt::format("checking the value took more than its budget of {} steps (SchemaLimits: {} and {} per "
+                           "node of the value); the value is refused",
+                           budget, limits.max_check_steps, limits.check_steps_per_value_node));
   } catch (const detail::schema::TooDeep&) {
     return one("", "depth",
                fmt::format("checking the value nested more than {} subschemas deep (SchemaLimits::max_check_depth); "

@@ -48,9 +48,12 @@ struct SchemaLimits {
   /// Subschemas applied one inside another while checking a value (about two per level of the value under a
   /// recursive schema); deeper fails the check with rule `depth`.
   std::size_t max_check_depth = 1000;
-  /// Steps one check may take: one per subschema applied to a value, one per item compared for `uniqueItems` /
-  /// `enum` / `const`, one per 64 bytes a regular expression reads. More fails the check with rule `budget`.
-  std::size_t max_check_steps = 4'000'000;
+  /// Steps one check may take, plus check_steps_per_value_node for each node (value, member, item) of the value:
+  /// a step is one subschema applied to a value, one comparison for `uniqueItems` / `enum` / `const`, or 64 bytes
+  /// a regular expression reads. More fails the check with rule `budget`. So the budget grows with the value
+  /// (whose size its parser bounds) and not with what the schema makes of it.
+  std::size_t max_check_steps = 1'000'000;
+  std::size_t check_steps_per_value_node = 32;
 };
 
 /// One way a value breaks its schema.
