@@ -331,6 +331,14 @@ TEST_CASE("schema bounds: uniqueItems over 100000 items is O(n log n)") {
   CHECK(f.refusal({{"ids", ids}}, "ids") == "ids: input /ids: uniqueItems: items 99998 and 100000 are equal");
   ids.erase(100000);
   CHECK(f.refusal({{"ids", ids}}, "ids") == "ids: input /ids: uniqueItems: items 100001 and 100002 are equal");
+  // Arrays of integers or of strings take a sorting fast path: the same answers.
+  const cairn::CompiledSchema unique(json::parse(R"({"uniqueItems": true})"), "unique");
+  CHECK(unique.validate(json::parse("[18446744073709551615, -1, 5, -9223372036854775808, 5]")).at(0).message ==
+        "items 2 and 4 are equal");
+  CHECK(unique.validate(json::parse("[18446744073709551615, -1, 9223372036854775807, -9223372036854775808]")).empty());
+  CHECK(unique.validate(json::parse(R"(["b", "a", "c", "a", "b"])")).at(0).message == "items 1 and 3 are equal");
+  CHECK(unique.validate(json::parse(R"(["b", "a", "c", "a", "b"])")).size() == 1);
+  CHECK(unique.validate(json::parse(R"(["a", "é", "e"])")).empty());
 }
 
 TEST_CASE("schema bounds: $ref loops are refused at registration, naming the tool and the pointer") {

@@ -1045,6 +1045,25 @@ class Checker {
 
   /// The indexes of two equal items, if any: sorting item indexes with json_compare, O(n log n) comparisons.
   std::optional<std::pair<std::size_t, std::size_t>> first_duplicate(const nlohmann::json& v) {
+    // The common cases, an array of integers or of strings, sort plain keys (the same order and equality).
+    bool integers = true, strings = true;
+    for (const auto& e : v) {
+      integers = integers && e.is_number_integer();
+      strings = strings && e.is_string();
+    }
+    if (integers || strings) {
+      steps_ += v.size();
+      if (steps_ > budget_) throw BudgetExceeded{};
+      return integers ? first_equal_key(v, [](const nlohmann::json& e) {
+        // Negative values (two's complement keeps their order) before the others.
+        return e.is_number_unsigned() || e.get<std::int64_t>() >= 0
+                   ? std::pair<int, std::uint64_t>{1, e.get<std::uint64_t>()}
+                   : std::pair<int, std::uint64_t>{0, static_cast<std::uint64_t>(e.get<std::int64_t>())};
+      })
+                      : first_equal_key(v, [](const nlohmann::json& e) {
+                          return std::string_view(e.get_ref<const std::string&>());
+                        });
+    }
     std::vector<std::size_t> order(v.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -1057,6 +1076,23 @@ class Checker {
       if (json_compare(v[order[i - 1]], v[order[i]], steps_) == 0) {
         const std::pair<std::size_t, std::size_t> found{order[i - 1], order[i]};
         if (!best || found.second < best->second) best = found;
+      }
+    }
+    return best;
+  }
+
+  /// The first pair of items with equal keys (smallest second index), by sorting (key, index).
+  template <typename Key>
+  static std::optional<std::pair<std::size_t, std::size_t>> first_equal_key(const nlohmann::json& v, Key key) {
+    using K = decltype(key(v[0]));
+    std::vector<std::pair<K, std::size_t>> keyed;
+    keyed.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) keyed.emplace_back(key(v[i]), i);
+    std::sort(keyed.begin(), keyed.end());
+    std::optional<std::pair<std::size_t, std::size_t>> best;
+    for (std::size_t i = 1; i < keyed.size(); ++i) {
+      if (keyed[i - 1].first == keyed[i].first && (!best || keyed[i].second < best->second)) {
+        best = std::pair<std::size_t, std::size_t>{keyed[i - 1].second, keyed[i].second};
       }
     }
     return best;
