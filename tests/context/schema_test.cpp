@@ -453,6 +453,31 @@ TEST_CASE("schema bounds: a check past its step budget fails the call and change
   CHECK(f.refusal({{"v", "s"}}, "blowup").empty());  // a string takes the first branch all the way down
 }
 
+TEST_CASE("schema bounds: an output check past its budget is a tool failure and stores nothing") {
+  json defs = json::object();
+  for (int i = 0; i < 24; ++i) {
+    const json next = {{"$ref", "#/definitions/l" + std::to_string(i + 1)}};
+    defs["l" + std::to_string(i)] = {
+        {"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
+                               {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
+  }
+  defs["l24"] = {{"type", "string"}};
+  Fixture f;
+  f.registry.add(f.tool("out", {{"type", "object"}}, json{{"definitions", defs}, {"$ref", "#/definitions/l0"}}));
+  *f.result = 7;
+  const ToolCall call = ToolCall::from_json(
+      {{"tool", "out"}, {"outputs", {{{"name", "o"}, {"type", "data"}, {"description", "the output"}}}}});
+  const auto r = cairn::execute(call, f.ctx, f.registry);
+  CHECK_FALSE(r.success);
+  CHECK(r.error == "the tool's result does not match its output_schema: output (top level): budget: checking the "
+                   "value took more than its budget of 1000032 steps (SchemaLimits: 1000000 and 32 per node of the "
+                   "value); the value is refused");
+  CHECK(f.store->list("acme").items.empty());
+  CHECK_FALSE(f.ctx.has_artifact("o"));
+  *f.result = "fine";
+  CHECK(cairn::execute(call, f.ctx, f.registry).success);
+}
+
 TEST_CASE("schema bounds: long compiled schemas are reused by many checks on many groups (no state outlives one)") {
   // The official suite's crash (issue 25) came from state shared between schemas; here schemas come and go.
   const std::size_t n = rounds("CAIRN_SCHEMA_ROUNDS", 200);
