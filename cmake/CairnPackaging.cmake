@@ -37,14 +37,20 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(_cairn_pc_includedir "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
+set(_cairn_pc_requires "nlohmann_json >= 3.11, fmt >= 9")
+set(_cairn_pc_cflags "")
+if(CAIRN_WITH_SCHEMA)
+  string(APPEND _cairn_pc_requires ", re2")
+  set(_cairn_pc_cflags " -DCAIRN_WITH_SCHEMA=1")
+endif()
 file(WRITE "${PROJECT_BINARY_DIR}/cairn.pc" "prefix=${_cairn_pc_prefix}
 includedir=${_cairn_pc_includedir}
 
 Name: cairn
 Description: ${PROJECT_DESCRIPTION} (header-only core, C++17)
 Version: ${PROJECT_VERSION}
-Requires: nlohmann_json >= 3.11, fmt >= 9
-Cflags: -I\${includedir}
+Requires: ${_cairn_pc_requires}
+Cflags: -I\${includedir}${_cairn_pc_cflags}
 ")
 
 if(CAIRN_INSTALL)

@@ -1,8 +1,10 @@
 // cairn — JSON Schema checks for tool inputs and outputs: a schema compiled once, values checked against it.
 //
-// With CAIRN_WITH_SCHEMA (the CMake option, ON when valijson's headers are found) a schema is checked as a whole by
-// valijson (JSON Schema draft 7, draft 4 keywords included); without it only the top-level `required` keys are
-// checked, as cairn did before. docs/context.md ("Schema validation") lists what is and is not checked.
+// cairn checks JSON Schema draft 7 itself (cairn/context/schema-inl.hpp), in bounded time and stack whatever the
+// schema and the value: schemas are refused at compile time when they nest too deep or their $refs loop or chain too
+// far, and every check runs within a step budget and a depth limit. `pattern` and `patternProperties` need RE2
+// (CAIRN_WITH_SCHEMA, linear-time matching); a build without it refuses schemas that use them unless the host marks
+// them unchecked. docs/context.md ("Schema validation") lists what is and is not checked.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +22,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cairn/detail/schema_regex_reach.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -31,8 +32,29 @@
 
 CAIRN_BEGIN_NAMESPACE
 
-/// True when this build checks whole JSON Schemas (valijson); false when it checks only top-level `required`.
+/// True when this build checks every keyword of a JSON Schema draft 7 it accepts, `pattern` and
+/// `patternProperties` included (RE2); false when it refuses schemas with those two unless they are marked
+/// unchecked (Tool::unchecked_schema).
 inline constexpr bool full_schema_validation = CAIRN_WITH_SCHEMA != 0;
+
+/// The bounds of compiling a schema and of checking a value against it (docs/context.md, "Limits").
+struct SchemaLimits {
+  /// JSON nesting of a schema (`{"items": {}}` is 2 levels); deeper is refused when the schema is compiled.
+  std::size_t max_schema_depth = 128;
+  /// `$ref`s followed one after another at the same place in the value (a → b → c is 2); a longer chain, and any
+  /// loop of `$ref`s and in-place subschemas (allOf, anyOf, oneOf, not, if/then/else, dependencies) that never
+  /// moves into the value, is refused when the schema is compiled.
+  std::size_t max_ref_chain = 32;
+  /// Subschemas applied one inside another while checking a value (about two per level of the value under a
+  /// recursive schema); deeper fails the check with rule `depth`.
+  std::size_t max_check_depth = 1000;
+  /// Steps one check may take, plus check_steps_per_value_node for each node (value, member, item) of the value:
+  /// a step is one subschema applied to a value, one comparison for `uniqueItems` / `enum` / `const`, or 64 bytes
+  /// a regular expression reads. More fails the check with rule `budget`. So the budget grows with the value
+  /// (whose size its parser bounds) and not with what the schema makes of it.
+  std::size_t max_check_steps = 1'000'000;
+  std::size_t check_steps_per_value_node = 32;
+};
 
 /// One way a value breaks its schema.
 struct SchemaViolation {
@@ -63,27 +85,30 @@ class CompiledSchema {
   static constexpr std::size_t default_max_reported = 5;
 
   /// Compiles `schema`. Throws cairn::invalid_argument naming `what` (e.g. "tool 'fetch': input_schema") and the
-  /// place in the schema when it is not a valid schema: not an object (or boolean, with valijson), a keyword of the
-  /// wrong shape (`tool 'fetch': input_schema /properties/port/type: ...`), a `$ref` that does not resolve or
-  /// points outside the schema (remote documents are never fetched).
-  CompiledSchema(const nlohmann::json& schema, std::string_view what);
+  /// place in the schema when it cannot be used: not an object or a boolean, nested deeper than
+  /// `limits.max_schema_depth`, a keyword of the wrong shape (`... not a valid JSON Schema: at /properties/port/type:
+  /// ...`), a `$ref` that does not resolve or points outside the schema (remote documents are never fetched), a loop
+  /// or too long a chain of `$ref`s, a `pattern` RE2 cannot run (backreferences, lookaround). A build without
+  /// CAIRN_WITH_SCHEMA also refuses `pattern` and `patternProperties`, unless `unchecked_regexes` is true: then
+  /// `pattern` is not checked and, where `patternProperties` appears, neither are its subschemas nor
+  /// `additionalProperties` (unsafe for values a model supplies).
+  CompiledSchema(const nlohmann::json& schema, std::string_view what, const SchemaLimits& limits = {},
+                 bool unchecked_regexes = false);
 
   /// The violations of `value`, at most `max_reported` of them described; `total` (when given) receives how many
-  /// there were. Empty when `value` is valid. A valid value takes valijson's fast path (stops at nothing, builds no
-  /// messages).
+  /// there were. Empty when `value` is valid. A valid value takes a fast path (stops at the first violation, builds
+  /// no messages). A check that exceeds the limits' depth or step budget reports one violation, rule `depth` or
+  /// `budget`: the value is refused, never let through.
   std::vector<SchemaViolation> validate(const nlohmann::json& value, std::size_t max_reported = default_max_reported,
                                         std::size_t* total = nullptr) const;
 
+  /// The schema as it was given.
+  const nlohmann::json& source() const;
+
+  struct Compiled;  // defined in schema-inl.hpp
+
  private:
-  nlohmann::json source_;  // kept for the messages (expected types, enum values, bounds)
-#if CAIRN_WITH_SCHEMA
-  struct Compiled;
   std::shared_ptr<const Compiled> compiled_;
-  bool counts_characters_ = false;  // the schema has minLength / maxLength somewhere
-  bool runs_regexes_ = false;      // the schema has pattern / patternProperties / format somewhere
-#else
-  std::vector<std::string> required_;
-#endif
 };
 
 namespace detail {

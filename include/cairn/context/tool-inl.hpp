@@ -34,9 +34,13 @@ CAIRN_INLINE void ToolRegistry::add(Tool tool) {
     throw invalid_argument(fmt::format("tool '{}': input_schema must be a JSON object, got {}", tool.name,
                                        tool.input_schema.type_name()));
   }
-  CompiledSchema input(tool.input_schema, fmt::format("tool '{}': input_schema", tool.name));
+  CompiledSchema input(tool.input_schema, fmt::format("tool '{}': input_schema", tool.name), SchemaLimits{},
+                       tool.unchecked_schema);
   std::optional<CompiledSchema> output;
-  if (tool.output_schema) output.emplace(*tool.output_schema, fmt::format("tool '{}': output_schema", tool.name));
+  if (tool.output_schema) {
+    output.emplace(*tool.output_schema, fmt::format("tool '{}': output_schema", tool.name), SchemaLimits{},
+                   tool.unchecked_schema);
+  }
   auto shared = std::make_shared<const RegisteredTool>(RegisteredTool{std::move(tool), std::move(input),
                                                                       std::move(output)});
   std::unique_lock lock(mutex_);

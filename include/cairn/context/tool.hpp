@@ -61,6 +61,11 @@ struct Tool {
   /// A JSON Schema the tool's returned `data` must satisfy before any output is stored; none by default. A result
   /// that does not is a failure of the tool (nothing stored).
   std::optional<nlohmann::json> output_schema = std::nullopt;
+  /// Registers the tool even where this build cannot check every keyword of its schemas: without
+  /// CAIRN_WITH_SCHEMA, `pattern` is then not checked and, where `patternProperties` appears, neither are its
+  /// subschemas nor `additionalProperties`. **Unsafe for inputs a model supplies**: such a value reaches the tool
+  /// unchecked. False (the default): ToolRegistry::add refuses such a schema, naming what it cannot check.
+  bool unchecked_schema = false;
 };
 
 /// A tool as a ToolRegistry keeps it: the tool and its schemas, compiled once when it was registered.
@@ -80,7 +85,9 @@ class ToolRegistry {
   /// Registers `tool` and compiles its schemas (once: execute() then only checks values). Throws
   /// cairn::invalid_argument for a malformed or taken name, a missing function, an input schema that is not a JSON
   /// object, or a schema that is not a valid JSON Schema (`tool 'fetch': input_schema: not a valid JSON Schema: at
-  /// /properties/port/type: ...`); nothing is registered then.
+  /// /properties/port/type: ...`) or that cairn will not run (nested too deep, a `$ref` loop or too long a `$ref`
+  /// chain, a pattern RE2 cannot run, a pattern this build cannot check: see CompiledSchema); nothing is registered
+  /// then.
   void add(Tool tool);
 
   /// The tool named `name`, or null.
