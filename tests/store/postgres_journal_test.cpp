@@ -697,3 +697,23 @@ TEST_CASE("postgres journal: when the retry cannot run either, the error says th
   }
   CHECK(direct.read("t", "r").back().data == 2);
 }
+
+// Issue 25: fork(src, 2) racing prune(src) used to succeed and leave the fork reading entries the prune deleted.
+// The conformance suite's race, with two journal objects (two connections), and with two processes.
+TEST_CASE("postgres journal: a fork racing a prune from two journals leaves a readable fork or a clear refusal") {
+  const auto conninfo = base_conninfo();
+  PostgresRunJournal a(conninfo, pool_of(2));
+  PostgresRunJournal b(conninfo, pool_of(2));
+  const int rounds = testing::ForkPruneRace::rounds();
+  int forks_made = 0;
+  CHECK_NOTHROW(forks_made = testing::race_fork_and_prune(a, b, rounds, random_name("forkprune-")));
+  WARN("fork/prune race, two journals: the fork won " << forks_made << " of " << rounds << " rounds");
+}
+
+TEST_CASE("postgres journal: a fork racing a prune from two processes leaves a readable fork or a clear refusal") {
+  const int rounds = testing::ForkPruneRace::rounds();
+  const int forks_made = store_test::check_fork_prune_race_across_processes(
+      [] { return std::make_unique<PostgresRunJournal>(base_conninfo(), pool_of(2)); }, random_name("forkprune-"),
+      rounds);
+  WARN("fork/prune race, two processes: the fork won " << forks_made << " of " << rounds << " rounds");
+}
