@@ -179,3 +179,15 @@ TEST_CASE("a chain of max_subgoals subgoals gets its depths in one pass; a cycle
   REQUIRE_THROWS_WITH(cairn::check_plan(p, "g1"),
                       "plan for goal g1: subgoals[0]: parent ids form a cycle ('c999' is its own ancestor)");
 }
+
+TEST_CASE("GoalPlan::from_json refuses JSON nested deeper than the default depth limit") {
+  // A host that parsed a model's reply without cairn's limits: copying provenance used to crash (SIGSEGV).
+  const int n = 200000;
+  json j = {{"subgoals", json::array({{{"gloss", "g"}, {"predicate", {{"name", "execute"}, {"args", json::object()}}}}})}};
+  j["subgoals"][0]["provenance"] = json::object();
+  j["subgoals"][0]["provenance"]["v"] = json::parse(std::string(n, '[') + std::string(n, ']'));  // moved, not copied
+  REQUIRE_THROWS_AS(GoalPlan::from_json(j), cairn::limit_exceeded);
+  REQUIRE_THROWS_WITH(GoalPlan::from_json(j), "plan: JSON nesting is deeper than the limit of 256 levels");
+  j["subgoals"][0]["provenance"] = {{"v", json::parse(std::string(250, '[') + std::string(250, ']'))}};
+  REQUIRE(GoalPlan::from_json(j).subgoals.size() == 1);
+}

@@ -88,6 +88,10 @@ CAIRN_INLINE void to_json(nlohmann::json& j, const GoalPlan& p) {
 CAIRN_INLINE GoalPlan GoalPlan::from_json(const nlohmann::json& j) {
   const detail::GoalReader in("plan");
   in.object(j, "");
+  // A model's JSON, maybe parsed without cairn's limits: copying provenance recurses once per level.
+  if (const int max = JsonLimits{}.max_depth; detail::json_depth(j, max) > max) {
+    throw limit_exceeded(fmt::format("plan: JSON nesting is deeper than the limit of {} levels", max));
+  }
   GoalPlan plan;
   const std::string kind = in.string(j, "decomposition", "", false);
   if (!kind.empty()) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/context/resolve.hpp"
+#include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/goals/goal.hpp"
@@ -82,7 +83,8 @@ struct GoalPlan {
 
   /// Reads a plan written as JSON (by a model, say): `{"decomposition": "AND"|"OR", "subgoals": [{"gloss",
   /// "predicate": {name, args}, "done_when"?, "provenance"?, "id"?, "parent"?, "decomposition"?}], "source"?}`.
-  /// Throws cairn::parse_error naming the field, cairn::limit_exceeded for more than max_subgoals subgoals.
+  /// Throws cairn::parse_error naming the field, cairn::limit_exceeded for more than max_subgoals subgoals or JSON
+  /// nested deeper than JsonLimits{}.max_depth (256).
   /// check_plan() does the rest of the checking.
   static GoalPlan from_json(const nlohmann::json& j);
 };
