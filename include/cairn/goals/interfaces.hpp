@@ -79,7 +79,7 @@ struct GoalPlan {
   std::string source;  ///< "sop", "vanilla", ... (shown in provenance and logs)
 
   /// Most subgoals one plan may have (a plan comes from a model; GoalEngineOptions::max_goals is far lower).
-  static constexpr std::size_t max_subgoals = 1000;
+  static constexpr std::size_t max_subgoals = Decomposition::max_children;
 
   /// Reads a plan written as JSON (by a model, say): `{"decomposition": "AND"|"OR", "subgoals": [{"gloss",
   /// "predicate": {name, args}, "done_when"?, "provenance"?, "id"?, "parent"?, "decomposition"?}], "source"?}`.
