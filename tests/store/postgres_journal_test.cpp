@@ -745,3 +745,22 @@ TEST_CASE("postgres journal: sweeping a chain of stale forks costs statements in
   INFO("statements for the sweep: " << used);
   CHECK(used <= 6 * (n + 1) + 4);
 }
+
+TEST_CASE("postgres journal: a version-1 database gets cairn_run_prune on connect, and keeps its runs") {
+  TempDatabase db;
+  {
+    PostgresRunJournal journal(db.conninfo());
+    (void)journal.append("t", "keep", 0, one("a", "kept"));
+  }
+  RawPg raw(db.conninfo());
+  // What a version-1 database looks like: no cairn_run_prune.
+  raw.scalar("DROP FUNCTION cairn_run_prune(text, text, bigint)");
+  raw.scalar("UPDATE cairn_run_schema SET version = 1");
+  PostgresRunJournal journal(db.conninfo());
+  CHECK(raw.scalar("SELECT version FROM cairn_run_schema") == std::to_string(PostgresRunJournal::schema_version));
+  CHECK(raw.scalar("SELECT count(*) FROM pg_proc WHERE proname = 'cairn_run_prune'") == "1");
+  CHECK(journal.read("t", "keep")[0].data == "kept");
+  (void)journal.append("t", "keep", 1, one(snapshot_kind, {{"s", 2}}));
+  CHECK(journal.prune("t", "keep") == 1);
+  CHECK(journal.info("t", "keep")->kept_from == 2);
+}
