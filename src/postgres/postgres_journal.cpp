@@ -75,6 +75,32 @@ BEGIN
 END
 $$;
 )sql",
+    // 1 -> 2: prune re-checks the run's forks under the run row's lock (issue 25). Locking the row first makes a
+    // fork in flight (which holds the row FOR SHARE, see create_fork) commit before the forks are read, and the
+    // read is a statement of its own, so its snapshot sees that fork. A fork that would lose entries refuses the
+    // prune: `blocker` names it and nothing is deleted.
+    R"sql(
+CREATE FUNCTION cairn_run_prune(p_tenant text, p_run text, p_keep bigint, OUT gone bigint, OUT blocker text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  own_from bigint;
+BEGIN
+  gone := 0;
+  SELECT fork_seq INTO own_from FROM cairn_runs WHERE tenant_id = p_tenant AND run_id = p_run FOR NO KEY UPDATE;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  SELECT run_id INTO blocker FROM cairn_runs WHERE tenant_id = p_tenant AND forked_from = p_run
+    AND fork_seq > own_from AND fork_seq < p_keep ORDER BY run_id LIMIT 1;
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  UPDATE cairn_runs SET kept_from = greatest(kept_from, p_keep) WHERE tenant_id = p_tenant AND run_id = p_run;
+  DELETE FROM cairn_run_entries WHERE tenant_id = p_tenant AND run_id = p_run AND seq < p_keep;
+  GET DIAGNOSTICS gone = ROW_COUNT;
+END
+$$;
+)sql",
 };
 
 // Serializes migrations of concurrent processes; not the artifact store's key, so neither waits for the other.
@@ -144,17 +170,20 @@ std::string statement_sql(Stmt s) {
       return "SELECT seq FROM cairn_run_entries WHERE tenant_id = $1::text AND run_id = $2::text "
              "AND kind = 'snapshot' AND seq <= $3::bigint ORDER BY seq DESC LIMIT 1";
     case create_fork:
-      return "INSERT INTO cairn_runs (tenant_id, run_id, last_seq, forked_from, fork_seq, created_at, updated_at) "
-             "VALUES ($1::text, $2::text, $4::bigint, $3::text, $4::bigint, $5::bigint, $5::bigint) "
+      // The source row is locked FOR SHARE and must still hold the fork point: a prune holds that row's lock while
+      // it moves kept_from, so a fork that waited for it re-checks the condition on the row the prune left (READ
+      // COMMITTED re-evaluates a locked row's WHERE) and inserts nothing when the point was pruned. A fork that
+      // locked first makes the prune wait, and the prune then sees it (cairn_run_prune).
+      return "WITH src AS (SELECT 1 FROM cairn_runs WHERE tenant_id = $1::text AND run_id = $3::text "
+             "AND $4::bigint <= last_seq AND ($4::bigint <= fork_seq OR $4::bigint >= kept_from) FOR SHARE) "
+             "INSERT INTO cairn_runs (tenant_id, run_id, last_seq, forked_from, fork_seq, created_at, updated_at) "
+             "SELECT $1::text, $2::text, $4::bigint, $3::text, $4::bigint, $5::bigint, $5::bigint FROM src "
              "ON CONFLICT (tenant_id, run_id) DO NOTHING";
     case remove_run: return "SELECT cairn_run_remove($1::text, $2::text, $3::bigint)";
     case prune_run:
-      // One statement: kept_from moves up in the same transaction that deletes the entries below it, so a reader
-      // never sees the entries gone while the run still claims them.
-      return "WITH run AS (UPDATE cairn_runs SET kept_from = greatest(kept_from, $3::bigint) "
-             "WHERE tenant_id = $1::text AND run_id = $2::text RETURNING 1) "
-             "DELETE FROM cairn_run_entries WHERE tenant_id = $1::text AND run_id = $2::text "
-             "AND seq < $3::bigint AND EXISTS (SELECT 1 FROM run)";
+      // One transaction: kept_from moves up with the delete of the entries below it, so a reader never sees the
+      // entries gone while the run still claims them; and the forks are checked again first (migration 1 -> 2).
+      return "SELECT gone, blocker FROM cairn_run_prune($1::text, $2::text, $3::bigint)";
     case forks_of:
       return "SELECT run_id, fork_seq FROM cairn_runs WHERE tenant_id = $1::text AND forked_from = $2::text "
              "ORDER BY run_id";
@@ -710,7 +739,10 @@ void PostgresRunJournal::do_create_fork(const std::string& tenant_id, const std:
                                         const std::string& source, std::uint64_t fork_seq, std::int64_t now) {
   const std::string seq_text = std::to_string(fork_seq);
   const std::string now_text = std::to_string(now);
+  // Why nothing was inserted: the run exists (its last seq), the source is gone, or it no longer holds the point.
   std::optional<std::uint64_t> exists;
+  std::optional<RunInfo> src;
+  bool src_gone = false;
   try {
     // Inserting twice inserts nothing more; a retry that finds the run cannot tell whether its first try made it,
     // and reports the conflict, as the run is there either way.
@@ -722,15 +754,36 @@ void PostgresRunJournal::do_create_fork(const std::string& tenant_id, const std:
       Impl::Params q;
       q.add(tenant_id).add(run_id);
       auto found = impl_->run(c, run_head, q);
-      exists = PQntuples(found.get()) == 0 ? 0 : impl_->seq_at(found.get(), 0, 0, run_id, "last_seq", 0);
+      if (PQntuples(found.get()) != 0) {
+        exists = impl_->seq_at(found.get(), 0, 0, run_id, "last_seq", 0);
+        return;
+      }
+      Impl::Params r;
+      r.add(tenant_id).add(source);
+      auto from = impl_->run(c, run_head, r);
+      if (PQntuples(from.get()) == 0) {
+        src_gone = true;
+        return;
+      }
+      RunInfo info;
+      info.last_seq = impl_->seq_at(from.get(), 0, 0, source, "last_seq", 0);
+      info.kept_from = impl_->seq_at(from.get(), 0, 1, source, "kept_from", 1);
+      src = info;
     });
   } catch (const connection_lost& e) {
     throw storage_error(e.what());
   } catch (const foreign_key_violation&) {
+    src_gone = true;
+  }
+  if (exists) throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0, *exists);
+  if (src_gone) {
     throw not_found(fmt::format("fork: run '{}' not found in tenant '{}' (removed meanwhile)", excerpt(source),
                                 excerpt(tenant_id)));
   }
-  if (exists) throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0, *exists);
+  if (src) {  // pruned below the fork point since RunJournal::fork looked
+    throw invalid_argument(fmt::format("fork: run '{}' holds seq {} to {}; cannot fork at {}", excerpt(source),
+                                       src->kept_from, src->last_seq, fork_seq));
+  }
 }
 
 bool PostgresRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id,
@@ -758,16 +811,27 @@ bool PostgresRunJournal::do_remove(const std::string& tenant_id, const std::stri
 std::size_t PostgresRunJournal::do_prune(const std::string& tenant_id, const std::string& run_id,
                                          std::uint64_t keep_from) {
   const std::string keep_text = std::to_string(keep_from);
+  std::optional<std::string> blocker;
+  std::size_t gone = 0;
   try {
-    return impl_->with_connection([&](Impl::Connection& c, bool) -> std::size_t {
+    gone = impl_->with_connection([&](Impl::Connection& c, bool) -> std::size_t {
       Impl::Params p;
       p.add(tenant_id).add(run_id).add(keep_text);
       auto res = impl_->run(c, prune_run, p);
-      return static_cast<std::size_t>(std::strtoull(PQcmdTuples(res.get()), nullptr, 10));
+      if (!PQgetisnull(res.get(), 0, 1)) blocker = PQgetvalue(res.get(), 0, 1);
+      return static_cast<std::size_t>(impl_->seq_at(res.get(), 0, 0, run_id, "pruned entries", 0));
     });
   } catch (const connection_lost& e) {
     throw storage_error(e.what());
   }
+  if (blocker) {
+    // RunJournal::prune chose keep_from from the forks it saw; a fork made since at an earlier point would lose
+    // its entries.
+    throw state_error(fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
+                                  "nothing was pruned, try again",
+                                  excerpt(run_id), keep_from, excerpt(*blocker)));
+  }
+  return gone;
 }
 
 std::vector<RunFork> PostgresRunJournal::forks(const std::string& tenant_id, const std::string& run_id) const {

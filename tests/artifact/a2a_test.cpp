@@ -138,3 +138,22 @@ TEST_CASE("from_a2a refuses an artifactId that is not a valid record id") {
   a["artifactId"] = "a\nb";
   CHECK_THROWS_AS(from_a2a(a, "acme"), cairn::invalid_artifact);
 }
+
+// Issue 25: another agent's JSON, parsed by the host without limits, crashed from_a2a (SIGSEGV: copying a part
+// recursed once per level of a value 200,000 deep). Refused now, before anything is copied.
+TEST_CASE("from_a2a refuses JSON nested deeper than the default depth limit, in a part or in metadata") {
+  // Built in place and moved: copying such a value would crash the test itself.
+  auto deep = [] { return nlohmann::json::parse(std::string(200000, '[') + std::string(200000, ']')); };
+  nlohmann::json a = {{"artifactId", "deep"},
+                      {"parts", nlohmann::json::array({{{"kind", "data"}, {"data", nlohmann::json::object()}}})}};
+  a["parts"][0]["data"]["v"] = deep();
+  REQUIRE_THROWS_AS(cairn::from_a2a(a, "t"), cairn::limit_exceeded);
+  REQUIRE_THROWS_WITH(cairn::from_a2a(a, "t"), "A2A Artifact: JSON nesting is deeper than the limit of 256 levels");
+  a["parts"][0]["data"]["v"] = 1;
+  a["metadata"] = nlohmann::json::object();
+  a["metadata"]["v"] = deep();
+  REQUIRE_THROWS_WITH(cairn::from_a2a(a, "t"), "A2A Artifact: JSON nesting is deeper than the limit of 256 levels");
+  // At the limit: the artifact (depth 1), metadata (2) and 254 levels of its own.
+  a["metadata"] = {{"v", nlohmann::json::parse(std::string(254, '[') + std::string(254, ']'))}};
+  REQUIRE(cairn::from_a2a(a, "t")->id() == "deep");
+}

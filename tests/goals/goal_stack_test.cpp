@@ -6,6 +6,7 @@
 #include "catch.hpp"
 #include "cairn/goals/goal_stack.hpp"
 
+using cairn::Decomposition;
 using cairn::Goal;
 using cairn::GoalStack;
 using cairn::GoalStatus;
@@ -185,4 +186,39 @@ TEST_CASE("an inconsistent tree is rejected with the goal named") {
                       "goal stack: stack[2]: goal g2 is abandoned and cannot be on the stack");
   REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) { j["goals"][1]["gloss"] = 1; })),
                       "goal stack: goals[1] g2: gloss: expected a string, got number");
+}
+
+// Issue 25: a restored state (a journal row) whose goal listed 200,000 children took minutes to check (each child
+// searched its parent's list: 20,000 took 1 s). A goal has at most Decomposition::max_children, as a plan does,
+// and each link is one lookup.
+TEST_CASE("a goal with more than Decomposition::max_children children is refused when restored or set") {
+  auto family = [](std::size_t n) {
+    json j = {{"goals", json::array()}, {"stack", json::array()}};
+    json root = {{"id", "r"}, {"gloss", "root"}, {"status", "blocked"}, {"predicate", {{"name", "composite"}}}};
+    json kids = json::array();
+    for (std::size_t i = 0; i < n; ++i) kids.push_back("c" + std::to_string(i));
+    root["decomposition"] = {{"kind", "AND"}, {"children", kids}};
+    j["goals"].push_back(root);
+    for (std::size_t i = 0; i < n; ++i) {
+      j["goals"].push_back({{"id", "c" + std::to_string(i)}, {"gloss", "c"}, {"status", "achieved"},
+                            {"parent", "r"}, {"predicate", {{"name", "execute"}}}});
+    }
+    return j;
+  };
+  const auto full = GoalStack::from_json(family(Decomposition::max_children));
+  REQUIRE(full.find("r")->decomposition->children.size() == Decomposition::max_children);
+  REQUIRE_THROWS_AS(GoalStack::from_json(family(Decomposition::max_children + 1)), cairn::parse_error);
+  REQUIRE_THROWS_WITH(GoalStack::from_json(family(Decomposition::max_children + 1)),
+                      "goal stack: goals[0] r: decomposition.children: 1001 children, more than the limit of 1000 "
+                      "(Decomposition::max_children)");
+  // A child missing from a full list is still found.
+  auto missing = family(Decomposition::max_children);
+  missing["goals"][0]["decomposition"]["children"].erase(999);
+  REQUIRE_THROWS_WITH(GoalStack::from_json(missing), "goal stack: goal c999: its parent r does not list it as a child");
+
+  GoalStack stack = GoalStack::from_json(family(Decomposition::max_children));
+  Decomposition more = *stack.find("r")->decomposition;
+  more.children.push_back("c0");
+  REQUIRE_THROWS_AS(stack.set_decomposition("r", more), cairn::limit_exceeded);
+  REQUIRE(stack.find("r")->decomposition->children.size() == Decomposition::max_children);
 }

@@ -1,5 +1,6 @@
 // The host interfaces' value types: Interpretation checks, GoalPlan JSON, check_plan's rejection of bad planner
 // output (unknown predicate, empty subgoals, cycles of parent ids, ...) and the default question.
+#include <algorithm>
 #include <string>
 
 #include "catch.hpp"
@@ -140,4 +141,53 @@ TEST_CASE("check_plan rejects bad planner output with the subgoal named") {
 TEST_CASE("the default question is the prompt, else 'Please provide <key>'") {
   REQUIRE(cairn::default_question("date", "") == "Please provide date");
   REQUIRE(cairn::default_question("date", "When?") == "When?");
+}
+
+// Issue 25: a model's plan of many chained subgoals took quadratic time to check (8,000 in a chain: 3.9 s; the
+// 100,000 that fit in a 7 MB reply, minutes). A plan is now at most GoalPlan::max_subgoals, checked in linear time.
+TEST_CASE("a plan with more than max_subgoals subgoals is refused, from JSON and by check_plan") {
+  json j = {{"decomposition", "AND"}, {"subgoals", json::array()}};
+  GoalPlan p;
+  for (std::size_t i = 0; i <= GoalPlan::max_subgoals; ++i) {
+    j["subgoals"].push_back({{"gloss", "step"}, {"predicate", {{"name", "execute"}, {"args", json::object()}}}});
+    p.subgoals.push_back(spec("Step", "execute"));
+  }
+  REQUIRE_THROWS_AS(GoalPlan::from_json(j), cairn::limit_exceeded);
+  REQUIRE_THROWS_WITH(GoalPlan::from_json(j),
+                      "plan: subgoals: 1001 subgoals, more than the limit of 1000 (GoalPlan::max_subgoals)");
+  REQUIRE_THROWS_WITH(cairn::check_plan(p, "g1"),
+                      "plan for goal g1: 1001 subgoals, more than the limit of 1000 (GoalPlan::max_subgoals)");
+  p.subgoals.pop_back();
+  j["subgoals"].erase(j["subgoals"].size() - 1);
+  REQUIRE_NOTHROW(cairn::check_plan(p, "g1"));
+  REQUIRE(GoalPlan::from_json(j).subgoals.size() == GoalPlan::max_subgoals);
+}
+
+TEST_CASE("a chain of max_subgoals subgoals gets its depths in one pass; a cycle at its top is still found") {
+  GoalPlan p;
+  for (std::size_t i = 0; i < GoalPlan::max_subgoals; ++i) {
+    auto s = spec("Link", "composite");
+    s.id = "c" + std::to_string(i);
+    if (i > 0) s.parent = "c" + std::to_string(i - 1);
+    p.subgoals.push_back(s);
+  }
+  std::reverse(p.subgoals.begin(), p.subgoals.end());  // children before their parents: the longest walks first
+  REQUIRE_NOTHROW(cairn::check_plan(p, "g1"));
+  const auto depths = cairn::detail::subgoal_depths(p, "plan");
+  for (std::size_t i = 0; i < depths.size(); ++i) REQUIRE(depths[i] == GoalPlan::max_subgoals - i);
+  p.subgoals.back().parent = "c999";  // c0 under the chain's last link
+  REQUIRE_THROWS_WITH(cairn::check_plan(p, "g1"),
+                      "plan for goal g1: subgoals[0]: parent ids form a cycle ('c999' is its own ancestor)");
+}
+
+TEST_CASE("GoalPlan::from_json refuses JSON nested deeper than the default depth limit") {
+  // A host that parsed a model's reply without cairn's limits: copying provenance used to crash (SIGSEGV).
+  const int n = 200000;
+  json j = {{"subgoals", json::array({{{"gloss", "g"}, {"predicate", {{"name", "execute"}, {"args", json::object()}}}}})}};
+  j["subgoals"][0]["provenance"] = json::object();
+  j["subgoals"][0]["provenance"]["v"] = json::parse(std::string(n, '[') + std::string(n, ']'));  // moved, not copied
+  REQUIRE_THROWS_AS(GoalPlan::from_json(j), cairn::limit_exceeded);
+  REQUIRE_THROWS_WITH(GoalPlan::from_json(j), "plan: JSON nesting is deeper than the limit of 256 levels");
+  j["subgoals"][0]["provenance"] = {{"v", json::parse(std::string(250, '[') + std::string(250, ']'))}};
+  REQUIRE(GoalPlan::from_json(j).subgoals.size() == 1);
 }

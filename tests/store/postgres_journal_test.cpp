@@ -697,3 +697,70 @@ TEST_CASE("postgres journal: when the retry cannot run either, the error says th
   }
   CHECK(direct.read("t", "r").back().data == 2);
 }
+
+// Issue 25: fork(src, 2) racing prune(src) used to succeed and leave the fork reading entries the prune deleted.
+// The conformance suite's race, with two journal objects (two connections), and with two processes.
+TEST_CASE("postgres journal: a fork racing a prune from two journals leaves a readable fork or a clear refusal") {
+  const auto conninfo = base_conninfo();
+  PostgresRunJournal a(conninfo, pool_of(2));
+  PostgresRunJournal b(conninfo, pool_of(2));
+  const int rounds = testing::ForkPruneRace::rounds();
+  int forks_made = 0;
+  CHECK_NOTHROW(forks_made = testing::race_fork_and_prune(a, b, rounds, random_name("forkprune-")));
+  WARN("fork/prune race, two journals: the fork won " << forks_made << " of " << rounds << " rounds");
+}
+
+TEST_CASE("postgres journal: a fork racing a prune from two processes leaves a readable fork or a clear refusal") {
+  const int rounds = testing::ForkPruneRace::rounds();
+  const int forks_made = store_test::check_fork_prune_race_across_processes(
+      [] { return std::make_unique<PostgresRunJournal>(base_conninfo(), pool_of(2)); }, random_name("forkprune-"),
+      rounds);
+  WARN("fork/prune race, two processes: the fork won " << forks_made << " of " << rounds << " rounds");
+}
+
+// Issue 25: sweep removed one link of a chain of stale forks per pass over all stale runs (a chain of n forks cost
+// about n^2/2 statements). A removed fork's stale source is tried at once now: statements grow linearly.
+TEST_CASE("postgres journal: sweeping a chain of stale forks costs statements in proportion to its length") {
+  const auto tenant = random_name("sweepchain-");
+  PostgresRunJournal journal(base_conninfo(), pool_of(1));
+  auto clock = std::make_shared<testing::detail::FixedClock>();
+  journal.set_clock(clock);
+  clock->now = 1000;
+  constexpr int n = 40;
+  (void)journal.append(tenant, "link-00", 0, one("a", 1));
+  for (int i = 1; i <= n; ++i) journal.fork(tenant, fmt::format("link-{:02}", i - 1), 1, fmt::format("link-{:02}", i));
+  clock->now = 9000;
+  (void)journal.append(tenant, "fresh", 0, one("a", 1));  // not stale: stays
+  const auto before = journal.statements();
+  auto removed = journal.sweep(tenant, 5000);
+  const auto used = journal.statements() - before;
+  std::sort(removed.begin(), removed.end());
+  REQUIRE(removed.size() == n + 1);
+  CHECK(removed.front() == "link-00");
+  CHECK(!journal.info(tenant, "link-00"));
+  CHECK(journal.info(tenant, "link-40") == std::nullopt);
+  CHECK(journal.info(tenant, "fresh").has_value());
+  // Per link: its forks, its head, its remove, and a look at it in each of at most 2 listings; the old way took
+  // about n^2/2 = 800 statements for n = 40.
+  INFO("statements for the sweep: " << used);
+  CHECK(used <= 6 * (n + 1) + 4);
+}
+
+TEST_CASE("postgres journal: a version-1 database gets cairn_run_prune on connect, and keeps its runs") {
+  TempDatabase db;
+  {
+    PostgresRunJournal journal(db.conninfo());
+    (void)journal.append("t", "keep", 0, one("a", "kept"));
+  }
+  RawPg raw(db.conninfo());
+  // What a version-1 database looks like: no cairn_run_prune.
+  raw.scalar("DROP FUNCTION cairn_run_prune(text, text, bigint)");
+  raw.scalar("UPDATE cairn_run_schema SET version = 1");
+  PostgresRunJournal journal(db.conninfo());
+  CHECK(raw.scalar("SELECT version FROM cairn_run_schema") == std::to_string(PostgresRunJournal::schema_version));
+  CHECK(raw.scalar("SELECT count(*) FROM pg_proc WHERE proname = 'cairn_run_prune'") == "1");
+  CHECK(journal.read("t", "keep")[0].data == "kept");
+  (void)journal.append("t", "keep", 1, one(snapshot_kind, {{"s", 2}}));
+  CHECK(journal.prune("t", "keep") == 1);
+  CHECK(journal.info("t", "keep")->kept_from == 2);
+}

@@ -581,3 +581,26 @@ TEST_CASE("threads of two processes racing appends on the same runs never fork o
   WARN("race: " << processes * threads * attempts << " attempts, " << ack_count << " appends won, "
                 << processes * threads * attempts - static_cast<int>(ack_count) << " conflicts");
 }
+
+// Issue 25: the conformance suite's fork/prune race, with two journal objects on one file (two connections), and
+// with two processes.
+TEST_CASE("a fork racing a prune from two journals on one file leaves a readable fork or a clear refusal") {
+  TempDir dir;
+  const auto path = dir.file("fork-prune.db");
+  SqliteRunJournal a(path, normal_sync());
+  SqliteRunJournal b(path, normal_sync());
+  const int rounds = testing::ForkPruneRace::rounds();
+  int forks_made = 0;
+  CHECK_NOTHROW(forks_made = testing::race_fork_and_prune(a, b, rounds, "t"));
+  WARN("fork/prune race, two journals: the fork won " << forks_made << " of " << rounds << " rounds");
+}
+
+TEST_CASE("a fork racing a prune from two processes leaves a readable fork or a clear refusal") {
+  TempDir dir;
+  const auto path = dir.file("fork-prune-processes.db");
+  { SqliteRunJournal created(path, normal_sync()); }  // migrated before the race; no connection crosses fork()
+  const int rounds = testing::ForkPruneRace::rounds();
+  const int forks_made = store_test::check_fork_prune_race_across_processes(
+      [&] { return std::make_unique<SqliteRunJournal>(path, normal_sync()); }, "t", rounds);
+  WARN("fork/prune race, two processes: the fork won " << forks_made << " of " << rounds << " rounds");
+}

@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <random>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/artifact/store.hpp"
+#include "cairn/testing/journal_conformance.hpp"
 #include "catch.hpp"
 
 namespace store_test {
@@ -261,6 +266,81 @@ inline void check_store_if_race_across_processes(const std::function<std::unique
     winners.insert(store->fetch("counter", tenant, v)->value()["who"].get<std::string>());
   }
   CHECK(winners.size() == 2);
+}
+
+/// The fork/prune race of the journal conformance suite (cairn::testing::ForkPruneRace) across two processes, each
+/// with its own journal from `open`: each round the parent writes the source, then one process forks while the
+/// other prunes (the roles swap every round, and a random side starts up to 200 µs late), and the parent compares
+/// the whole state with what the two outcomes allow. Returns how many rounds ended with the fork made.
+inline int check_fork_prune_race_across_processes(const std::function<std::unique_ptr<cairn::RunJournal>()>& open,
+                                                  const std::string& tenant, int rounds) {
+  using cairn::testing::RaceOutcome;
+  const cairn::testing::ForkPruneRace race(tenant);
+  int to_child[2], to_parent[2];
+  REQUIRE(pipe(to_child) == 0);
+  REQUIRE(pipe(to_parent) == 0);
+  // One byte per round to the child: 'f' fork, 'p' prune (upper case: start late). One byte back: its outcome, or
+  // 'x' when it got an error the rules do not allow (its message on stderr).
+  auto side = [&](cairn::RunJournal& j, char role, int round) {
+    if (std::isupper(static_cast<unsigned char>(role))) {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::rand() % 200));
+    }
+    return std::tolower(static_cast<unsigned char>(role)) == 'f' ? race.fork(j, round) : race.prune(j, round);
+  };
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(to_child[1]);
+    close(to_parent[0]);
+    int code = 0;
+    try {
+      auto journal = open();
+      char role = 0;
+      for (int round = 0; read(to_child[0], &role, 1) == 1; ++round) {
+        char out = 'x';
+        try {
+          out = static_cast<char>(side(*journal, role, round));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child: %s\n", e.what());
+        }
+        if (write(to_parent[1], &out, 1) != 1) code = 1;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      code = 1;
+    }
+    _exit(code);
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  auto journal = open();
+  std::mt19937 rng(std::random_device{}());
+  int forks_made = 0;
+  for (int round = 0; round < rounds; ++round) {
+    INFO("round " << round);
+    race.prepare(*journal, round);
+    const bool child_forks = round % 2 == 0;
+    const bool child_late = rng() % 2 == 0;
+    char role = child_forks ? 'f' : 'p';
+    if (child_late) role = static_cast<char>(std::toupper(role));
+    REQUIRE(write(to_child[1], &role, 1) == 1);
+    const RaceOutcome mine = side(*journal, child_late ? (child_forks ? 'p' : 'f') : (child_forks ? 'P' : 'F'), round);
+    char theirs = 0;
+    REQUIRE(read(to_parent[0], &theirs, 1) == 1);
+    REQUIRE(theirs != 'x');
+    const auto other = static_cast<RaceOutcome>(theirs);
+    const RaceOutcome forked = child_forks ? other : mine;
+    const RaceOutcome pruned = child_forks ? mine : other;
+    race.check(*journal, round, forked, pruned);
+    forks_made += forked == RaceOutcome::done;
+  }
+  close(to_child[1]);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  close(to_parent[0]);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return forks_made;
 }
 
 }  // namespace store_test

@@ -54,6 +54,10 @@ CAIRN_INLINE nlohmann::json to_a2a(const ArtifactRecord& r) {
 
 CAIRN_INLINE ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& tenant_id) {
   if (!a.is_object()) throw parse_error(fmt::format("A2A Artifact: expected a JSON object, got {}", a.type_name()));
+  // Another agent's JSON, parsed by the host without cairn's limits: copying a part recurses once per level.
+  if (const int max = JsonLimits{}.max_depth; detail::json_depth(a, max) > max) {
+    throw limit_exceeded(fmt::format("A2A Artifact: JSON nesting is deeper than the limit of {} levels", max));
+  }
   const std::string id = detail::require_string(a, "A2A Artifact", "artifactId");
   // An empty artifactId would let the store pick a new id: an artifact from outside keeps the id it names.
   if (std::string problem = detail::identifier_problem(id); !problem.empty()) {

@@ -12,6 +12,7 @@
 
 #include "cairn/artifact/message_part.hpp"
 #include "cairn/artifact/record.hpp"
+#include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
 
@@ -34,7 +35,7 @@ nlohmann::json to_a2a(const ArtifactRecord& r);
 /// metadata.encoding = "base64". The type is `file`, `structured` or `document` by the parts seen; the title is the
 /// artifact's `name`, else its id. Other metadata is kept under metadata.a2a_metadata.
 /// Throws cairn::parse_error naming the member when the JSON is not an A2A Artifact, cairn::invalid_artifact when
-/// the result is not a valid record.
+/// the result is not a valid record, cairn::limit_exceeded when it nests deeper than JsonLimits{}.max_depth (256).
 ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& tenant_id);
 
 CAIRN_END_NAMESPACE

@@ -572,12 +572,8 @@ CAIRN_INLINE GoalEngine::Step GoalEngine::expand(const std::string& id) {
   for (std::size_t i = 0; i < plan.subgoals.size(); ++i) {
     if (!plan.subgoals[i].id.empty()) local[plan.subgoals[i].id] = i;
   }
-  std::size_t deepest = 1;
-  for (const SubgoalSpec& s : plan.subgoals) {
-    std::size_t d = 1;
-    for (const SubgoalSpec* p = &s; !p->parent.empty(); p = &plan.subgoals[local.at(p->parent)]) ++d;
-    deepest = std::max(deepest, d);
-  }
+  const auto depths = detail::subgoal_depths(plan, fmt::format("plan for goal {}", id));
+  const std::size_t deepest = *std::max_element(depths.begin(), depths.end());
   if (depth + deepest > options_.max_depth) {
     fail(id, fmt::format("its plan reaches depth {}, deeper than max_depth {}", depth + deepest, options_.max_depth));
     return Step::next;

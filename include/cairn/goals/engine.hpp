@@ -7,6 +7,7 @@
 // arguments taken from the evidence. Evidence goes on the goal and, as an artifact, into the ExecutionContext.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>

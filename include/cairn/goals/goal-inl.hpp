@@ -214,6 +214,11 @@ CAIRN_INLINE Goal goal_from_json(const nlohmann::json& j, const std::string& lab
     dec.kind = *k;
     const auto* children = detail::GoalReader::find(*d, "children");
     if (!children || !children->is_array()) at.fail("decomposition.children", "expected an array of goal ids");
+    if (children->size() > Decomposition::max_children) {
+      at.fail("decomposition.children", fmt::format("{} children, more than the limit of {} "
+                                                    "(Decomposition::max_children)",
+                                                    children->size(), Decomposition::max_children));
+    }
     for (std::size_t i = 0; i < children->size(); ++i) {
       const auto& c = (*children)[i];
       if (!c.is_string() || c.get_ref<const std::string&>().empty()) {

@@ -85,6 +85,10 @@ struct Decomposition {
   Kind kind = Kind::all;
   std::vector<std::string> children;  ///< child goal ids, in the planner's order
 
+  /// Most children a goal may have: a plan has at most this many subgoals (GoalPlan::max_subgoals), and a state
+  /// whose goal lists more is refused.
+  static constexpr std::size_t max_children = 1000;
+
   friend bool operator==(const Decomposition& a, const Decomposition& b) {
     return a.kind == b.kind && a.children == b.children;
   }

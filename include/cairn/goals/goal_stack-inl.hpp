@@ -75,6 +75,11 @@ CAIRN_INLINE void GoalStack::add_evidence(const std::string& id, const std::stri
 
 CAIRN_INLINE void GoalStack::set_decomposition(const std::string& id, Decomposition decomposition) {
   Goal& g = get(id);
+  if (decomposition.children.size() > Decomposition::max_children) {
+    throw limit_exceeded(fmt::format("goal stack: '{}' would have {} children, more than the limit of {} "
+                                     "(Decomposition::max_children)",
+                                     id, decomposition.children.size(), Decomposition::max_children));
+  }
   for (const std::string& c : decomposition.children) {
     const Goal* child = find(c);
     if (!child || child->parent != id) {
@@ -154,6 +159,13 @@ CAIRN_INLINE GoalStack GoalStack::from_json(const nlohmann::json& goals_array, c
     }
     out.add(std::move(g));
   }
+  // Every (parent, child) link the decompositions list, so that checking a goal against its parent's list is one
+  // lookup (a search of the list made a parent of 200,000 children quadratic).
+  std::unordered_set<std::string> listed;
+  for (const Goal& g : out.goals_) {
+    if (!g.decomposition) continue;
+    for (const std::string& c : g.decomposition->children) listed.insert(g.id + '\0' + c);
+  }
   for (const Goal& g : out.goals_) {
     if (!g.parent.empty()) {
       const Goal* p = out.find(g.parent);
@@ -161,8 +173,7 @@ CAIRN_INLINE GoalStack GoalStack::from_json(const nlohmann::json& goals_array, c
         throw invalid_goal(fmt::format("goal stack: goal {}: parent '{}' does not exist", g.id,
                                        detail::excerpt(g.parent)));
       }
-      if (!p->decomposition || std::find(p->decomposition->children.begin(), p->decomposition->children.end(),
-                                         g.id) == p->decomposition->children.end()) {
+      if (!p->decomposition || !listed.count(p->id + '\0' + g.id)) {
         throw invalid_goal(
             fmt::format("goal stack: goal {}: its parent {} does not list it as a child", g.id, p->id));
       }

@@ -80,7 +80,8 @@ class GoalStack {
   /// Records `value` under `key` in the evidence of goal `id` (replacing an earlier value of the key).
   void add_evidence(const std::string& id, const std::string& key, nlohmann::json value);
 
-  /// Sets how goal `id` was split. The children must be registered and have `id` as their parent.
+  /// Sets how goal `id` was split. The children must be registered and have `id` as their parent; at most
+  /// Decomposition::max_children of them (cairn::limit_exceeded).
   void set_decomposition(const std::string& id, Decomposition decomposition);
 
   /// Takes every goal in `ids` off the stack, keeping the order of the others (one pass).

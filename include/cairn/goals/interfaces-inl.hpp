@@ -88,6 +88,10 @@ CAIRN_INLINE void to_json(nlohmann::json& j, const GoalPlan& p) {
 CAIRN_INLINE GoalPlan GoalPlan::from_json(const nlohmann::json& j) {
   const detail::GoalReader in("plan");
   in.object(j, "");
+  // A model's JSON, maybe parsed without cairn's limits: copying provenance recurses once per level.
+  if (const int max = JsonLimits{}.max_depth; detail::json_depth(j, max) > max) {
+    throw limit_exceeded(fmt::format("plan: JSON nesting is deeper than the limit of {} levels", max));
+  }
   GoalPlan plan;
   const std::string kind = in.string(j, "decomposition", "", false);
   if (!kind.empty()) {
@@ -99,6 +103,10 @@ CAIRN_INLINE GoalPlan GoalPlan::from_json(const nlohmann::json& j) {
   const auto* subgoals = detail::GoalReader::find(j, "subgoals");
   if (!subgoals) in.fail("subgoals", "missing");
   if (!subgoals->is_array()) in.fail("subgoals", fmt::format("expected an array, got {}", subgoals->type_name()));
+  if (subgoals->size() > GoalPlan::max_subgoals) {
+    throw limit_exceeded(fmt::format("plan: subgoals: {} subgoals, more than the limit of {} (GoalPlan::max_subgoals)",
+                                     subgoals->size(), GoalPlan::max_subgoals));
+  }
   for (std::size_t i = 0; i < subgoals->size(); ++i) {
     const std::string path = fmt::format("subgoals[{}]", i);
     const nlohmann::json& s = (*subgoals)[i];
@@ -126,6 +134,10 @@ CAIRN_INLINE GoalPlan GoalPlan::from_json(const nlohmann::json& j) {
 CAIRN_INLINE void check_plan(const GoalPlan& plan, const std::string& goal_id) {
   const std::string where = fmt::format("plan for goal {}", goal_id);
   if (plan.subgoals.empty()) throw invalid_goal(fmt::format("{}: the planner returned no subgoals", where));
+  if (plan.subgoals.size() > GoalPlan::max_subgoals) {
+    throw limit_exceeded(fmt::format("{}: {} subgoals, more than the limit of {} (GoalPlan::max_subgoals)", where,
+                                     plan.subgoals.size(), GoalPlan::max_subgoals));
+  }
   std::unordered_map<std::string, std::size_t> by_id;
   for (std::size_t i = 0; i < plan.subgoals.size(); ++i) {
     const SubgoalSpec& s = plan.subgoals[i];
@@ -160,17 +172,51 @@ CAIRN_INLINE void check_plan(const GoalPlan& plan, const std::string& goal_id) {
     if (plan.subgoals[it->second].predicate.name != Predicate::composite) {
       throw invalid_goal(fmt::format("{}: parent '{}' is not a composite subgoal", at, s.parent));
     }
-    // Walking up from here must reach a top-level subgoal within as many steps as there are subgoals.
-    std::size_t steps = 0;
-    for (const SubgoalSpec* p = &s; !p->parent.empty(); p = &plan.subgoals[by_id.at(p->parent)]) {
-      if (++steps > plan.subgoals.size()) {
-        throw invalid_goal(fmt::format("{}: parent ids form a cycle ('{}' is its own ancestor)", at,
-                                       s.id.empty() ? s.gloss : s.id));
+  }
+  (void)detail::subgoal_depths(plan, where);  // and no cycle
+}
+
+namespace detail {
+CAIRN_INLINE std::vector<std::size_t> subgoal_depths(const GoalPlan& plan, const std::string& where) {
+  const std::size_t n = plan.subgoals.size();
+  std::unordered_map<std::string_view, std::size_t> by_id;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!plan.subgoals[i].id.empty()) by_id.emplace(plan.subgoals[i].id, i);
+  }
+  // Each subgoal is walked up to one whose depth is known, once: the walk's subgoals get their depths on the way
+  // back. A walk that meets itself is a cycle.
+  std::vector<std::size_t> depth(n, 0);
+  std::vector<char> on_path(n, 0);
+  std::vector<std::size_t> path;
+  for (std::size_t i = 0; i < n; ++i) {
+    path.clear();
+    std::size_t j = i;
+    while (depth[j] == 0) {
+      if (on_path[j]) {
+        const SubgoalSpec& s = plan.subgoals[i];
+        throw invalid_goal(fmt::format("{}: subgoals[{}]: parent ids form a cycle ('{}' is its own ancestor)", where,
+                                       i, s.id.empty() ? s.gloss : s.id));
       }
-      if (!by_id.count(p->parent)) break;
+      on_path[j] = 1;
+      path.push_back(j);
+      const std::string& parent = plan.subgoals[j].parent;
+      if (parent.empty()) break;
+      const auto it = by_id.find(parent);
+      if (it == by_id.end()) {
+        throw invalid_goal(fmt::format("{}: subgoals[{}]: parent '{}' is not the id of a subgoal in this plan", where,
+                                       j, excerpt(parent)));
+      }
+      j = it->second;
+    }
+    std::size_t d = depth[j];
+    for (auto k = path.rbegin(); k != path.rend(); ++k) {
+      depth[*k] = ++d;
+      on_path[*k] = 0;
     }
   }
+  return depth;
 }
+}  // namespace detail
 
 CAIRN_INLINE std::string default_question(const std::string& key, const std::string& prompt) {
   return prompt.empty() ? fmt::format("Please provide {}", key) : prompt;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/context/resolve.hpp"
+#include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/goals/goal.hpp"
@@ -77,9 +78,14 @@ struct GoalPlan {
   std::vector<SubgoalSpec> subgoals;
   std::string source;  ///< "sop", "vanilla", ... (shown in provenance and logs)
 
+  /// Most subgoals one plan may have (a plan comes from a model; GoalEngineOptions::max_goals is far lower).
+  static constexpr std::size_t max_subgoals = Decomposition::max_children;
+
   /// Reads a plan written as JSON (by a model, say): `{"decomposition": "AND"|"OR", "subgoals": [{"gloss",
   /// "predicate": {name, args}, "done_when"?, "provenance"?, "id"?, "parent"?, "decomposition"?}], "source"?}`.
-  /// Throws cairn::parse_error naming the field. check_plan() does the rest of the checking.
+  /// Throws cairn::parse_error naming the field, cairn::limit_exceeded for more than max_subgoals subgoals or JSON
+  /// nested deeper than JsonLimits{}.max_depth (256).
+  /// check_plan() does the rest of the checking.
   static GoalPlan from_json(const nlohmann::json& j);
 };
 
@@ -90,8 +96,15 @@ void to_json(nlohmann::json& j, const GoalPlan& p);
 /// Checks a plan for goal `goal_id` before anything is created: at least one subgoal, a gloss and a valid goal
 /// predicate (with its arguments) on each, local ids unique, parents that name a composite subgoal of the same plan
 /// and no cycle of parent ids. Throws cairn::invalid_goal: "plan for goal g1: subgoals[2].predicate.name: 'fly' is
-/// not one of composite, ...".
+/// not one of composite, ...", and cairn::limit_exceeded for more than GoalPlan::max_subgoals subgoals. Linear
+/// time in the number of subgoals.
 void check_plan(const GoalPlan& plan, const std::string& goal_id);
+
+namespace detail {
+/// Depth of each subgoal of a plan that check_plan() accepted, below the planned goal (1: a direct child), in
+/// linear time. Throws cairn::invalid_goal, with `where`, for a cycle of parent ids or a parent that is no id.
+std::vector<std::size_t> subgoal_depths(const GoalPlan& plan, const std::string& where);
+}  // namespace detail
 
 /// Splits a composite goal into subgoals. `evidence` is what the goal can see (its own over its ancestors').
 /// Throwing, or returning a plan that check_plan() rejects, abandons the goal with the error as the reason.

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -256,19 +257,30 @@ class RunJournal {
   std::vector<std::string> sweep_unobserved(const std::string& tenant_id, std::int64_t updated_before) {
     detail_check_tenant(tenant_id);
     std::vector<std::string> removed;
-    // Children first: a stale fork removed in one pass may free its stale source for the next.
+    std::unordered_set<std::string> gone;
+    // Children first: removing a stale fork may free its stale source, which is tried at once, so a chain of n
+    // stale forks goes in one pass (a pass per link made it n passes over every stale run: quadratic). Another
+    // pass follows while one removed something, for sources freed in other ways.
     for (bool again = true; again;) {
       again = false;
-      for (const std::string& run_id : stale_runs(tenant_id, updated_before)) {
-        if (!forks(tenant_id, run_id).empty()) continue;
-        // Removed only if still idle: a writer may have appended since stale_runs() looked.
-        try {
-          if (!do_remove(tenant_id, run_id, updated_before)) continue;
-        } catch (const state_error&) {
-          continue;  // forked meanwhile
+      const std::vector<std::string> stale = stale_runs(tenant_id, updated_before);
+      const std::unordered_set<std::string_view> is_stale(stale.begin(), stale.end());
+      for (const std::string& first : stale) {
+        for (std::optional<std::string> run_id = first; run_id && !gone.count(*run_id);) {
+          if (!forks(tenant_id, *run_id).empty()) break;
+          const std::optional<RunInfo> run = head(tenant_id, *run_id);
+          if (!run) break;
+          // Removed only if still idle: a writer may have appended since stale_runs() looked.
+          try {
+            if (!do_remove(tenant_id, *run_id, updated_before)) break;
+          } catch (const state_error&) {
+            break;  // forked meanwhile
+          }
+          removed.push_back(*run_id);
+          gone.insert(*run_id);
+          again = true;
+          run_id = run->forked_from && is_stale.count(*run->forked_from) ? run->forked_from : std::nullopt;
         }
-        removed.push_back(run_id);
-        again = true;
       }
     }
     return removed;

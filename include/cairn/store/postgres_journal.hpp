@@ -58,7 +58,7 @@ struct PostgresJournalOptions {
 class PostgresRunJournal final : public RunJournal {
  public:
   /// The journal schema version this cairn writes; databases with a lower one are migrated on connect.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresRunJournal(std::string conninfo, PostgresJournalOptions options = {});

@@ -4,15 +4,21 @@
 //       check.run(*my_journal);  // throws cairn::testing::conformance_failure on a violation
 //     }
 //
+// The fork/prune race (ForkPruneRace) also comes in pieces, so a durable journal's own tests can run its two sides
+// in two processes; its round count comes from CAIRN_TEST_RACE_ROUNDS (default 20).
+//
 // Checks use tenants with random names, so they also run against a durable journal that already holds runs. One
 // check sets the journal's clock while it runs and puts the system clock back afterwards.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -80,6 +86,170 @@ class FixedClock final : public Clock {
 };
 
 }  // namespace detail
+
+/// What one side of a fork/prune race got: it did its work, or it was refused with the error the rules allow.
+enum class RaceOutcome : char { done = 'd', refused = 'r' };
+
+/// The race of issue 25: `fork(src, 2)` against `prune(src)`, where src holds 8 entries with a snapshot at 6 (so
+/// a prune that sees no fork drops seq 1 to 5). Whichever wins, the rules hold: either the fork exists and reads
+/// seq 1 and 2 exactly (and the prune kept them, or was refused with state_error), or the fork was refused with
+/// invalid_argument and the prune dropped seq 1 to 5. Never a fork pointing at pruned entries.
+///
+/// The pieces run on any journal objects, threads or processes: prepare() writes round `round`'s source, fork()
+/// and prune() are the two sides (each throws conformance_failure on an error the rules do not allow), check()
+/// compares the whole state of both runs with what the two outcomes allow.
+class ForkPruneRace {
+ public:
+  static constexpr std::uint64_t fork_at = 2;
+  static constexpr std::uint64_t snapshot_seq = 6;
+  static constexpr std::uint64_t source_length = 8;
+
+  explicit ForkPruneRace(std::string tenant) : tenant_(std::move(tenant)) {}
+
+  /// Rounds to run: CAIRN_TEST_RACE_ROUNDS when set (a positive number), else `fallback`.
+  static int rounds(int fallback = 20) {
+    const char* env = std::getenv("CAIRN_TEST_RACE_ROUNDS");
+    const int n = env ? std::atoi(env) : 0;
+    return n > 0 ? n : fallback;
+  }
+
+  std::string source(int round) const { return "race-src-" + std::to_string(round); }
+  std::string fork_name(int round) const { return "race-fork-" + std::to_string(round); }
+
+  /// Entry i (1-based) of every round's source.
+  static JournalEntry source_entry(std::uint64_t i) {
+    JournalEntry e;
+    e.kind = i == snapshot_seq ? std::string(snapshot_kind) : "step";
+    e.data = nlohmann::json{{"i", i}};
+    return e;
+  }
+
+  void prepare(RunJournal& j, int round) const {
+    std::vector<JournalEntry> es;
+    for (std::uint64_t i = 1; i <= source_length; ++i) es.push_back(source_entry(i));
+    (void)j.append(tenant_, source(round), 0, es);
+  }
+
+  RaceOutcome fork(RunJournal& j, int round) const {
+    try {
+      j.fork(tenant_, source(round), fork_at, fork_name(round));
+      return RaceOutcome::done;
+    } catch (const invalid_argument&) {  // pruned first: seq 2 is gone
+      return RaceOutcome::refused;
+    } catch (const std::exception& e) {
+      fail(round, "fork", e.what());
+    }
+  }
+
+  RaceOutcome prune(RunJournal& j, int round) const {
+    try {
+      (void)j.prune(tenant_, source(round));
+      return RaceOutcome::done;
+    } catch (const state_error&) {  // the fork came in between its look at the forks and its delete
+      return RaceOutcome::refused;
+    } catch (const std::exception& e) {
+      fail(round, "prune", e.what());
+    }
+  }
+
+  void check(RunJournal& j, int round, RaceOutcome forked, RaceOutcome pruned) const {
+    const std::string src = source(round), fork = fork_name(round);
+    auto expect = [&](bool ok, const char* what) {
+      if (!ok) {
+        throw conformance_failure(fmt::format("fork/prune race, round {} (fork {}, prune {}): {}", round,
+                                              forked == RaceOutcome::done ? "done" : "refused",
+                                              pruned == RaceOutcome::done ? "done" : "refused", what));
+      }
+    };
+    auto same = [&](const std::vector<JournalEntry>& got, std::uint64_t from, std::uint64_t to) {
+      if (got.size() != to - from + 1) return false;
+      for (std::uint64_t i = from; i <= to; ++i) {
+        const JournalEntry& e = got[i - from];
+        const JournalEntry want = source_entry(i);
+        if (e.seq != i || e.kind != want.kind || e.data != want.data) return false;
+      }
+      return true;
+    };
+    const auto info = j.info(tenant_, src);
+    expect(info && info->last_seq == source_length && !info->forked_from, "the source's row changed");
+    const auto fork_info = j.info(tenant_, fork);
+    if (forked == RaceOutcome::done) {
+      expect(fork_info && fork_info->forked_from == std::optional<std::string>(src) &&
+                 fork_info->fork_seq == fork_at && fork_info->last_seq == fork_at,
+             "the fork's row is not the fork that was made");
+      std::vector<JournalEntry> got;
+      try {
+        got = j.read(tenant_, fork);
+      } catch (const std::exception& e) {
+        expect(false, e.what());
+      }
+      expect(same(got, 1, fork_at), "the fork does not read seq 1 and 2 of its source");
+      expect(same(j.read_for_restore(tenant_, fork), 1, fork_at), "the fork does not restore from seq 1");
+      expect(info->kept_from == 1, "the source was pruned below its fork point");
+      expect(same(j.read(tenant_, src), 1, source_length), "the source's entries changed");
+    } else {
+      expect(!fork_info, "a refused fork left a run");
+      expect(pruned == RaceOutcome::done, "both sides were refused");
+      expect(info->kept_from == snapshot_seq, "the prune did not drop seq 1 to 5");
+      expect(same(j.read(tenant_, src, snapshot_seq), snapshot_seq, source_length), "the kept entries changed");
+      expect(same(j.read_for_restore(tenant_, src), snapshot_seq, source_length), "the source does not restore");
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(int round, const char* side, const char* what) const {
+    throw conformance_failure(fmt::format("fork/prune race, round {}: {} threw an error the rules do not allow: {}",
+                                          round, side, what));
+  }
+
+  std::string tenant_;
+};
+
+/// Runs `rounds` rounds of the fork/prune race with two threads, one on `a` and one on `b` (they may be the same
+/// object: a pooled journal then races on two connections). Even rounds fork on `a` and prune on `b`, odd rounds
+/// the other way; each round one side, picked at random, starts up to 200 µs late, so both orders happen. Returns
+/// how many rounds ended with the fork made (the others with the prune first).
+inline int race_fork_and_prune(RunJournal& a, RunJournal& b, int rounds, const std::string& tenant) {
+  const ForkPruneRace race(tenant);
+  std::mt19937 rng(std::random_device{}());
+  int forks_made = 0;
+  for (int round = 0; round < rounds; ++round) {
+    race.prepare(a, round);
+    RunJournal& forker = round % 2 == 0 ? a : b;
+    RunJournal& pruner = round % 2 == 0 ? b : a;
+    const bool fork_late = rng() % 2 == 0;
+    const auto delay = std::chrono::microseconds(rng() % 200);
+    std::atomic<int> ready{0};
+    auto start = [&](bool late) {
+      ++ready;
+      while (ready.load() < 2) std::this_thread::yield();
+      if (late) std::this_thread::sleep_for(delay);
+    };
+    RaceOutcome forked = RaceOutcome::refused, pruned = RaceOutcome::refused;
+    std::string error;
+    std::thread t([&] {
+      start(!fork_late);
+      try {
+        pruned = race.prune(pruner, round);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    start(fork_late);
+    std::string fork_error;
+    try {
+      forked = race.fork(forker, round);
+    } catch (const std::exception& e) {
+      fork_error = e.what();
+    }
+    t.join();
+    if (!error.empty()) throw conformance_failure(error);
+    if (!fork_error.empty()) throw conformance_failure(fork_error);
+    race.check(a, round, forked, pruned);
+    forks_made += forked == RaceOutcome::done;
+  }
+  return forks_made;
+}
 
 /// Every check; each takes the journal to test.
 [[nodiscard]] inline std::vector<JournalCheck> journal_conformance_checks() {
@@ -321,6 +491,11 @@ class FixedClock final : public Clock {
         CAIRN_JCONFORM(e.data["thread"] == i);
       }
     }
+  }});
+
+  checks.push_back({"a fork racing a prune leaves a fork that reads its entries or a clear refusal, in either order",
+                    [](RunJournal& j) {
+    (void)race_fork_and_prune(j, j, ForkPruneRace::rounds(), fresh_tenant("jforkprune"));
   }});
 
   return checks;
