@@ -59,7 +59,7 @@ TEST_CASE("docs: the goal engine asks the evaluator again after the user confirm
   cairn::SubgoalSpec confirm;
   confirm.gloss = "Pay 120 EUR to ACME?";
   confirm.predicate = cairn::Predicate{"confirm", nlohmann::json::object()};
-  confirm.done_when = {cairn::Condition::predicate_true(cairn::Predicate{"payment_allowed", {}})};
+  confirm.done_when = {cairn::Condition::predicate_true(cairn::Predicate{"payment_allowed", nlohmann::json::object()})};
   cairn::GoalPlan plan;
   plan.subgoals = {confirm};
   planner->reply(plan);

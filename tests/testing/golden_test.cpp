@@ -11,18 +11,15 @@
 #include "cairn/context/execution_context.hpp"
 #include "cairn/testing/clock.hpp"
 #include "cairn/testing/scripted_model.hpp"
+#include "captured_failures.hpp"
 #include "catch.hpp"
 
 namespace ct = cairn::testing;
+using cairn_test::Captured;
 using cairn_test::ContainsSubstring;
 using nlohmann::json;
 
 namespace {
-
-struct Captured {
-  std::vector<std::string> messages;
-  ct::ScopedFailureReporter scope{[this](const std::string& m) { messages.push_back(m); }};
-};
 
 /// A file name in the build's folder, removed when the test ends; CAIRN_UPDATE_GOLDEN unset while it lives.
 struct TempGolden {

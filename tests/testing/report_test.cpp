@@ -11,20 +11,16 @@
 
 #include "cairn/testing/scripted_goals.hpp"
 #include "cairn/testing/scripted_model.hpp"
+#include "captured_failures.hpp"
 #include "catch.hpp"
 // This program's kit failures are FAIL_CHECKs of the running test (the tests below capture them on purpose).
 #include "cairn/testing/catch2.hpp"
 
 namespace ct = cairn::testing;
+using cairn_test::Captured;
 using cairn_test::ContainsSubstring;
 
 namespace {
-
-/// Captures every reported failure while it lives.
-struct Captured {
-  std::vector<std::string> messages;
-  ct::ScopedFailureReporter scope{[this](const std::string& m) { messages.push_back(m); }};
-};
 
 struct Child {
   int status = -1;

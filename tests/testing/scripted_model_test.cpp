@@ -316,3 +316,8 @@ TEST_CASE("a script_error a component swallows is still reported by verify()") {
              ContainsSubstring("scripted interpreter 'turns': call 2"));
   CHECK_THROWS_WITH(interpreter->verify(), ContainsSubstring("scripted interpreter 'turns': call 2"));
 }
+
+TEST_CASE("expectations describe their text with UTF-8 kept and newlines, tabs and quotes escaped") {
+  CHECK(prompt_contains("Zürich\n\t\"x\"\x01").description == "contain \"Zürich\\n\\t\\\"x\\\"\\x01\"");
+  CHECK(prompt_lacks(std::string(500, 'a')).description == "not contain \"" + std::string(400, 'a') + "\"...");
+}

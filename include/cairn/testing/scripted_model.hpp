@@ -89,21 +89,30 @@ inline Times any_number() { return {0, Times::unbounded}; }
 
 namespace script_detail {
 
-/// `text` in double quotes, newlines as \n, tabs as \t, other control characters and malformed UTF-8 as \xNN.
+/// `text` in double quotes, newlines as \n, tabs as \t, quotes as \", other control characters and malformed UTF-8
+/// as \xNN; cut after `max` bytes (never inside a UTF-8 sequence) with "..." after the closing quote.
 inline std::string quoted(std::string_view text, std::size_t max = 400) {
   std::string out = "\"";
   std::size_t i = 0;
-  for (; i < text.size() && i < max; ++i) {
-    const char c = text[i];
+  while (i < text.size() && i < max) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t len = c >= 0x80 ? cairn::detail::utf8_sequence_length(text.substr(i)) : 1;
     if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
       out += "\\t";
     } else if (c == '"') {
       out += "\\\"";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else if (c >= 0x80 && len != 0) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
     } else {
-      out += cairn::detail::excerpt(text.substr(i, 1), 1);
+      out += fmt::format("\\x{:02x}", c);
     }
+    ++i;
   }
   out += i < text.size() ? "\"..." : "\"";
   return out;
@@ -279,16 +288,20 @@ class Script {
   Script& operator=(const Script&) = delete;
 
   ~Script() {
-    std::vector<std::string> problems;
-    {
-      std::lock_guard lock(mutex_);
-      if (!verify_on_destruction_) return;
-      problems = problems_locked(true);
+    try {
+      std::vector<std::string> problems;
+      {
+        std::lock_guard lock(mutex_);
+        if (!verify_on_destruction_) return;
+        problems = problems_locked(true);
+      }
+      if (problems.empty()) return;
+      std::string text = fmt::format("{} was destroyed unverified:", who());
+      for (const std::string& p : problems) text += "\n" + p;
+      report_failure(text);
+    } catch (...) {
+      report_failure("a scripted fake was destroyed unverified (out of memory while describing it)");
     }
-    if (problems.empty()) return;
-    std::string text = fmt::format("{} was destroyed unverified:", who());
-    for (const std::string& p : problems) text += "\n" + p;
-    report_failure(text);
   }
 
   void push(std::optional<Reply> reply, std::exception_ptr error, std::vector<PromptExpectation> expect) {
