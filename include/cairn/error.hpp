@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -61,6 +62,8 @@ constexpr std::string_view to_string(errc code) noexcept {
   }
   return "unknown";
 }
+/// Prints to_string(code) (Catch2 and GoogleTest pick it up).
+CAIRN_DETAIL_ENUM_OSTREAM(errc)
 
 /// Base of every exception cairn throws.
 class error : public std::runtime_error {

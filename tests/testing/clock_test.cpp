@@ -17,7 +17,7 @@
 #include "cairn/goals/engine.hpp"
 #include "cairn/goals/goal_stack.hpp"
 #include "cairn/handoff/handoff.hpp"
-#include "cairn/testing/scripted_model.hpp"
+#include "cairn/testing/scripted_goals.hpp"
 #include "catch.hpp"
 #if defined(CAIRN_TESTING_WITH_SQLITE)
 #include "cairn/store/sqlite_store.hpp"

@@ -110,6 +110,73 @@ TEST_CASE("RecordingStore fails the Nth call, or the Nth of one operation, with 
   }
 }
 
+TEST_CASE("count(operation) counts every finished call of it, failed ones too; the three-argument form only those "
+          "that took effect") {
+  RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
+  store.fail_nth(StoreOperation::store, 1).fail_nth(StoreOperation::store, 2, Fault::lost_connection_after_apply);
+  CHECK_THROWS_AS(store.store(note("a")), cairn::storage_error);  // injected: nothing stored
+  CHECK_THROWS_AS(store.store(note("a")), cairn::storage_error);  // stored, then "lost"
+  CHECK(store.count(StoreOperation::store) == 2);
+  CHECK(store.count(StoreOperation::store, "acme", "a") == 1);
+  // StoreCall::version of a store is the version the store assigned, 0 when it assigned none.
+  CHECK(store.calls()[0].version == 0);
+  CHECK(store.calls()[1].version == 1);
+}
+
+TEST_CASE("fail_write(n) fails the agent's Nth write, whatever it read in between") {
+  auto inner = std::make_shared<cairn::InMemoryArtifactStore>();
+  RecordingStore store(inner);
+  store.fail_write(2);
+  (void)store.store(note("a"));                 // write 1
+  CHECK(store.fetch("a", "acme"));              // reads are not counted
+  (void)store.list("acme");
+  CHECK_THROWS_WITH(store.store(note("b")),     // write 2
+                    "RecordingStore: injected storage error on call 4 (store #2, tenant 'acme', id 'b')");
+  store.remove("a", "acme");                    // write 3
+  const auto calls = store.calls();
+  REQUIRE(calls.size() == 5);
+  CHECK(calls[0].write_number == 1);
+  CHECK(calls[1].write_number == 0);
+  CHECK(calls[3].write_number == 2);
+  CHECK(calls[4].write_number == 3);
+  CHECK(cairn::testing::is_write(StoreOperation::store_if));
+  CHECK_FALSE(cairn::testing::is_write(StoreOperation::versions));
+}
+
+TEST_CASE("start_counting() numbers calls from 1 again, for the record and for the fault rules") {
+  auto inner = std::make_shared<cairn::InMemoryArtifactStore>();
+  RecordingStore store(inner);
+  // The test's setup, through the recording store: three writes and a read.
+  (void)store.store(note("seed1"));
+  (void)store.store(note("seed2"));
+  (void)store.fetch("seed1", "acme");
+  store.remove("seed2", "acme");
+
+  SECTION("fail_call counts from the point the test chose") {
+    store.start_counting();
+    store.fail_call(2);
+    (void)store.fetch("seed1", "acme");                            // call 1
+    CHECK_THROWS_AS(store.store(note("x")), cairn::storage_error);  // call 2
+    const auto calls = store.calls();
+    REQUIRE(calls.size() == 2);
+    CHECK(calls[0].number == 1);
+    CHECK(calls[1].number == 2);
+    CHECK(calls[1].operation_number == 1);
+    CHECK(calls[1].write_number == 1);
+  }
+  SECTION("a rule added before it matches the new numbers") {
+    store.fail_write(1);
+    store.start_counting();
+    CHECK_THROWS_AS(store.store(note("x")), cairn::storage_error);
+    (void)store.store(note("x"));
+  }
+  SECTION("clear_calls() forgets the record but keeps counting") {
+    store.clear_calls();
+    (void)store.fetch("seed1", "acme");
+    CHECK(store.calls().front().number == 5);
+  }
+}
+
 TEST_CASE("RecordingStore fails calls that match a predicate, as often as asked") {
   RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
   store.fail_when([](const cairn::testing::StoreCall& c) { return c.operation == StoreOperation::store && c.tenant_id == "flaky"; },

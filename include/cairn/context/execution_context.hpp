@@ -29,6 +29,7 @@
 #include "cairn/context/detail/persistent_map.hpp"
 #include "cairn/context/detail/persistent_vector.hpp"
 #include "cairn/context/resolve.hpp"
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/observe/observer.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
@@ -42,6 +43,7 @@ CAIRN_BEGIN_NAMESPACE
 enum class Role { user, assistant, system, tool };
 
 std::string_view to_string(Role role) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(Role)
 
 /// The role named `text` ("user", "assistant", "system", "tool"); throws cairn::invalid_argument otherwise.
 Role role_from_string(std::string_view text);
@@ -74,6 +76,7 @@ struct RecordedCall {
 };
 
 std::string_view to_string(RecordedCall::Status s) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(RecordedCall::Status)
 
 /// A name and the stored record it is bound to.
 struct NamedArtifact {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/context/resolve.hpp"
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -32,6 +33,7 @@ class invalid_goal : public error {
 enum class GoalStatus { pending, active, achieved, abandoned, blocked };
 
 std::string_view to_string(GoalStatus s) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(GoalStatus)
 
 /// The status named `text`, or nothing.
 std::optional<GoalStatus> goal_status_from_string(std::string_view text) noexcept;
@@ -95,6 +97,7 @@ struct Decomposition {
 };
 
 inline std::string_view to_string(Decomposition::Kind k) noexcept { return k == Decomposition::Kind::all ? "AND" : "OR"; }
+CAIRN_DETAIL_ENUM_OSTREAM(Decomposition::Kind)
 
 /// The kind named "AND" or "OR", or nothing.
 std::optional<Decomposition::Kind> decomposition_kind_from_string(std::string_view text) noexcept;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/context/resolve.hpp"
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
@@ -44,6 +45,7 @@ struct Interpretation {
 };
 
 std::string_view to_string(Interpretation::Action a) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(Interpretation::Action)
 
 /// Throws cairn::invalid_argument when `i` cannot be applied: a new_goal without a gloss or with context keys that
 /// are not valid evidence keys, an add_evidence with a bad key or a null value.

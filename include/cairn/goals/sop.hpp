@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/context/resolve.hpp"
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
@@ -111,6 +112,7 @@ enum class SopVerb { gather, tool, present, confirm, verify, execute };
 SopVerb sop_verb(std::string_view word);
 
 std::string_view to_string(SopVerb v);
+CAIRN_DETAIL_ENUM_OSTREAM(SopVerb)
 
 template <class Json>
 class SopReader {

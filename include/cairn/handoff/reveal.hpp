@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cairn/artifact/store.hpp"
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/error.hpp"
 #include "cairn/handoff/reference.hpp"
 #include "cairn/version.hpp"
@@ -32,6 +33,7 @@ enum class RevealPolicy {
 
 /// "none", "summary" or "full".
 std::string_view to_string(RevealPolicy policy) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(RevealPolicy)
 
 /// Reads "none", "summary" or "full" (as written in configuration). Throws cairn::invalid_argument otherwise.
 RevealPolicy parse_reveal_policy(std::string_view name);

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -51,6 +52,7 @@ constexpr std::string_view to_string(EventKind kind) noexcept {
   }
   return "unknown";
 }
+CAIRN_DETAIL_ENUM_OSTREAM(EventKind)
 
 /// One finished operation. Every view and pointer in it is valid only during the on_event call: an observer that
 /// keeps anything copies it (`std::string(e.subject)`).

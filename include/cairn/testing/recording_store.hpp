@@ -25,6 +25,7 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -46,6 +47,12 @@ inline std::string_view to_string(StoreOperation op) noexcept {
   }
   return "store";
 }
+CAIRN_DETAIL_ENUM_OSTREAM(StoreOperation)
+
+/// True for the operations that change the store: store, store_if and remove.
+constexpr bool is_write(StoreOperation op) noexcept {
+  return op == StoreOperation::store || op == StoreOperation::store_if || op == StoreOperation::remove;
+}
 
 /// How a recorded call ended.
 enum class CallOutcome {
@@ -65,6 +72,7 @@ inline std::string_view to_string(CallOutcome o) noexcept {
   }
   return "ok";
 }
+CAIRN_DETAIL_ENUM_OSTREAM(CallOutcome)
 
 /// What a failing call throws (always cairn::storage_error, as the durable stores do).
 enum class Fault {
@@ -75,11 +83,23 @@ enum class Fault {
                                  ///< case a host's retry logic must get right (a retried store adds a version)
 };
 
+inline std::string_view to_string(Fault f) noexcept {
+  switch (f) {
+    case Fault::storage_error: return "storage_error";
+    case Fault::lost_connection_before_apply: return "lost_connection_before_apply";
+    case Fault::lost_connection_after_apply: return "lost_connection_after_apply";
+  }
+  return "storage_error";
+}
+CAIRN_DETAIL_ENUM_OSTREAM(Fault)
+
 /// One call as the decorator saw it. While a fault predicate looks at it, only the request fields are set (number,
-/// operation_number, operation, tenant_id, id, version, record); the rest is filled in when the call ends.
+/// operation_number, write_number, operation, tenant_id, id, version, record); the rest is filled in when the call
+/// ends. The numbers count from the RecordingStore's creation or its last start_counting().
 struct StoreCall {
   std::size_t number = 0;            ///< 1-based, over all operations, in the order calls started
   std::size_t operation_number = 0;  ///< 1-based, among calls of the same operation
+  std::size_t write_number = 0;      ///< 1-based, among writes (store, store_if, remove); 0 for a read
   StoreOperation operation = StoreOperation::store;
   std::string tenant_id;
   /// store: the record's id (empty when the store is to pick one); afterwards the id it got. fetch, remove,
@@ -106,9 +126,14 @@ class RecordingStore final : public ArtifactStore {
 
   // ---- faults -----------------------------------------------------------------------------------------------------
 
-  /// Fails the `n`th call (1-based, over all operations) with `fault`.
+  /// Fails the `n`th call (1-based, over all operations, fetches and lists included) with `fault`.
   RecordingStore& fail_call(std::size_t n, Fault fault = Fault::storage_error) {
     return fail_when([n](const StoreCall& c) { return c.number == n; }, fault, 1);
+  }
+  /// Fails the `n`th write — store, store_if or remove — (1-based) with `fault`: "the agent's third write", whatever
+  /// it read in between.
+  RecordingStore& fail_write(std::size_t n, Fault fault = Fault::storage_error) {
+    return fail_when([n](const StoreCall& c) { return c.write_number == n; }, fault, 1);
   }
   /// Fails the `n`th call of `operation` (1-based) with `fault`.
   RecordingStore& fail_nth(StoreOperation operation, std::size_t n, Fault fault = Fault::storage_error) {
@@ -145,7 +170,7 @@ class RecordingStore final : public ArtifactStore {
     out.erase(std::remove_if(out.begin(), out.end(), [&](const StoreCall& c) { return !predicate(c); }), out.end());
     return out;
   }
-  /// How many calls of `operation` finished.
+  /// How many calls of `operation` finished, whatever their outcome (failed and injected ones included).
   std::size_t count(StoreOperation operation) const {
     return calls([operation](const StoreCall& c) { return c.operation == operation; }).size();
   }
@@ -157,10 +182,20 @@ class RecordingStore final : public ArtifactStore {
                     (c.outcome == CallOutcome::ok || c.outcome == CallOutcome::lost_after_apply);
            }).size();
   }
-  /// Forgets the recorded calls (numbering goes on).
+  /// Forgets the recorded calls (numbering goes on: fail_call(n) still counts from the start).
   void clear_calls() {
     std::lock_guard lock(mutex_);
     done_.clear();
+  }
+  /// Forgets the recorded calls and counts again from here: the next call is number 1 overall, of its operation and
+  /// (a write) among writes, for the record and for fail_call / fail_nth / fail_write (rules already added included).
+  /// A test calls it after its setup, so that "the agent's 2nd write" is fail_write(2) whatever the setup did.
+  void start_counting() {
+    std::lock_guard lock(mutex_);
+    done_.clear();
+    calls_started_ = 0;
+    writes_started_ = 0;
+    for (std::size_t& n : per_operation_) n = 0;
   }
 
   const std::shared_ptr<ArtifactStore>& inner() const noexcept { return inner_; }
@@ -226,6 +261,7 @@ class RecordingStore final : public ArtifactStore {
     std::lock_guard lock(mutex_);
     c.number = ++calls_started_;
     c.operation_number = ++per_operation_[static_cast<std::size_t>(op)];
+    if (is_write(op)) c.write_number = ++writes_started_;
     return c;
   }
 
@@ -319,6 +355,7 @@ class RecordingStore final : public ArtifactStore {
   std::vector<Rule> rules_;
   std::vector<StoreCall> done_;
   std::size_t calls_started_ = 0;
+  std::size_t writes_started_ = 0;
   std::size_t per_operation_[6] = {};
 };
 

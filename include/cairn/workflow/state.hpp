@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/workflow/template.hpp"
@@ -28,8 +29,10 @@ enum class WorkflowStatus { running, complete, failed };
 enum class TaskStatus { pending, in_progress, done, failed, blocked };
 
 const char* to_string(WorkflowStatus s) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(WorkflowStatus)
 
 const char* to_string(TaskStatus s) noexcept;
+CAIRN_DETAIL_ENUM_OSTREAM(TaskStatus)
 
 /// One task of a loop. set_tasks ignores the status it is given: every task starts pending.
 struct Task {

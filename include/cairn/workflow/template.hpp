@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
@@ -40,6 +41,7 @@ inline const char* to_string(StepType t) noexcept {
   }
   return "action";
 }
+CAIRN_DETAIL_ENUM_OSTREAM(StepType)
 
 inline const char* to_string(OnFail f) noexcept {
   switch (f) {
@@ -49,6 +51,7 @@ inline const char* to_string(OnFail f) noexcept {
   }
   return "retry";
 }
+CAIRN_DETAIL_ENUM_OSTREAM(OnFail)
 
 /// A sub-agent the template may delegate steps to. `settings` keeps every other key of its entry for the host
 /// (a model name, a tool list, ...).

@@ -65,22 +65,6 @@ class WeatherAgent {
     return said;
   }
 
-  /// The whole run as JSON: the context's bindings (name, id, version, value, created_at), the conversation and the
-  /// goal engine's state. Deterministic when the clock and the ids are.
-  nlohmann::json snapshot() const {
-    nlohmann::json bindings = nlohmann::json::array();
-    for (const auto& a : context_.list_artifacts()) {
-      bindings.push_back({{"name", a.name},
-                          {"id", a.record->id()},
-                          {"version", a.record->version()},
-                          {"created_at", a.record->created_at()},
-                          {"value", a.record->value()}});
-    }
-    nlohmann::json messages = nlohmann::json::array();
-    for (const auto& m : context_.messages()) messages.push_back(m);
-    return {{"bindings", std::move(bindings)}, {"messages", std::move(messages)}, {"engine", engine_.to_json()}};
-  }
-
   const cairn::ExecutionContext& context() const noexcept { return context_; }
   const cairn::GoalEngine& engine() const noexcept { return engine_; }
 

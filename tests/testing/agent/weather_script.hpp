@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/goals/interfaces.hpp"
-#include "cairn/testing/scripted_model.hpp"
+#include "cairn/testing/scripted_goals.hpp"
 
 namespace weather_test {
 
