@@ -56,18 +56,37 @@ CAIRN_INLINE ExecutionContext::ExecutionContext(std::shared_ptr<ArtifactStore> s
   log_ = Log(edit);
 }
 
+CAIRN_INLINE ExecutionContext::ExecutionContext(std::string tenant_id, std::shared_ptr<Clock> clock)
+    : tenant_id_(std::move(tenant_id)), counter_(std::make_shared<Counter>(1)), clock_(std::move(clock)) {
+  detail::check_tenant(tenant_id_);
+  id_ = tick();
+  const std::uint64_t edit = tick();
+  bindings_ = Bindings(edit);
+  log_ = Log(edit);
+}
+
+CAIRN_INLINE ArtifactStore& ExecutionContext::require_store(std::string_view operation) const {
+  if (!store_) {
+    throw state_error(fmt::format("{}: this ExecutionContext has no artifact store (it was made for a conversation "
+                                  "only, as ExecutionContext(tenant)); give it one to store or bind artifacts",
+                                  operation));
+  }
+  return *store_;
+}
+
 CAIRN_INLINE ArtifactPtr ExecutionContext::add_artifact(const std::string& name, const ArtifactRecord& record) {
   check_name(name);
-  return bind_stored(name, store_->store(*record.to_builder().tenant_id(tenant_id_).build()));
+  return bind_stored(name, require_store("add_artifact").store(*record.to_builder().tenant_id(tenant_id_).build()));
 }
 
 CAIRN_INLINE ArtifactPtr ExecutionContext::add_artifact(const std::string& name, ArtifactRecord::Builder builder) {
   check_name(name);
-  return bind_stored(name, store_->store(*builder.tenant_id(tenant_id_).build()));
+  return bind_stored(name, require_store("add_artifact").store(*builder.tenant_id(tenant_id_).build()));
 }
 
 CAIRN_INLINE void ExecutionContext::bind(const std::string& name, ArtifactPtr stored) {
   check_name(name);
+  (void)require_store("bind");
   if (!stored) throw invalid_argument(fmt::format("bind '{}': record must not be null", name));
   if (stored->tenant_id() != tenant_id_) {
     throw invalid_argument(fmt::format("bind '{}': the record belongs to another tenant", name));
@@ -317,7 +336,7 @@ CAIRN_INLINE void ExecutionContext::apply_bind(const nlohmann::json& j) {
   const std::string name = j.at("name").get<std::string>();
   const std::string id = j.at("id").get<std::string>();
   const auto version = j.at("version").get<std::uint64_t>();
-  auto record = store_->fetch(id, tenant_id_, version);
+  auto record = require_store("restoring a binding").fetch(id, tenant_id_, version);
   if (!record) {
     throw state_error(fmt::format("binding '{}': artifact '{}' version {} is not in the store of tenant '{}'",
                                   detail::excerpt(name), detail::excerpt(id), version, detail::excerpt(tenant_id_)));

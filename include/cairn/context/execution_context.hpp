@@ -100,6 +100,12 @@ class ExecutionContext : private RunParticipant {
   /// context and of all its forks (null: the system clock).
   ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id, std::shared_ptr<Clock> clock = nullptr);
 
+  /// A context for a conversation only: messages (and, attached to a run, their journal) without an artifact store.
+  /// add_artifact, bind, execute() and a GoalEngine need a store: on this context they throw cairn::state_error
+  /// saying so (nothing changes), and attaching it to a run that holds bindings does too. Throws
+  /// cairn::invalid_argument for an empty tenant.
+  explicit ExecutionContext(std::string tenant_id, std::shared_ptr<Clock> clock = nullptr);
+
   // A copy would share trie nodes under one edit token; fork() is the way to copy.
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;
@@ -114,7 +120,10 @@ class ExecutionContext : private RunParticipant {
   }
   ~ExecutionContext() override { detach(); }
 
+  /// The artifact store; null for a context made for a conversation only.
   const std::shared_ptr<ArtifactStore>& store() const noexcept { return store_; }
+  /// The artifact store, or cairn::state_error naming `operation` when this context has none.
+  ArtifactStore& require_store(std::string_view operation) const;
   const std::string& tenant_id() const noexcept { return tenant_id_; }
   /// The clock that stamps messages; null when it is the system clock.
   const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }

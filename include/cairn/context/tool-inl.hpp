@@ -352,6 +352,7 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
 
 CAIRN_INLINE ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                      const ExecuteOptions& options) {
+  (void)ctx.require_store("execute");  // outputs are stored, replayed calls fetched: a conversation-only context can't
   Observer* observer = ctx.observer().get();
   if (!observer) return detail::execute_unobserved(call, ctx, registry, options, nullptr);
   std::uint64_t input_bytes = 0;

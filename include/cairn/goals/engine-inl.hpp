@@ -41,6 +41,7 @@ CAIRN_INLINE GoalEngine::GoalEngine(ExecutionContext& context, const ToolRegistr
     : ctx_(context), tools_(tools), parts_(std::move(parts)), options_(std::move(options)) {
   if (!parts_.interpreter) throw invalid_argument("GoalEngine: an interpreter is required");
   if (!parts_.planner) throw invalid_argument("GoalEngine: a planner is required");
+  (void)ctx_.require_store("GoalEngine");  // evidence and tool outputs are artifacts
   if (!options_.presenter) options_.presenter = default_presentation;
   if (!options_.clock) options_.clock = ctx_.clock();
   stack_ = GoalStack(options_.clock);
