@@ -11,7 +11,8 @@
 //
 // On SQLite (a file) and PostgreSQL (CAIRN_TEST_PG_CONNINFO; skipped with a message when it is unset).
 // CAIRN_FLEET_KILLS (default 12) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 3) the split-brain
-// rounds per backend; CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run). scripts/kill-test
+// rounds per backend; CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run); CAIRN_FLEET_WORKER
+// names another worker executable (default: this build's). scripts/kill-test
 // runs 1,000 kills and 100 split-brain rounds per backend.
 #include <fcntl.h>
 #include <signal.h>
@@ -80,7 +81,8 @@ struct Worker {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> all = {CAIRN_FLEET_WORKER_EXE};
+    const char* exe = std::getenv("CAIRN_FLEET_WORKER");  // another build's worker (default: this build's)
+    std::vector<std::string> all = {exe && *exe ? exe : CAIRN_FLEET_WORKER_EXE};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
