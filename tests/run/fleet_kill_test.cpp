@@ -244,6 +244,9 @@ class Fleet {
           ++tally_.worker_errors;
           tally_.note("worker error: " + last_line(w.errors()), describe(run, moments));
           w.clean();
+          // The run cannot go on; what it did so far is still checked.
+          tally_.effects_twice += check_ledger(run, describe(run, moments));
+          tally_.gaps += check_journal(run);
           break;
         }
         w.clean();
