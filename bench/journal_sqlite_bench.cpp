@@ -245,7 +245,7 @@ struct TenThousandSteps {
 
   explicit TenThousandSteps(int n) : steps(n) {
     auto journal = std::make_shared<cairn::SqliteRunJournal>(path, options(false));
-    cairn::Run run(journal, "tenant-1", "run-1");
+    cairn::Run run(journal, "tenant-1", "run-1", cairn::RunOptions{256});  // snapshots are no longer the default
     cairn::ExecutionContext ctx(store, "tenant-1");
     ctx.attach(run);
     for (int i = 1; i <= steps; ++i) {

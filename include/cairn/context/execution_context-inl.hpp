@@ -318,34 +318,86 @@ CAIRN_INLINE nlohmann::json ExecutionContext::call_json(const RecordedCall& c) {
   return j;
 }
 
-CAIRN_INLINE RecordedCall ExecutionContext::call_from_json(const nlohmann::json& j, RecordedCall::Status status) {
-  RecordedCall c;
-  c.call_id = j.at("call").get<std::string>();
-  c.tool = j.at("tool").get<std::string>();
-  c.input_hash = j.at("input_hash").get<std::string>();
-  c.status = status;
-  for (const auto& o : j.at("outputs")) {
-    c.outputs.push_back({o.at("name").get<std::string>(), {o.at("id").get<std::string>(),
-                        o.at("version").get<std::uint64_t>()}});
+CAIRN_INLINE const nlohmann::json& ExecutionContext::recorded(const nlohmann::json& j, const char* key,
+                                                              nlohmann::json::value_t type, std::string_view where) {
+  using value_t = nlohmann::json::value_t;
+  if (!j.is_object()) {
+    throw state_error(fmt::format("{}: expected an object, got {}", where, detail::excerpt(j.dump(), 60)));
   }
-  if (const auto it = j.find("error"); it != j.end()) c.error = it->get<std::string>();
+  const auto it = j.find(key);
+  if (it == j.end()) throw state_error(fmt::format("{}: '{}' is missing", where, key));
+  const bool ok = type == value_t::number_unsigned  ? it->is_number_unsigned()
+                  : type == value_t::number_integer ? it->is_number_integer()
+                                                    : it->type() == type;
+  if (!ok) {
+    const char* expected = type == value_t::number_unsigned  ? "a non-negative integer"
+                           : type == value_t::number_integer ? "an integer"
+                           : type == value_t::string         ? "a string"
+                           : type == value_t::array          ? "an array"
+                                                             : "an object";
+    throw state_error(fmt::format("{}: '{}' must be {}, got {}", where, key, expected,
+                                  detail::excerpt(it->dump(), 60)));
+  }
+  return *it;
+}
+
+CAIRN_INLINE Message ExecutionContext::message_from_json(const nlohmann::json& j, std::string_view where) {
+  using value_t = nlohmann::json::value_t;
+  Message m;
+  try {
+    m.role = role_from_string(recorded(j, "role", value_t::string, where).get<std::string>());
+  } catch (const invalid_argument& e) {
+    throw state_error(fmt::format("{}: {}", where, e.what()));
+  }
+  m.content = recorded(j, "content", value_t::string, where).get<std::string>();
+  m.timestamp = recorded(j, "timestamp", value_t::number_integer, where).get<std::int64_t>();
+  return m;
+}
+
+CAIRN_INLINE RecordedCall ExecutionContext::call_from_json(const nlohmann::json& j, RecordedCall::Status status) {
+  using value_t = nlohmann::json::value_t;
+  const std::string_view where = "tool call";
+  RecordedCall c;
+  c.call_id = recorded(j, "call", value_t::string, where).get<std::string>();
+  c.tool = recorded(j, "tool", value_t::string, where).get<std::string>();
+  c.input_hash = recorded(j, "input_hash", value_t::string, where).get<std::string>();
+  c.status = status;
+  const auto& outputs = recorded(j, "outputs", value_t::array, where);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string at = fmt::format("tool call '{}': outputs[{}]", detail::excerpt(c.call_id), i);
+    const auto& o = outputs[i];
+    c.outputs.push_back({recorded(o, "name", value_t::string, at).get<std::string>(),
+                         {recorded(o, "id", value_t::string, at).get<std::string>(),
+                          recorded(o, "version", value_t::number_unsigned, at).get<std::uint64_t>()}});
+  }
+  if (j.contains("error")) c.error = recorded(j, "error", value_t::string, where).get<std::string>();
   return c;
 }
 
-CAIRN_INLINE void ExecutionContext::apply_bind(const nlohmann::json& j) {
-  const std::string name = j.at("name").get<std::string>();
-  const std::string id = j.at("id").get<std::string>();
-  const auto version = j.at("version").get<std::uint64_t>();
-  auto record = require_store("restoring a binding").fetch(id, tenant_id_, version);
-  if (!record) {
-    throw state_error(fmt::format("binding '{}': artifact '{}' version {} is not in the store of tenant '{}'",
-                                  detail::excerpt(name), detail::excerpt(id), version, detail::excerpt(tenant_id_)));
-  }
-  Binding b{std::move(record), j.at("first").get<std::uint64_t>(), j.at("write").get<std::uint64_t>()};
+CAIRN_INLINE void ExecutionContext::apply_bind(const nlohmann::json& j, std::string_view where) {
+  using value_t = nlohmann::json::value_t;
+  std::string name = recorded(j, "name", value_t::string, where).get<std::string>();
+  RecordedBinding b{recorded(j, "id", value_t::string, where).get<std::string>(),
+                    recorded(j, "version", value_t::number_unsigned, where).get<std::uint64_t>(),
+                    recorded(j, "first", value_t::number_unsigned, where).get<std::uint64_t>(),
+                    recorded(j, "write", value_t::number_unsigned, where).get<std::uint64_t>()};
   std::uint64_t seen = counter_->load(std::memory_order_relaxed);
   while (seen <= b.write_seq && !counter_->compare_exchange_weak(seen, b.write_seq + 1, std::memory_order_relaxed)) {
   }
-  bindings_.set(name, std::move(b));
+  restoring_[std::move(name)] = std::move(b);
+}
+
+CAIRN_INLINE void ExecutionContext::participant_restored() {
+  for (auto& [name, b] : restoring_) {
+    auto record = require_store("restoring a binding").fetch(b.id, tenant_id_, b.version);
+    if (!record) {
+      throw state_error(fmt::format("binding '{}': artifact '{}' version {} is not in the store of tenant '{}'",
+                                    detail::excerpt(name), detail::excerpt(b.id), b.version,
+                                    detail::excerpt(tenant_id_)));
+    }
+    bindings_.set(name, Binding{std::move(record), b.first_seq, b.write_seq});
+  }
+  restoring_.clear();
 }
 
 CAIRN_INLINE nlohmann::json ExecutionContext::participant_state() const {
@@ -364,39 +416,69 @@ CAIRN_INLINE nlohmann::json ExecutionContext::participant_state() const {
 }
 
 CAIRN_INLINE void ExecutionContext::restore_participant(const nlohmann::json& state) {
-  const std::uint64_t edit = tick();
+  using value_t = nlohmann::json::value_t;
+  const std::string_view where = "context state";
+  const auto& bindings = recorded(state, "bindings", value_t::array, where);
+  const auto& messages = recorded(state, "messages", value_t::array, where);
+  const auto& calls = recorded(state, "calls", value_t::object, where);
+  // A fresh map under this context's own edit token: no fork shares a node made under it, and taking a new token
+  // would move the ordering counter a step past where an uninterrupted context's stands.
+  const std::uint64_t edit = bindings_.edit();
   bindings_ = Bindings(edit);
   log_ = Log(edit);
   written_.clear();
   merged_messages_ = 0;
   calls_.clear();
-  for (const auto& b : state.at("bindings")) apply_bind(b);
-  for (const auto& m : state.at("messages")) log_.push_back(m.get<Message>());
-  for (const auto& [id, c] : state.at("calls").items()) {
-    const std::string status = c.at("status").get<std::string>();
-    calls_[id] = call_from_json(c, status == "finished" ? RecordedCall::Status::finished
-                                   : status == "failed" ? RecordedCall::Status::failed
-                                                        : RecordedCall::Status::intended);
+  restoring_.clear();
+  std::size_t i = 0;
+  try {
+    for (; i < bindings.size(); ++i) apply_bind(bindings[i], "binding");
+  } catch (const state_error& e) {
+    throw state_error(fmt::format("{}: bindings[{}]: {}", where, i, e.what()));
+  }
+  try {
+    for (i = 0; i < messages.size(); ++i) log_.push_back(message_from_json(messages[i], "message"));
+  } catch (const state_error& e) {
+    throw state_error(fmt::format("{}: messages[{}]: {}", where, i, e.what()));
+  }
+  for (const auto& [id, c] : calls.items()) {
+    const std::string status = recorded(c, "status", value_t::string, where).get<std::string>();
+    if (status != "intended" && status != "finished" && status != "failed") {
+      throw state_error(fmt::format("{}: call '{}' has status '{}' (expected intended, finished or failed)", where,
+                                    detail::excerpt(id), detail::excerpt(status)));
+    }
+    auto call = call_from_json(c, status == "finished" ? RecordedCall::Status::finished
+                                  : status == "failed" ? RecordedCall::Status::failed
+                                                       : RecordedCall::Status::intended);
+    if (call.call_id != id) {
+      throw state_error(fmt::format("{}: call '{}' is recorded under '{}'", where, detail::excerpt(call.call_id),
+                                    detail::excerpt(id)));
+    }
+    calls_[id] = std::move(call);
   }
 }
 
 CAIRN_INLINE void ExecutionContext::apply_participant_entry(std::string_view kind, const JournalEntry& e) {
+  using value_t = nlohmann::json::value_t;
   const nlohmann::json& d = e.data;
   if (kind == "bind") {
-    apply_bind(d);
+    apply_bind(d, "context.bind");
   } else if (kind == "message") {
-    log_.push_back(d.get<Message>());
+    log_.push_back(message_from_json(d, "context.message"));
   } else if (kind == "tool_intended") {
     auto c = call_from_json(d, RecordedCall::Status::intended);
     calls_[c.call_id] = std::move(c);
   } else if (kind == "tool_finished") {
-    for (const auto& b : d.at("bindings")) apply_bind(b);
-    for (const auto& m : d.at("messages")) log_.push_back(m.get<Message>());
+    const auto& bindings = recorded(d, "bindings", value_t::array, "context.tool_finished");
+    const auto& messages = recorded(d, "messages", value_t::array, "context.tool_finished");
     auto c = call_from_json(d, RecordedCall::Status::finished);
+    for (const auto& b : bindings) apply_bind(b, "context.tool_finished: bindings");
+    for (const auto& m : messages) log_.push_back(message_from_json(m, "context.tool_finished: messages"));
     calls_[c.call_id] = std::move(c);
   } else if (kind == "tool_failed") {
-    log_.push_back(d.at("message").get<Message>());
     auto c = call_from_json(d, RecordedCall::Status::failed);
+    log_.push_back(message_from_json(recorded(d, "message", value_t::object, "context.tool_failed"),
+                                     "context.tool_failed: message"));
     calls_[c.call_id] = std::move(c);
   } else {
     throw state_error(fmt::format("context: unknown journal entry kind 'context.{}'", kind));
@@ -416,6 +498,7 @@ CAIRN_INLINE void ExecutionContext::take(ExecutionContext&& other) noexcept {
   written_ = std::move(other.written_);
   merged_messages_ = other.merged_messages_;
   calls_ = std::move(other.calls_);
+  restoring_ = std::move(other.restoring_);
   run_ = std::exchange(other.run_, nullptr);
   if (run_) run_->moved(static_cast<const RunParticipant&>(other), static_cast<RunParticipant&>(*this));
 }

@@ -301,12 +301,21 @@ class ExecutionContext : private RunParticipant {
   static nlohmann::json bind_json(const std::string& name, const Binding& b);
   static nlohmann::json call_json(const RecordedCall& c);
   static RecordedCall call_from_json(const nlohmann::json& j, RecordedCall::Status status);
+  // The member `key` of the recorded object `j` (what `where` names), checked to be of `type` (number_unsigned: a
+  // non-negative integer; number_integer: any integer); throws cairn::state_error saying what is wrong.
+  static const nlohmann::json& recorded(const nlohmann::json& j, const char* key, nlohmann::json::value_t type,
+                                        std::string_view where);
+  static Message message_from_json(const nlohmann::json& j, std::string_view where);
 
-  // Binds as a recorded entry says, with the recorded ordering keys; the shared counter moves past them.
-  void apply_bind(const nlohmann::json& j);
+  // Binds as a recorded entry says, with the recorded ordering keys; the shared counter moves past them. The
+  // record is fetched when the replay ends (participant_restored()), once per name however often it was rebound.
+  void apply_bind(const nlohmann::json& j, std::string_view where);
 
   std::string participant_name() const override { return "context"; }
   void participant_detached() noexcept override { run_ = nullptr; }
+  // Its entries (bindings, messages, tool calls) are its state: a copy would only repeat them.
+  bool participant_checkpointed() const override { return false; }
+  CAIRN_INLINE void participant_restored() override;
 
   CAIRN_INLINE nlohmann::json participant_state() const override;
 
@@ -329,6 +338,13 @@ class ExecutionContext : private RunParticipant {
   std::vector<std::string> written_;  // names bound since the fork or the last merge into the parent
   std::size_t merged_messages_ = 0;   // messages up to here are the parent's, or were merged already
   std::map<std::string, RecordedCall> calls_;  // tool calls recorded while attached to a run
+  struct RecordedBinding {
+    std::string id;
+    std::uint64_t version;
+    std::uint64_t first_seq;
+    std::uint64_t write_seq;
+  };
+  std::unordered_map<std::string, RecordedBinding> restoring_;  // bindings replayed, fetched when the replay ends
   Run* run_ = nullptr;
 };
 
