@@ -369,6 +369,7 @@ class Fleet {
   // Non-idempotent effects in the ledger more than once; returns how many keys were.
   std::size_t check_ledger(const std::string& run, const std::string& where) {
     std::map<std::string, std::size_t> count;
+    std::map<std::string, std::string> tool_of;
     std::ifstream in(ledger(run));
     std::size_t non_idempotent = 0;
     for (std::string line; std::getline(in, line);) {
@@ -376,6 +377,7 @@ class Fleet {
       const std::string tool = line.substr(tab + 1, line.find('\t', tab + 1) - tab - 1);
       bool idempotent = true;
       for (const char* t : non_idempotent_tools) idempotent = idempotent && tool != t;
+      tool_of[line.substr(0, tab)] = tool;
       if (!idempotent && ++count[line.substr(0, tab)] == 1) ++non_idempotent;
     }
     in.close();
@@ -384,7 +386,7 @@ class Fleet {
     for (const auto& [key, n] : count) {
       if (n > 1) {
         ++twice;
-        tally_.note("effect twice: " + key.substr(0, key.find(':')), where + ": " + key + " " + std::to_string(n) + " times");
+        tally_.note("effect twice: " + tool_of[key], where + ": key " + key + " " + std::to_string(n) + " times");
       }
     }
     if (non_idempotent != non_idempotent_calls && where == "straight") {

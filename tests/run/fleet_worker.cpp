@@ -78,18 +78,14 @@ std::optional<json> ledger_find(const std::string& key) {
   return found;
 }
 
-// The idempotency key of a call: what the outside system deduplicates on. Until tools are handed a key by
-// execute(), it is the tool and the hash of its resolved inputs (every call of the script has inputs of its own),
-// which the in-doubt policy can compute from the journal's RecordedCall too.
-std::string effect_key(const std::string& tool, const std::string& input_hash) { return tool + ":" + input_hash; }
-
 // ---- tools ----------------------------------------------------------------------------------------------------------
 
 void add_tool(cairn::ToolRegistry& tools, const std::string& name, bool idempotent, json schema,
               std::function<json(const json&)> f) {
-  cairn::Tool t{name, name, std::move(schema), [name, f](const json& in) {
+  // The effect goes to the ledger under the call's idempotency key (ToolInvocation), as it would to a payment API.
+  cairn::Tool t{name, name, std::move(schema), [name, f](const json& in, const cairn::ToolInvocation& call) {
                   json out = f(in);
-                  ledger_append(effect_key(name, cairn::detail::input_hash(in)), name, out);
+                  ledger_append(call.idempotency_key, name, out);
                   return cairn::ToolResult::ok(std::move(out));
                 }};
   t.idempotent = idempotent;
@@ -216,17 +212,18 @@ struct Worker {
   cairn::ToolRegistry tools;
   std::shared_ptr<cairn::SopPlanner> planner = train_planner();
 
-  // The host's in-doubt policy: an idempotent tool is run again; for the others the host looks in the outside
-  // ledger. The effect is there: the call happened (until execute() can record it as done with the ledger's
-  // outputs, the only other answer is giving up, which records a failure); not there: it never happened, retry.
-  cairn::ExecuteOptions execute_options() const {
+  // The host's in-doubt policy for a tool that is not idempotent (idempotent ones are retried without asking): it
+  // looks for the call's idempotency key in the outside ledger. There: the call happened, recorded as done with the
+  // ledger's outputs; not there: it never happened, retried (the retry is claimed in the journal first).
+  static cairn::InDoubtAction in_doubt(const cairn::RecordedCall& c) {
+    if (auto outputs = ledger_find(cairn::detail::call_key(args.run_id, args.run_id, c.call_id))) {
+      return cairn::InDoubtAction::done(cairn::ToolResult::ok(std::move(*outputs)));
+    }
+    return cairn::InDoubtAction::retry();
+  }
+  static cairn::ExecuteOptions execute_options() {
     cairn::ExecuteOptions o;
-    o.in_doubt = [this](const cairn::RecordedCall& c) {
-      const auto t = tools.find(c.tool);
-      if (t && t->idempotent) return cairn::InDoubtDecision::retry;
-      return ledger_find(effect_key(c.tool, c.input_hash)) ? cairn::InDoubtDecision::give_up
-                                                           : cairn::InDoubtDecision::retry;
-    };
+    o.in_doubt = in_doubt;
     return o;
   }
 
@@ -273,6 +270,7 @@ struct Worker {
     ctx.attach(run);
     cairn::GoalEngineOptions engine_options;
     engine_options.clock = clock;
+    engine_options.in_doubt = in_doubt;
     cairn::GoalEngine engine(ctx, tools, {std::make_shared<TextInterpreter>(), planner}, engine_options);
     engine.attach(run);
     cairn::WorkflowMachine machine(cairn::WorkflowTemplate::parse(release_workflow), "/nonexistent-fleet-workspace");

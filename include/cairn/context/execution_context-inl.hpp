@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cairn/context/execution_context.hpp"
+#include "cairn/detail/sha256.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -43,6 +44,29 @@ CAIRN_INLINE std::string_view to_string(RecordedCall::Status s) noexcept {
   }
   return "intended";
 }
+
+namespace detail {
+
+CAIRN_INLINE std::string call_digest(std::string_view domain, std::initializer_list<std::string_view> parts) {
+  std::string text(domain);
+  for (std::string_view p : parts) {
+    text += std::to_string(p.size());
+    text.push_back(':');
+    text.append(p.data(), p.size());
+  }
+  return hex_prefix(sha256(text), 16);
+}
+
+CAIRN_INLINE std::string call_key(std::string_view tenant, std::string_view run_id, std::string_view call_id) {
+  return call_digest("cairn.tool_call.v1", {tenant, run_id, call_id});
+}
+
+CAIRN_INLINE std::string call_output_id(std::string_view tenant, std::string_view run_id, std::string_view call_id,
+                                        std::string_view name) {
+  return "tool-" + call_digest("cairn.tool_output.v1", {tenant, run_id, call_id, name});
+}
+
+}  // namespace detail
 
 CAIRN_INLINE ExecutionContext::ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id,
                                                 std::shared_ptr<Clock> clock)
@@ -237,11 +261,30 @@ CAIRN_INLINE void ExecutionContext::record_call_intended(const std::string& call
   calls_[call_id] = std::move(c);
 }
 
+CAIRN_INLINE void ExecutionContext::record_call_retry(const std::string& call_id, std::uint32_t attempt) {
+  const auto it = calls_.find(call_id);
+  if (it == calls_.end() || it->second.status != RecordedCall::Status::intended) {
+    throw state_error(fmt::format("call '{}': only a call in doubt can be claimed for another attempt",
+                                  detail::excerpt(call_id)));
+  }
+  if (run_) {
+    run_->record("context", "tool_retry", nlohmann::json{{"call", call_id}, {"attempt", attempt}},
+                 /*sync=*/true);  // committed before the attempt does anything
+  }
+  it->second.attempt = attempt;
+}
+
+CAIRN_INLINE std::string ExecutionContext::next_call_id() const {
+  std::size_t settled = 0;
+  for (const auto& [id, c] : calls_) settled += c.status != RecordedCall::Status::intended ? 1 : 0;
+  return fmt::format("call-{}", settled + 1);
+}
+
 CAIRN_INLINE void ExecutionContext::record_call_finished(const std::string& call_id, const std::string& tool,
                                                          const std::string& input_hash,
                                                          const std::vector<NamedArtifact>& outputs,
                                                          const std::vector<Message>& messages) {
-  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::finished, {}, {}};
+  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::finished, {}, {}, attempt_of(call_id)};
   std::vector<std::pair<std::string, Binding>> binds;
   for (const auto& o : outputs) {
     check_name(o.name);
@@ -269,7 +312,7 @@ CAIRN_INLINE void ExecutionContext::record_call_finished(const std::string& call
 CAIRN_INLINE void ExecutionContext::record_call_failed(const std::string& call_id, const std::string& tool,
                                                        const std::string& input_hash, const std::string& error,
                                                        const Message& message) {
-  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::failed, {}, error};
+  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::failed, {}, error, attempt_of(call_id)};
   if (run_) {
     nlohmann::json data = call_json(c);
     data["message"] = message;
@@ -315,6 +358,9 @@ CAIRN_INLINE nlohmann::json ExecutionContext::call_json(const RecordedCall& c) {
   nlohmann::json j = {{"call", c.call_id}, {"tool", c.tool}, {"input_hash", c.input_hash},
                       {"status", to_string(c.status)}, {"outputs", std::move(outputs)}};
   if (!c.error.empty()) j["error"] = c.error;
+  // Only an unsettled call needs its attempt (the next one is one more); a settled call looks as it would have in a
+  // run that never crashed.
+  if (c.attempt > 1 && c.status == RecordedCall::Status::intended) j["attempt"] = c.attempt;
   return j;
 }
 
@@ -371,6 +417,7 @@ CAIRN_INLINE RecordedCall ExecutionContext::call_from_json(const nlohmann::json&
                           recorded(o, "version", value_t::number_unsigned, at).get<std::uint64_t>()}});
   }
   if (j.contains("error")) c.error = recorded(j, "error", value_t::string, where).get<std::string>();
+  if (j.contains("attempt")) c.attempt = recorded(j, "attempt", value_t::number_unsigned, where).get<std::uint32_t>();
   return c;
 }
 
@@ -475,6 +522,10 @@ CAIRN_INLINE void ExecutionContext::apply_participant_entry(std::string_view kin
     for (const auto& b : bindings) apply_bind(b, "context.tool_finished: bindings");
     for (const auto& m : messages) log_.push_back(message_from_json(m, "context.tool_finished: messages"));
     calls_[c.call_id] = std::move(c);
+  } else if (kind == "tool_retry") {
+    const auto it = calls_.find(d.at("call").get<std::string>());
+    if (it == calls_.end()) throw state_error("a retry claim of a call the run never recorded as intended");
+    it->second.attempt = d.at("attempt").get<std::uint32_t>();
   } else if (kind == "tool_failed") {
     auto c = call_from_json(d, RecordedCall::Status::failed);
     log_.push_back(message_from_json(recorded(d, "message", value_t::object, "context.tool_failed"),

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -71,9 +72,25 @@ struct RecordedCall {
   Status status = Status::intended;
   std::vector<std::pair<std::string, std::pair<std::string, std::uint64_t>>> outputs;  ///< name -> (id, version)
   std::string error;                                                                    ///< why it failed
+  /// The attempts claimed so far: 1 for the first run, one more for each claimed retry (context.tool_retry).
+  std::uint32_t attempt = 1;
 };
 
 std::string_view to_string(RecordedCall::Status s) noexcept;
+
+namespace detail {
+
+/// The idempotency key of call `call_id` of run `run_id` ("" outside a run) in `tenant`: the first 16 bytes of
+/// SHA-256 over "cairn.tool_call.v1" followed by, for each of tenant, run id and call id, its length in bytes in
+/// decimal, ':' and its bytes, as 32 lowercase hex digits.
+std::string call_key(std::string_view tenant, std::string_view run_id, std::string_view call_id);
+
+/// The artifact id of output `name` of that call in a run: "tool-" and 32 hex digits, derived like call_key from
+/// "cairn.tool_output.v1", the tenant, the run id, the call id and the output name.
+std::string call_output_id(std::string_view tenant, std::string_view run_id, std::string_view call_id,
+                           std::string_view name);
+
+}  // namespace detail
 
 /// A name and the stored record it is bound to.
 struct NamedArtifact {
@@ -235,8 +252,20 @@ class ExecutionContext : private RunParticipant {
   /// For execute(): logs the failure message and marks the call failed, as one recorded change.
   void record_call_failed(const std::string& call_id, const std::string& tool, const std::string& input_hash,
                           const std::string& error, const Message& message);
-  /// A fresh call id for a call that came without one: `call-<n>`, counting the calls this context recorded.
-  std::string next_call_id() const { return fmt::format("call-{}", calls_.size() + 1); }
+  /// For execute(): claims call `call_id`, which is in doubt, for attempt `attempt` (a retry, or a host's "done")
+  /// with a `context.tool_retry {call, attempt}` entry committed now (even inside a batch), before anything of the
+  /// attempt happens: of two workers resuming the run, the second gets cairn::conflict here. Throws
+  /// cairn::state_error when the call is not in doubt.
+  void record_call_retry(const std::string& call_id, std::uint32_t attempt);
+  /// A fresh call id for a call that came without one: `call-<n>`, n one more than the calls this context recorded
+  /// as finished or failed. A call in doubt is not counted, so re-executing it after a resume gets its id again,
+  /// and a resumed run numbers its later calls as an uninterrupted one does.
+  std::string next_call_id() const;
+  /// The idempotency key a tool is given for call `call_id` of this context (ToolInvocation::idempotency_key): the
+  /// same in every process and worker of the attached run; without a run, derived from the tenant and the id only.
+  std::string call_key(const std::string& call_id) const {
+    return detail::call_key(tenant_id_, run_ ? run_->run_id() : std::string(), call_id);
+  }
 
   // ---- resolution -----------------------------------------------------------------------------------------------
 
@@ -324,6 +353,12 @@ class ExecutionContext : private RunParticipant {
   CAIRN_INLINE void apply_participant_entry(std::string_view kind, const JournalEntry& e) override;
 
   void take(ExecutionContext&& other) noexcept;
+
+  // The attempt a call has claimed (1 when it has no record yet).
+  std::uint32_t attempt_of(const std::string& call_id) const {
+    const auto it = calls_.find(call_id);
+    return it == calls_.end() ? 1 : it->second.attempt;
+  }
 
   std::shared_ptr<ArtifactStore> store_;
   std::string tenant_id_;
