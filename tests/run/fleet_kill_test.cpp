@@ -10,7 +10,7 @@
 // (a conflict makes a worker reopen the run and carry on); both must end with the run complete and the same state.
 //
 // On SQLite (a file) and PostgreSQL (CAIRN_TEST_PG_CONNINFO; skipped with a message when it is unset).
-// CAIRN_FLEET_KILLS (default 12) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 3) the split-brain
+// CAIRN_FLEET_KILLS (default 10) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 3) the split-brain
 // rounds per backend; CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run); CAIRN_FLEET_WORKER
 // names another worker executable (default: this build's). scripts/kill-test
 // runs 1,000 kills and 100 split-brain rounds per backend.
@@ -159,7 +159,7 @@ std::string first_difference(const std::string& expected, const std::string& act
 
 struct Tally {
   std::size_t kills = 0, runs = 0, workers = 0, worker_errors = 0, mismatches = 0, content_mismatches = 0,
-              effects_twice = 0, gaps = 0, split_rounds = 0;
+              effects_twice = 0, gaps = 0, split_rounds = 0, runs_differing = 0;
   std::map<std::string, std::pair<std::size_t, std::string>> kinds;  // by kind: how often, the first example
 
   void note(const std::string& kind, const std::string& example) {
@@ -169,7 +169,8 @@ struct Tally {
   std::string report(const std::string& backend) const {
     std::ostringstream o;
     o << backend << ": " << kills << " random-time kills over " << runs << " runs (" << workers << " workers), "
-      << split_rounds << " split-brain rounds; final states that differ: " << mismatches << " (" << content_mismatches
+      << split_rounds << " split-brain rounds; runs whose final state differs: " << runs_differing << " of "
+      << runs + split_rounds << "; final states that differ: " << mismatches << " of the workers' (" << content_mismatches
       << " beyond random ids); non-idempotent effect twice: " << effects_twice << "; worker errors: " << worker_errors
       << "; journal gaps: " << gaps;
     for (const auto& [kind, k] : kinds) o << "\n  " << k.first << " x " << kind << "\n      first: " << k.second;
@@ -298,6 +299,7 @@ class Fleet {
   // reference; one run at a time, and what the previous run left (its journal, its artifacts) is removed first.
   std::string new_run(const std::string& kind) {
     clean();
+    run_differs_ = false;
     ++count_;
     kind_ = kind;
     return name_;
@@ -339,6 +341,8 @@ class Fleet {
                const std::vector<std::int64_t>& moments) {
     const std::string difference = first_difference(expected_, state);
     if (!difference.empty()) {
+      if (!run_differs_) ++tally_.runs_differing;
+      run_differs_ = true;
       ++tally_.mismatches;
       if (difference.find(": replace") != std::string::npos || difference.find(": add") != std::string::npos ||
           difference.find(": remove") != std::string::npos) {
@@ -416,13 +420,14 @@ class Fleet {
   const std::string name_ = "fleet-" + cairn::detail::random_string(10, "abcdefghijklmnopqrstuvwxyz");
   std::string kind_;
   std::size_t count_ = 0;
+  bool run_differs_ = false;
   Tally tally_;
 };
 
 void fleet(const std::string& url, const std::string& backend) {
   Fleet f(url, backend);
   f.measure();
-  f.random_kills(env_count("CAIRN_FLEET_KILLS", 12));
+  f.random_kills(env_count("CAIRN_FLEET_KILLS", 10));
   f.split_brain(env_count("CAIRN_FLEET_SPLIT_ROUNDS", 3));
   WARN(f.report());
   const Tally& t = f.tally();
