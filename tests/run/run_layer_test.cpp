@@ -607,24 +607,6 @@ struct Agent {
   }
 };
 
-void workflow_step(WorkflowMachine& m, std::size_t i) {
-  switch (i) {
-    case 0: m.start("Add CSV export"); break;
-    case 1: m.register_artifacts({"plan.md"}); break;
-    case 2: m.advance("planned"); break;
-    case 3: m.set_tasks("implement", {{"parse", "Parser", "reads CSV", {}, {}}, {"write", "Writer", {}, {"parse"}, {}}}); break;
-    case 4: m.advance("tasks set"); break;
-    case 5: m.advance("parser coded"); break;
-    case 6: m.advance("tests fail", StepResult::failed); break;
-    case 7: m.advance("parser tested"); break;
-    case 8: m.advance("writer coded"); break;
-    case 9: m.advance("writer tested"); break;
-    case 10: m.advance("review 1"); break;
-    case 11: m.advance("review 2"); break;
-    default: break;
-  }
-}
-
 const std::vector<std::string> conversation = {"new: Find me a train to Paris", "ev: origin = London",
                                                "ev: destination = Paris", "ev: date = 2025-10-01",
                                                R"(ev: selectedTrain = {"id": "ES9024", "departs": "10:31"})",
@@ -656,11 +638,11 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
         at_seq[a.run.seq()] = ctx.dump() + last.substr(nl);
       };
       std::mt19937 rng(11);
-      for (std::size_t i = 0; i < 14; ++i) {
+      for (std::size_t i = 0; i < cairn_test::feature_steps + 2; ++i) {
         if (i < conversation.size()) a.engine.handle(conversation[i]);
         at_seq[a.run.seq()] = last = a.dump();
         in_doubt = json::object();
-        workflow_step(a.machine, i);
+        cairn_test::feature_step(a.machine, i);
         at_seq[a.run.seq()] = last = a.dump();
         for (int k = 0; k < 3; ++k) {
           a.tally.add(std::string(1 + rng() % 30, static_cast<char>('a' + i)));
