@@ -644,7 +644,7 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
         in_doubt = json::object();
         cairn_test::feature_step(a.machine, i);
         at_seq[a.run.seq()] = last = a.dump();
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < 2; ++k) {
           a.tally.add(std::string(1 + rng() % 30, static_cast<char>('a' + i)));
           at_seq[a.run.seq()] = last = a.dump();
         }
@@ -663,9 +663,10 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
     }
     CHECK(count_kind(entries, "context.state") == 1);
     CHECK(count_kind(entries, snapshot_kind) == 0);
-    // Every seq: the states a crash can leave compare whole; the others (inside one append) restore cleanly.
+    // Every seq (with frequent checkpoints; the default factor at the cut points below): the states a crash can
+    // leave compare whole; the others (inside one append) restore cleanly.
     std::size_t compared = 0;
-    for (std::uint64_t seq = 1; seq <= entries.size(); ++seq) {
+    for (std::uint64_t seq = 1; factor < 1 && seq <= entries.size(); ++seq) {
       INFO("seq " << seq << " (" << entries[seq - 1].kind << ")");
       Agent b(w, "all", seq, options);
       const auto it = at_seq.find(seq);
@@ -673,12 +674,12 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
       CHECK(b.dump() == it->second);
       ++compared;
     }
-    CHECK(compared == at_seq.size());
+    if (factor < 1) CHECK(compared == at_seq.size());
     // Random truncation points: the journal cut there (a fork of it) resumes live, whole, and goes on.
     std::mt19937 rng(static_cast<unsigned>(factor * 100));
     std::vector<std::uint64_t> points;
     for (const auto& [seq, dump] : at_seq) points.push_back(seq);
-    for (int round = 0; round < 6; ++round) {
+    for (int round = 0; round < (factor < 1 ? 6 : 16); ++round) {
       const std::uint64_t seq = points[rng() % points.size()];
       const std::string id = "cut-" + std::to_string(round) + "-" + std::to_string(seq);
       w.journal->fork("acme", "all", seq, id);
