@@ -448,7 +448,8 @@ std::vector<Damage> damages() {
       {snapshot_kind, {{"tally", {{"items", json::array()}, {"total", 0}}}}, "holds no state of participant 'context'"},
       {snapshot_kind, {{"context", json::array()}}, "entry 3 (snapshot)"},
       {snapshot_kind, {{"context", {{"bindings", json::array()}, {"messages", json::array()}}}}, "'calls' is missing"},
-      {snapshot_kind, {{"context", {{"bindings", json::object()}, {"messages", json::array()}, {"calls", json::object()}}}},
+      {snapshot_kind,
+       {{"context", {{"bindings", json::object()}, {"messages", json::array()}, {"calls", json::object()}}}},
        "'bindings' must be an array"},
       {"context.state", json::array(), "context state: expected an object"},
       {"context.state", json::object(), "context state: 'bindings' is missing"},
@@ -463,7 +464,9 @@ std::vector<Damage> damages() {
         {"messages", json::array()}, {"calls", json::object()}},
        "bindings[0]: binding: 'version' must be a non-negative integer"},
       {"context.state",
-       {{"bindings", json::array()}, {"messages", json::array()}, {"calls", {{"c1", {{"call", "c1"}, {"status", "done"}}}}}},
+       {{"bindings", json::array()},
+        {"messages", json::array()},
+        {"calls", {{"c1", {{"call", "c1"}, {"status", "done"}}}}}},
        "call 'c1' has status 'done'"},
       {"tally.state", json::object(), "entry 3 (tally.state) cannot be applied: tally: expected {items, total}"},
       {"tally.state", {{"items", json::object()}, {"total", 1}}, "'items' must be an array"},
@@ -532,11 +535,9 @@ TEST_CASE("a damaged snapshot or state row in a SQLite file is a state_error nam
       CHECK(sqlite3_changes(db) == 1);
       sqlite3_finalize(st);
       if (all[i].kind == "tally.state") {
-        REQUIRE(sqlite3_exec(db,
-                             ("UPDATE cairn_run_entries SET kind = 'tally.add', data = '{\"item\":\"x\"}' WHERE run_id = '" +
-                              run_id + "' AND seq = 4")
-                                 .c_str(),
-                             nullptr, nullptr, nullptr) == SQLITE_OK);
+        const std::string sql = "UPDATE cairn_run_entries SET kind = 'tally.add', data = '{\"item\":\"x\"}' "
+                                "WHERE run_id = '" + run_id + "' AND seq = 4";
+        REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
       }
       sqlite3_close(db);
       const std::string error = resume_error(journal, store, run_id);

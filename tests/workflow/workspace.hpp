@@ -73,7 +73,9 @@ inline void feature_step(cairn::WorkflowMachine& m, std::size_t i) {
     case 0: m.start("Add CSV export"); break;
     case 1: m.register_artifacts({"plan.md"}); break;
     case 2: m.advance("planned"); break;
-    case 3: m.set_tasks("implement", {{"parse", "Parser", "reads CSV", {}, {}}, {"write", "Writer", {}, {"parse"}, {}}}); break;
+    case 3:
+      m.set_tasks("implement", {{"parse", "Parser", "reads CSV", {}, {}}, {"write", "Writer", {}, {"parse"}, {}}});
+      break;
     case 4: m.advance("tasks set"); break;
     case 5: m.advance("parser coded"); break;
     case 6: m.advance("tests fail", cairn::StepResult::failed); break;

@@ -403,7 +403,9 @@ class Run {
     std::vector<Checkpoint> tracks = tracks_;
     std::size_t since_snapshot = since_snapshot_;
     std::vector<JournalEntry> all;
-    if (where == Due::before || where == Due::snapshot) due_entries(where == Due::snapshot, tracks, since_snapshot, all);
+    if (where == Due::before || where == Due::snapshot) {
+      due_entries(where == Due::snapshot, tracks, since_snapshot, all);
+    }
     if (all.empty()) {
       all = std::move(entries);
     } else {
