@@ -11,7 +11,8 @@
 // ExecutionContext: bindings and messages) is rebuilt by applying them all, each in O(its size); a participant whose
 // state churns (a goal engine, a workflow machine, by default a host's own) is re-recorded whole as a
 // `<name>.state` checkpoint once its entries since the last one weigh `checkpoint_factor` times that state, so the
-// checkpoints total about 1/factor of the entries and a restore applies at most about factor x state bytes of them.
+// checkpoints total about 1/factor of the entries (at most 1 + 1/factor when the state grows by what they add) and
+// a restore applies at most about factor x state bytes of them.
 //
 //     auto journal = cairn::open_run_journal("sqlite:agents.db");
 //     cairn::Run run(journal, "acme", "order-42");  // new, or resumed where it stopped
@@ -77,8 +78,9 @@ struct RunOptions {
   /// host calls Run::snapshot() itself, before RunJournal::prune). Restores and prune start at the newest one.
   std::size_t snapshot_every = 0;
   /// A checkpointed participant's whole state is re-recorded once the bytes of its entries since its last state
-  /// reach this many times the size of that state (0: never). Larger: fewer, rarer checkpoints (about 1/factor of
-  /// the entries' bytes) and longer restores (up to about factor x the state's bytes of entries to apply).
+  /// reach this many times the size of that state (0: never). Larger: rarer checkpoints (about 1/factor of the
+  /// entries' bytes; at most 1 + 1/factor for a state that grows by what its entries add) and longer restores (up to
+  /// about factor x the state's bytes of entries to apply).
   double checkpoint_factor = 1.0;
 };
 
@@ -401,7 +403,9 @@ class Run {
     std::vector<Checkpoint> tracks = tracks_;
     std::size_t since_snapshot = since_snapshot_;
     std::vector<JournalEntry> all;
-    if (where == Due::before || where == Due::snapshot) due_entries(where == Due::snapshot, tracks, since_snapshot, all);
+    if (where == Due::before || where == Due::snapshot) {
+      due_entries(where == Due::snapshot, tracks, since_snapshot, all);
+    }
     if (all.empty()) {
       all = std::move(entries);
     } else {
@@ -475,16 +479,17 @@ class Run {
                                     run_id_, loaded_.front().seq, name));
     }
     track.known = from != loaded_.size();
+    const bool counted = p.participant_checkpointed();  // only a checkpointed participant's bytes are counted
     for (std::size_t i = from == loaded_.size() ? 0 : from; i < loaded_.size(); ++i) {
       const JournalEntry& e = loaded_[i];
       try {
         if (i == from) {
           const nlohmann::json& state = e.kind == snapshot_kind ? e.data.at(name) : e.data;
           p.restore_participant(state);
-          track.state_bytes = detail::json_text_size(state);
+          if (counted) track.state_bytes = detail::json_text_size(state);
         } else if (own(e)) {
           p.apply_participant_entry(std::string_view(e.kind).substr(prefix.size()), e);
-          track.since_bytes += detail::json_text_size(e.data);
+          if (counted) track.since_bytes += detail::json_text_size(e.data);
         }
       } catch (const std::exception& ex) {
         throw state_error(fmt::format("run '{}': entry {} ({}) cannot be applied: {}", run_id_, e.seq, e.kind,
