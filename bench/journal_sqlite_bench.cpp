@@ -15,8 +15,11 @@
 // /proc/self/io). Flat means a step costs what it adds, not what the run holds. Synchronous NORMAL there: the bytes
 // do not depend on it, the time to build a 10,000-entry run does.
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +34,7 @@
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/run/run.hpp"
+#include "cairn/store/open_store.hpp"
 #include "cairn/store/sqlite_journal.hpp"
 
 namespace {
@@ -241,7 +245,7 @@ struct TenThousandSteps {
 
   explicit TenThousandSteps(int n) : steps(n) {
     auto journal = std::make_shared<cairn::SqliteRunJournal>(path, options(false));
-    cairn::Run run(journal, "tenant-1", "run-1");
+    cairn::Run run(journal, "tenant-1", "run-1", cairn::RunOptions{256});  // snapshots are no longer the default
     cairn::ExecutionContext ctx(store, "tenant-1");
     ctx.attach(run);
     for (int i = 1; i <= steps; ++i) {
@@ -285,6 +289,167 @@ void BM_Restore10k_Cairn(benchmark::State& state) {
   state.counters["snapshot_bytes"] = static_cast<double>(r.snapshot_text.size());
 }
 
+// ---- issue 24: a conversation through Run + an attached ExecutionContext, the documented path ----------------------
+//
+// N turns, each a 400-character user message and a 400-character reply, through open_run_journal(url) (SQLite, WAL,
+// `?synchronous=normal`), Run, an ExecutionContext for the conversation (default options) attached to it, and
+// ctx.add_message: bytes per turn (the file after a checkpoint / N), the mean time per turn over the last half of the
+// turns and the slowest turn. The floor does per turn what any journal must: one plain sqlite3 INSERT of the turn's
+// two messages as JSON, in a transaction of its own, in the same file mode.
+
+std::string turn_text(std::int64_t turn, char fill) {
+  std::string s = "Turn " + std::to_string(turn) + ": ";
+  s.resize(400, fill);
+  return s;
+}
+
+struct TurnTimes {
+  std::vector<double> us;  // per turn
+  void report(benchmark::State& state, double file_bytes, std::int64_t n) const {
+    double last_half = 0, slowest = 0;
+    for (std::size_t i = 0; i < us.size(); ++i) {
+      if (i >= us.size() / 2) last_half += us[i];
+      slowest = std::max(slowest, us[i]);
+    }
+    state.counters["bytes_per_turn"] = file_bytes / static_cast<double>(n);
+    state.counters["file_bytes"] = file_bytes;
+    state.counters["mean_turn_us_last_half"] = last_half / static_cast<double>(us.size() - us.size() / 2);
+    state.counters["slowest_turn_us"] = slowest;
+  }
+};
+
+template <class F>
+double micros(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void BM_RunConversation_Floor(benchmark::State& state) {
+  const auto n = state.range(0);
+  for (auto _ : state) {
+    const std::string path = fresh_file("turns-floor");
+    TurnTimes times;
+    {
+      Floor floor(path, false);
+      for (std::int64_t i = 1; i <= n; ++i) {
+        const json turn = json::array({cairn::Message{cairn::Role::user, turn_text(i, 'u'), 1700000000000},
+                                       cairn::Message{cairn::Role::assistant, turn_text(i, 'a'), 1700000000000}});
+        times.us.push_back(micros([&] { floor.append("run-1", i, turn); }));
+      }
+    }
+    times.report(state, static_cast<double>(checkpointed_size(path)), n);
+  }
+}
+
+void BM_RunConversation_Cairn(benchmark::State& state) {
+  const auto n = state.range(0);
+  for (auto _ : state) {
+    const std::string path = fresh_file("turns-run");
+    TurnTimes times;
+    {
+      auto journal = cairn::open_run_journal("sqlite:" + path + "?synchronous=normal");
+      cairn::Run run(journal, "tenant-1", "run-1");
+      cairn::ExecutionContext ctx("tenant-1");
+      ctx.attach(run);
+      for (std::int64_t i = 1; i <= n; ++i) {
+        times.us.push_back(micros([&] {
+          ctx.add_message(cairn::Role::user, turn_text(i, 'u'));
+          ctx.add_message(cairn::Role::assistant, turn_text(i, 'a'));
+        }));
+      }
+    }
+    times.report(state, static_cast<double>(checkpointed_size(path)), n);
+  }
+}
+
+// Restore in a fresh process: a child (fork) opens the run of N turns and attaches a new context (read, parse,
+// rebuild); the floor's child parses the text of that context's state (ctx.state(), already in its memory). Each
+// child reports the time it measured through a pipe.
+struct RunOfTurns {
+  std::string path = fresh_file("restore-turns");
+  std::string state_text;
+  explicit RunOfTurns(std::int64_t n) {
+    auto journal = cairn::open_run_journal("sqlite:" + path + "?synchronous=normal");
+    cairn::Run run(journal, "tenant-1", "run-1");
+    cairn::ExecutionContext ctx("tenant-1");
+    ctx.attach(run);
+    for (std::int64_t i = 1; i <= n; ++i) {
+      ctx.add_message(cairn::Role::user, turn_text(i, 'u'));
+      ctx.add_message(cairn::Role::assistant, turn_text(i, 'a'));
+    }
+    state_text = ctx.state().dump();
+  }
+  static const RunOfTurns& get(std::int64_t n) {
+    static std::map<std::int64_t, std::unique_ptr<RunOfTurns>> runs;
+    auto& r = runs[n];
+    if (!r) r = std::make_unique<RunOfTurns>(n);
+    return *r;
+  }
+};
+
+// Runs `f` (returning seconds, negative for a failure) in a forked child and returns what it measured.
+template <class F>
+double in_child(F&& f) {
+  int fds[2];
+  if (::pipe(fds) != 0) std::abort();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) std::abort();
+  if (pid == 0) {
+    ::close(fds[0]);
+    double seconds = -1;
+    try {
+      seconds = f();
+    } catch (...) {
+    }
+    if (::write(fds[1], &seconds, sizeof seconds) != sizeof seconds) ::_exit(1);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  double seconds = -1;
+  if (::read(fds[0], &seconds, sizeof seconds) != sizeof seconds) seconds = -1;
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return seconds;
+}
+
+void BM_RunRestore_Floor(benchmark::State& state) {
+  const auto& r = RunOfTurns::get(state.range(0));
+  for (auto _ : state) {
+    const double s = in_child([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto parsed = json::parse(r.state_text);
+      benchmark::DoNotOptimize(parsed);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    if (s < 0) state.SkipWithError("the child failed");
+    state.SetIterationTime(s);
+  }
+  state.counters["state_bytes"] = static_cast<double>(r.state_text.size());
+}
+
+void BM_RunRestore_Cairn(benchmark::State& state) {
+  const auto n = state.range(0);
+  const auto& r = RunOfTurns::get(n);
+  for (auto _ : state) {
+    const double s = in_child([&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto journal = cairn::open_run_journal("sqlite:" + r.path + "?synchronous=normal");
+      cairn::Run run(journal, "tenant-1", "run-1");
+      cairn::ExecutionContext ctx("tenant-1");
+      ctx.attach(run);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return ctx.message_count() == static_cast<std::size_t>(2 * n) && ctx.state().dump() == r.state_text ? seconds
+                                                                                                           : -1.0;
+    });
+    if (s < 0) state.SkipWithError("the restored context differs from the original");
+    state.SetIterationTime(s);
+  }
+  state.counters["state_bytes"] = static_cast<double>(r.state_text.size());
+}
+
 }  // namespace
 
 BENCHMARK(BM_Restore10k_Floor)->Arg(10000)->Arg(10238)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -296,5 +461,12 @@ BENCHMARK(BM_AppendNoSync_Cairn)->UseRealTime();
 BENCHMARK(BM_AppendGrowth_Floor)->Arg(10)->Arg(10000)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_AppendGrowth_Cairn)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_Conversation500_Cairn)->Iterations(1)->UseRealTime();
+
+BENCHMARK(BM_RunConversation_Floor)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)->Iterations(1)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunConversation_Cairn)->Arg(10)->Arg(100)->Arg(500)->Arg(1000)->Arg(10000)->Iterations(1)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunRestore_Floor)->Arg(1000)->Arg(10000)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunRestore_Cairn)->Arg(1000)->Arg(10000)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

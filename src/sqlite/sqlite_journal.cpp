@@ -254,6 +254,8 @@ SqliteRunJournal::~SqliteRunJournal() = default;
 
 const std::string& SqliteRunJournal::path() const noexcept { return impl_->path; }
 
+SqliteJournalOptions::Synchronous SqliteRunJournal::synchronous() const noexcept { return impl_->options.synchronous; }
+
 void SqliteRunJournal::do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
                                  const std::vector<JournalEntry>& entries, std::int64_t now) {
   // Everything that can fail on bad input fails before the transaction starts.

@@ -192,6 +192,8 @@ SqliteArtifactStore::~SqliteArtifactStore() = default;
 
 const std::string& SqliteArtifactStore::path() const noexcept { return impl_->path; }
 
+SqliteOptions::Synchronous SqliteArtifactStore::synchronous() const noexcept { return impl_->options.synchronous; }
+
 ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) { return impl_->put(record, nullptr); }
 
 ArtifactPtr SqliteArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {

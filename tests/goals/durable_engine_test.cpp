@@ -111,29 +111,110 @@ TEST_CASE("a conversation resumed by a new process after each turn ends as the u
   CHECK(log == expected_log);
 }
 
-TEST_CASE("a turn re-handled after a crash does not book twice: the tool call is in doubt, not re-fired") {
-  World w;
+namespace {
+
+// The process that ran the last turn of `w` died right after the booking tool's intended entry was committed (it is
+// committed on its own, before the tool runs) and before the turn's append: `into` gets the journal up to that
+// entry, and the same store.
+void crash_before_booking_finished(World& w, World& into) {
   {
     Agent a(w, "booking");
     for (const auto& message : conversation) a.engine.handle(message);
     REQUIRE(w.bookings->size() == 1);
   }
-  // The process that ran the last turn died right after the booking tool's intended entry was committed (it is
-  // committed on its own, before the tool runs) and before the turn's append: the journal up to that entry.
   const auto all = w.journal->read("acme", "booking");
   auto intended = std::find_if(all.rbegin(), all.rend(), [](const cairn::JournalEntry& e) {
     return e.kind == "context.tool_intended" && e.data.at("tool") == "train-booking-api";
   });
   REQUIRE(intended != all.rend());
-  World w2;
-  w2.store = w.store;
-  (void)w2.journal->append("acme", "booking", 0, std::vector<cairn::JournalEntry>(all.begin(), intended.base()));
+  into.store = w.store;
+  (void)into.journal->append("acme", "booking", 0, std::vector<cairn::JournalEntry>(all.begin(), intended.base()));
+}
 
+}  // namespace
+
+TEST_CASE("a turn re-sent after a crash does not book twice: the call in doubt stops the turn and reaches the host") {
+  World w, w2;
+  crash_before_booking_finished(w, w2);
   Agent b(w2, "booking");
   REQUIRE(b.ctx.in_doubt_calls().size() == 1);
-  CHECK(b.ctx.in_doubt_calls()[0].tool == "train-booking-api");
-  const auto said = b.engine.handle(conversation.back());  // the host re-sends the message it got no answer to
-  CHECK(w2.bookings->empty());                             // in doubt: not fired again without the host's word
-  REQUIRE_FALSE(said.empty());
-  CHECK(b.ctx.in_doubt_calls().size() == 1);  // still the host's to decide
+  const cairn::RecordedCall doubt = b.ctx.in_doubt_calls()[0];
+  CHECK(doubt.tool == "train-booking-api");
+  CHECK(doubt.call_id.rfind("goal-g", 0) == 0);  // named after its goal
+  try {
+    (void)b.engine.handle(conversation.back());  // the host re-sends the message it got no answer to
+    FAIL("handle() returned");
+  } catch (const cairn::call_in_doubt& e) {  // no policy: the host's to decide
+    CHECK(e.call().call_id == doubt.call_id);
+  }
+  CHECK(w2.bookings->empty());  // not fired again without the host's word
+  CHECK(b.ctx.in_doubt_calls().size() == 1);
+  // The goal was not abandoned for it: the failure was the run's, not the tool's.
+  for (const auto& g : b.engine.goals().goals()) CHECK(g.reason.find("in doubt") == std::string::npos);
+}
+
+TEST_CASE("the engine's in-doubt policy decides a re-sent turn's call: give up, done, or retry") {
+  World straight;
+  std::string expected;
+  {
+    Agent a(straight, "booking");
+    for (const auto& message : conversation) a.engine.handle(message);
+    expected = goals_test::without_times(a.engine.to_json()).dump();
+  }
+  World w, w2;
+  crash_before_booking_finished(w, w2);
+  Agent b(w2, "booking");
+  std::vector<std::string> asked;
+
+  SECTION("give up: the goal fails with that reason, nothing is booked") {
+    b.engine.set_in_doubt([&](const cairn::RecordedCall& c) {
+      asked.push_back(c.call_id);
+      return cairn::InDoubtDecision::give_up;
+    });
+    const auto said = b.engine.handle(conversation.back());
+    CHECK(w2.bookings->empty());
+    std::string all;
+    for (const auto& line : said) all += line + "\n";
+    CHECK_THAT(all, cairn_test::ContainsSubstring("in doubt after a crash; the host gave up on it"));
+  }
+  SECTION("done: the host found the booking; the turn ends as the uninterrupted one, without booking again") {
+    b.engine.set_in_doubt([&](const cairn::RecordedCall& c) {
+      asked.push_back(c.call_id);
+      const json train = {{"id", "ES9024"}, {"departs", "10:31"}};
+      return cairn::InDoubtAction::done(cairn::ToolResult::ok({{"reference", "CRN-ES9024"}, {"train", train}}));
+    });
+    (void)b.engine.handle(conversation.back());
+    CHECK(w2.bookings->empty());
+    CHECK(goals_test::without_times(b.engine.to_json()).dump() == expected);
+  }
+  SECTION("retry: booked once more, as the policy said") {
+    b.engine.set_in_doubt([&](const cairn::RecordedCall& c) {
+      asked.push_back(c.call_id);
+      return cairn::InDoubtAction::retry();
+    });
+    (void)b.engine.handle(conversation.back());
+    CHECK(w2.bookings->size() == 1);
+    CHECK(goals_test::without_times(b.engine.to_json()).dump() == expected);
+  }
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].rfind("goal-g", 0) == 0);
+  CHECK(b.ctx.in_doubt_calls().empty());
+  // Settled in the journal too: a new process replays the call.
+  Agent c(w2, "booking");
+  CHECK(c.ctx.in_doubt_calls().empty());
+  CHECK(c.engine.to_json().dump() == b.engine.to_json().dump());
+}
+
+TEST_CASE("a conflict in a turn with a tool call reaches the host, and the tool never fires") {
+  World w;
+  {
+    Agent a(w, "booking");
+    for (std::size_t i = 0; i + 1 < conversation.size(); ++i) a.engine.handle(conversation[i]);
+  }
+  Agent first(w, "booking");
+  Agent second(w, "booking");  // two workers resume the same run
+  first.engine.handle(conversation.back());
+  REQUIRE(w.bookings->size() == 1);
+  CHECK_THROWS_AS(second.engine.handle(conversation.back()), cairn::conflict);
+  CHECK(w.bookings->size() == 1);
 }

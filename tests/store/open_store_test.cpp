@@ -1,6 +1,7 @@
 #include "cairn/store/open_store.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "catch.hpp"
 #include "store_test_support.hpp"
@@ -48,6 +49,41 @@ TEST_CASE("open_store: sqlite:<path>") {
   CHECK_THROWS_AS(open_store("sqlite:x.db"), invalid_argument);
   CHECK_THROWS_WITH(open_store("sqlite:x.db"), cairn_test::ContainsSubstring("need cairn::sqlite"));
   CHECK_THROWS_WITH(open_store("sqlite:x.db"), cairn_test::ContainsSubstring("CAIRN_WITH_SQLITE=ON"));
+#endif
+}
+
+TEST_CASE("open_store and open_run_journal: sqlite:<path>?synchronous= chooses SQLite's synchronous mode") {
+  // Bad options are refused before any file is touched, naming the part of the URL.
+  CHECK_THROWS_AS(open_store("sqlite:x.db?synchronous=off"), invalid_argument);
+  CHECK_THROWS_WITH(open_store("sqlite:x.db?synchronous=off"),
+                    cairn_test::ContainsSubstring("'synchronous=off' in the URL 'sqlite:x.db?synchronous=off'"));
+  CHECK_THROWS_WITH(open_run_journal("sqlite:x.db?synchronous="),
+                    cairn_test::ContainsSubstring("synchronous must be normal or full"));
+  CHECK_THROWS_WITH(open_run_journal("sqlite:x.db?journal_mode=wal"),
+                    cairn_test::ContainsSubstring("unknown option 'journal_mode=wal'"));
+  CHECK_THROWS_WITH(open_store("sqlite:?synchronous=normal"), cairn_test::ContainsSubstring("needs a file path"));
+#if defined(CAIRN_HAS_SQLITE)
+  store_test::TempDir dir;
+  const auto path = dir.file("sync.db");
+  {
+    auto store = open_store("sqlite:" + path + "?synchronous=normal");
+    auto journal = open_run_journal("sqlite:" + path + "?synchronous=normal");
+    auto* s = dynamic_cast<SqliteArtifactStore*>(store.get());
+    auto* j = dynamic_cast<SqliteRunJournal*>(journal.get());
+    REQUIRE(s != nullptr);
+    REQUIRE(j != nullptr);
+    CHECK(s->path() == path);  // the options are not part of the file name
+    CHECK(j->path() == path);
+    CHECK(s->synchronous() == SqliteOptions::Synchronous::normal);
+    CHECK(j->synchronous() == SqliteJournalOptions::Synchronous::normal);
+    (void)store->store(*note("kept"));
+  }
+  CHECK(std::filesystem::exists(path));
+  auto full = open_store("sqlite:" + path + "?synchronous=full");
+  CHECK(dynamic_cast<SqliteArtifactStore&>(*full).synchronous() == SqliteOptions::Synchronous::full);
+  CHECK(full->fetch("kept", "t")->value() == "kept");
+  CHECK(dynamic_cast<SqliteRunJournal&>(*open_run_journal("sqlite:" + path)).synchronous() ==
+        SqliteJournalOptions::Synchronous::full);  // the default
 #endif
 }
 

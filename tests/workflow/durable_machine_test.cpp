@@ -27,24 +27,8 @@ namespace {
 // Drives the feature workflow from start to end, one change per call; `step(i)` is change number i.
 struct Script {
   const cairn_test::TempWorkspace& ws;
-  std::size_t size() const { return 12; }
-  void step(WorkflowMachine& m, std::size_t i) const {
-    switch (i) {
-      case 0: m.start("Add CSV export"); break;
-      case 1: m.register_artifacts({"plan.md"}); break;
-      case 2: m.advance("planned"); break;
-      case 3: m.set_tasks("implement", {{"parse", "Parser", "reads CSV", {}, {}}, {"write", "Writer", {}, {"parse"}, {}}}); break;
-      case 4: m.advance("tasks set"); break;
-      case 5: m.advance("parser coded"); break;
-      case 6: m.advance("tests fail", StepResult::failed); break;
-      case 7: m.advance("parser tested"); break;
-      case 8: m.advance("writer coded"); break;
-      case 9: m.advance("writer tested"); break;
-      case 10: m.advance("review 1"); break;
-      case 11: m.advance("review 2"); break;
-      default: break;
-    }
-  }
+  std::size_t size() const { return cairn_test::feature_steps; }
+  void step(WorkflowMachine& m, std::size_t i) const { cairn_test::feature_step(m, i); }
 };
 
 }  // namespace

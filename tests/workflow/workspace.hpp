@@ -1,11 +1,13 @@
 // Test helpers for the workflow suite: a real temporary workspace folder, and the `feature` template.
 #pragma once
 
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "cairn/workflow/machine.hpp"
 #include "cairn/workflow/template.hpp"
 
 namespace cairn_test {
@@ -62,5 +64,28 @@ inline const char* feature_template_json() {
 }
 
 inline cairn::WorkflowTemplate feature_template() { return cairn::WorkflowTemplate::parse(feature_template_json()); }
+
+/// The feature workflow from start to end in 12 changes (a workspace holding plan.md): `feature_step(m, i)` makes
+/// change number i, one recorded change each.
+constexpr std::size_t feature_steps = 12;
+inline void feature_step(cairn::WorkflowMachine& m, std::size_t i) {
+  switch (i) {
+    case 0: m.start("Add CSV export"); break;
+    case 1: m.register_artifacts({"plan.md"}); break;
+    case 2: m.advance("planned"); break;
+    case 3:
+      m.set_tasks("implement", {{"parse", "Parser", "reads CSV", {}, {}}, {"write", "Writer", {}, {"parse"}, {}}});
+      break;
+    case 4: m.advance("tasks set"); break;
+    case 5: m.advance("parser coded"); break;
+    case 6: m.advance("tests fail", cairn::StepResult::failed); break;
+    case 7: m.advance("parser tested"); break;
+    case 8: m.advance("writer coded"); break;
+    case 9: m.advance("writer tested"); break;
+    case 10: m.advance("review 1"); break;
+    case 11: m.advance("review 2"); break;
+    default: break;
+  }
+}
 
 }  // namespace cairn_test

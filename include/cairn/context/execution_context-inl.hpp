@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cairn/context/execution_context.hpp"
+#include "cairn/detail/sha256.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -44,6 +45,29 @@ CAIRN_INLINE std::string_view to_string(RecordedCall::Status s) noexcept {
   return "intended";
 }
 
+namespace detail {
+
+CAIRN_INLINE std::string call_digest(std::string_view domain, std::initializer_list<std::string_view> parts) {
+  std::string text(domain);
+  for (std::string_view p : parts) {
+    text += std::to_string(p.size());
+    text.push_back(':');
+    text.append(p.data(), p.size());
+  }
+  return hex_prefix(sha256(text), 16);
+}
+
+CAIRN_INLINE std::string call_key(std::string_view tenant, std::string_view run_id, std::string_view call_id) {
+  return call_digest("cairn.tool_call.v1", {tenant, run_id, call_id});
+}
+
+CAIRN_INLINE std::string call_output_id(std::string_view tenant, std::string_view run_id, std::string_view call_id,
+                                        std::string_view name) {
+  return "tool-" + call_digest("cairn.tool_output.v1", {tenant, run_id, call_id, name});
+}
+
+}  // namespace detail
+
 CAIRN_INLINE ExecutionContext::ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id,
                                                 std::shared_ptr<Clock> clock)
     : store_(std::move(store)), tenant_id_(std::move(tenant_id)), counter_(std::make_shared<Counter>(1)),
@@ -56,18 +80,37 @@ CAIRN_INLINE ExecutionContext::ExecutionContext(std::shared_ptr<ArtifactStore> s
   log_ = Log(edit);
 }
 
+CAIRN_INLINE ExecutionContext::ExecutionContext(std::string tenant_id, std::shared_ptr<Clock> clock)
+    : tenant_id_(std::move(tenant_id)), counter_(std::make_shared<Counter>(1)), clock_(std::move(clock)) {
+  detail::check_tenant(tenant_id_);
+  id_ = tick();
+  const std::uint64_t edit = tick();
+  bindings_ = Bindings(edit);
+  log_ = Log(edit);
+}
+
+CAIRN_INLINE ArtifactStore& ExecutionContext::require_store(std::string_view operation) const {
+  if (!store_) {
+    throw state_error(fmt::format("{}: this ExecutionContext has no artifact store (it was made for a conversation "
+                                  "only, as ExecutionContext(tenant)); give it one to store or bind artifacts",
+                                  operation));
+  }
+  return *store_;
+}
+
 CAIRN_INLINE ArtifactPtr ExecutionContext::add_artifact(const std::string& name, const ArtifactRecord& record) {
   check_name(name);
-  return bind_stored(name, store_->store(*record.to_builder().tenant_id(tenant_id_).build()));
+  return bind_stored(name, require_store("add_artifact").store(*record.to_builder().tenant_id(tenant_id_).build()));
 }
 
 CAIRN_INLINE ArtifactPtr ExecutionContext::add_artifact(const std::string& name, ArtifactRecord::Builder builder) {
   check_name(name);
-  return bind_stored(name, store_->store(*builder.tenant_id(tenant_id_).build()));
+  return bind_stored(name, require_store("add_artifact").store(*builder.tenant_id(tenant_id_).build()));
 }
 
 CAIRN_INLINE void ExecutionContext::bind(const std::string& name, ArtifactPtr stored) {
   check_name(name);
+  (void)require_store("bind");
   if (!stored) throw invalid_argument(fmt::format("bind '{}': record must not be null", name));
   if (stored->tenant_id() != tenant_id_) {
     throw invalid_argument(fmt::format("bind '{}': the record belongs to another tenant", name));
@@ -218,11 +261,30 @@ CAIRN_INLINE void ExecutionContext::record_call_intended(const std::string& call
   calls_[call_id] = std::move(c);
 }
 
+CAIRN_INLINE void ExecutionContext::record_call_retry(const std::string& call_id, std::uint32_t attempt) {
+  const auto it = calls_.find(call_id);
+  if (it == calls_.end() || it->second.status != RecordedCall::Status::intended) {
+    throw state_error(fmt::format("call '{}': only a call in doubt can be claimed for another attempt",
+                                  detail::excerpt(call_id)));
+  }
+  if (run_) {
+    run_->record("context", "tool_retry", nlohmann::json{{"call", call_id}, {"attempt", attempt}},
+                 /*sync=*/true);  // committed before the attempt does anything
+  }
+  it->second.attempt = attempt;
+}
+
+CAIRN_INLINE std::string ExecutionContext::next_call_id() const {
+  std::size_t settled = 0;
+  for (const auto& [id, c] : calls_) settled += c.status != RecordedCall::Status::intended ? 1 : 0;
+  return fmt::format("call-{}", settled + 1);
+}
+
 CAIRN_INLINE void ExecutionContext::record_call_finished(const std::string& call_id, const std::string& tool,
                                                          const std::string& input_hash,
                                                          const std::vector<NamedArtifact>& outputs,
                                                          const std::vector<Message>& messages) {
-  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::finished, {}, {}};
+  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::finished, {}, {}, attempt_of(call_id)};
   std::vector<std::pair<std::string, Binding>> binds;
   for (const auto& o : outputs) {
     check_name(o.name);
@@ -250,7 +312,7 @@ CAIRN_INLINE void ExecutionContext::record_call_finished(const std::string& call
 CAIRN_INLINE void ExecutionContext::record_call_failed(const std::string& call_id, const std::string& tool,
                                                        const std::string& input_hash, const std::string& error,
                                                        const Message& message) {
-  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::failed, {}, error};
+  RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::failed, {}, error, attempt_of(call_id)};
   if (run_) {
     nlohmann::json data = call_json(c);
     data["message"] = message;
@@ -296,37 +358,93 @@ CAIRN_INLINE nlohmann::json ExecutionContext::call_json(const RecordedCall& c) {
   nlohmann::json j = {{"call", c.call_id}, {"tool", c.tool}, {"input_hash", c.input_hash},
                       {"status", to_string(c.status)}, {"outputs", std::move(outputs)}};
   if (!c.error.empty()) j["error"] = c.error;
+  // Only an unsettled call needs its attempt (the next one is one more); a settled call looks as it would have in a
+  // run that never crashed.
+  if (c.attempt > 1 && c.status == RecordedCall::Status::intended) j["attempt"] = c.attempt;
   return j;
 }
 
-CAIRN_INLINE RecordedCall ExecutionContext::call_from_json(const nlohmann::json& j, RecordedCall::Status status) {
-  RecordedCall c;
-  c.call_id = j.at("call").get<std::string>();
-  c.tool = j.at("tool").get<std::string>();
-  c.input_hash = j.at("input_hash").get<std::string>();
-  c.status = status;
-  for (const auto& o : j.at("outputs")) {
-    c.outputs.push_back({o.at("name").get<std::string>(), {o.at("id").get<std::string>(),
-                        o.at("version").get<std::uint64_t>()}});
+CAIRN_INLINE const nlohmann::json& ExecutionContext::recorded(const nlohmann::json& j, const char* key,
+                                                              nlohmann::json::value_t type, std::string_view where) {
+  using value_t = nlohmann::json::value_t;
+  if (!j.is_object()) {
+    throw state_error(fmt::format("{}: expected an object, got {}", where, detail::excerpt(j.dump(), 60)));
   }
-  if (const auto it = j.find("error"); it != j.end()) c.error = it->get<std::string>();
+  const auto it = j.find(key);
+  if (it == j.end()) throw state_error(fmt::format("{}: '{}' is missing", where, key));
+  const bool ok = type == value_t::number_unsigned  ? it->is_number_unsigned()
+                  : type == value_t::number_integer ? it->is_number_integer()
+                                                    : it->type() == type;
+  if (!ok) {
+    const char* expected = type == value_t::number_unsigned  ? "a non-negative integer"
+                           : type == value_t::number_integer ? "an integer"
+                           : type == value_t::string         ? "a string"
+                           : type == value_t::array          ? "an array"
+                                                             : "an object";
+    throw state_error(fmt::format("{}: '{}' must be {}, got {}", where, key, expected,
+                                  detail::excerpt(it->dump(), 60)));
+  }
+  return *it;
+}
+
+CAIRN_INLINE Message ExecutionContext::message_from_json(const nlohmann::json& j, std::string_view where) {
+  using value_t = nlohmann::json::value_t;
+  Message m;
+  try {
+    m.role = role_from_string(recorded(j, "role", value_t::string, where).get<std::string>());
+  } catch (const invalid_argument& e) {
+    throw state_error(fmt::format("{}: {}", where, e.what()));
+  }
+  m.content = recorded(j, "content", value_t::string, where).get<std::string>();
+  m.timestamp = recorded(j, "timestamp", value_t::number_integer, where).get<std::int64_t>();
+  return m;
+}
+
+CAIRN_INLINE RecordedCall ExecutionContext::call_from_json(const nlohmann::json& j, RecordedCall::Status status) {
+  using value_t = nlohmann::json::value_t;
+  const std::string_view where = "tool call";
+  RecordedCall c;
+  c.call_id = recorded(j, "call", value_t::string, where).get<std::string>();
+  c.tool = recorded(j, "tool", value_t::string, where).get<std::string>();
+  c.input_hash = recorded(j, "input_hash", value_t::string, where).get<std::string>();
+  c.status = status;
+  const auto& outputs = recorded(j, "outputs", value_t::array, where);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string at = fmt::format("tool call '{}': outputs[{}]", detail::excerpt(c.call_id), i);
+    const auto& o = outputs[i];
+    c.outputs.push_back({recorded(o, "name", value_t::string, at).get<std::string>(),
+                         {recorded(o, "id", value_t::string, at).get<std::string>(),
+                          recorded(o, "version", value_t::number_unsigned, at).get<std::uint64_t>()}});
+  }
+  if (j.contains("error")) c.error = recorded(j, "error", value_t::string, where).get<std::string>();
+  if (j.contains("attempt")) c.attempt = recorded(j, "attempt", value_t::number_unsigned, where).get<std::uint32_t>();
   return c;
 }
 
-CAIRN_INLINE void ExecutionContext::apply_bind(const nlohmann::json& j) {
-  const std::string name = j.at("name").get<std::string>();
-  const std::string id = j.at("id").get<std::string>();
-  const auto version = j.at("version").get<std::uint64_t>();
-  auto record = store_->fetch(id, tenant_id_, version);
-  if (!record) {
-    throw state_error(fmt::format("binding '{}': artifact '{}' version {} is not in the store of tenant '{}'",
-                                  detail::excerpt(name), detail::excerpt(id), version, detail::excerpt(tenant_id_)));
-  }
-  Binding b{std::move(record), j.at("first").get<std::uint64_t>(), j.at("write").get<std::uint64_t>()};
+CAIRN_INLINE void ExecutionContext::apply_bind(const nlohmann::json& j, std::string_view where) {
+  using value_t = nlohmann::json::value_t;
+  std::string name = recorded(j, "name", value_t::string, where).get<std::string>();
+  RecordedBinding b{recorded(j, "id", value_t::string, where).get<std::string>(),
+                    recorded(j, "version", value_t::number_unsigned, where).get<std::uint64_t>(),
+                    recorded(j, "first", value_t::number_unsigned, where).get<std::uint64_t>(),
+                    recorded(j, "write", value_t::number_unsigned, where).get<std::uint64_t>()};
   std::uint64_t seen = counter_->load(std::memory_order_relaxed);
   while (seen <= b.write_seq && !counter_->compare_exchange_weak(seen, b.write_seq + 1, std::memory_order_relaxed)) {
   }
-  bindings_.set(name, std::move(b));
+  restoring_[std::move(name)] = std::move(b);
+}
+
+CAIRN_INLINE void ExecutionContext::participant_restored() {
+  for (auto& [name, b] : restoring_) {
+    auto record = require_store("restoring a binding").fetch(b.id, tenant_id_, b.version);
+    if (!record) {
+      throw state_error(fmt::format("binding '{}': artifact '{}' version {} is not in the store of tenant '{}'",
+                                    detail::excerpt(name), detail::excerpt(b.id), b.version,
+                                    detail::excerpt(tenant_id_)));
+    }
+    bindings_.set(name, Binding{std::move(record), b.first_seq, b.write_seq});
+  }
+  restoring_.clear();
 }
 
 CAIRN_INLINE nlohmann::json ExecutionContext::participant_state() const {
@@ -345,39 +463,73 @@ CAIRN_INLINE nlohmann::json ExecutionContext::participant_state() const {
 }
 
 CAIRN_INLINE void ExecutionContext::restore_participant(const nlohmann::json& state) {
-  const std::uint64_t edit = tick();
+  using value_t = nlohmann::json::value_t;
+  const std::string_view where = "context state";
+  const auto& bindings = recorded(state, "bindings", value_t::array, where);
+  const auto& messages = recorded(state, "messages", value_t::array, where);
+  const auto& calls = recorded(state, "calls", value_t::object, where);
+  // A fresh map under this context's own edit token: no fork shares a node made under it, and taking a new token
+  // would move the ordering counter a step past where an uninterrupted context's stands.
+  const std::uint64_t edit = bindings_.edit();
   bindings_ = Bindings(edit);
   log_ = Log(edit);
   written_.clear();
   merged_messages_ = 0;
   calls_.clear();
-  for (const auto& b : state.at("bindings")) apply_bind(b);
-  for (const auto& m : state.at("messages")) log_.push_back(m.get<Message>());
-  for (const auto& [id, c] : state.at("calls").items()) {
-    const std::string status = c.at("status").get<std::string>();
-    calls_[id] = call_from_json(c, status == "finished" ? RecordedCall::Status::finished
-                                   : status == "failed" ? RecordedCall::Status::failed
-                                                        : RecordedCall::Status::intended);
+  restoring_.clear();
+  std::size_t i = 0;
+  try {
+    for (; i < bindings.size(); ++i) apply_bind(bindings[i], "binding");
+  } catch (const state_error& e) {
+    throw state_error(fmt::format("{}: bindings[{}]: {}", where, i, e.what()));
+  }
+  try {
+    for (i = 0; i < messages.size(); ++i) log_.push_back(message_from_json(messages[i], "message"));
+  } catch (const state_error& e) {
+    throw state_error(fmt::format("{}: messages[{}]: {}", where, i, e.what()));
+  }
+  for (const auto& [id, c] : calls.items()) {
+    const std::string status = recorded(c, "status", value_t::string, where).get<std::string>();
+    if (status != "intended" && status != "finished" && status != "failed") {
+      throw state_error(fmt::format("{}: call '{}' has status '{}' (expected intended, finished or failed)", where,
+                                    detail::excerpt(id), detail::excerpt(status)));
+    }
+    auto call = call_from_json(c, status == "finished" ? RecordedCall::Status::finished
+                                  : status == "failed" ? RecordedCall::Status::failed
+                                                       : RecordedCall::Status::intended);
+    if (call.call_id != id) {
+      throw state_error(fmt::format("{}: call '{}' is recorded under '{}'", where, detail::excerpt(call.call_id),
+                                    detail::excerpt(id)));
+    }
+    calls_[id] = std::move(call);
   }
 }
 
 CAIRN_INLINE void ExecutionContext::apply_participant_entry(std::string_view kind, const JournalEntry& e) {
+  using value_t = nlohmann::json::value_t;
   const nlohmann::json& d = e.data;
   if (kind == "bind") {
-    apply_bind(d);
+    apply_bind(d, "context.bind");
   } else if (kind == "message") {
-    log_.push_back(d.get<Message>());
+    log_.push_back(message_from_json(d, "context.message"));
   } else if (kind == "tool_intended") {
     auto c = call_from_json(d, RecordedCall::Status::intended);
     calls_[c.call_id] = std::move(c);
   } else if (kind == "tool_finished") {
-    for (const auto& b : d.at("bindings")) apply_bind(b);
-    for (const auto& m : d.at("messages")) log_.push_back(m.get<Message>());
+    const auto& bindings = recorded(d, "bindings", value_t::array, "context.tool_finished");
+    const auto& messages = recorded(d, "messages", value_t::array, "context.tool_finished");
     auto c = call_from_json(d, RecordedCall::Status::finished);
+    for (const auto& b : bindings) apply_bind(b, "context.tool_finished: bindings");
+    for (const auto& m : messages) log_.push_back(message_from_json(m, "context.tool_finished: messages"));
     calls_[c.call_id] = std::move(c);
+  } else if (kind == "tool_retry") {
+    const auto it = calls_.find(d.at("call").get<std::string>());
+    if (it == calls_.end()) throw state_error("a retry claim of a call the run never recorded as intended");
+    it->second.attempt = d.at("attempt").get<std::uint32_t>();
   } else if (kind == "tool_failed") {
-    log_.push_back(d.at("message").get<Message>());
     auto c = call_from_json(d, RecordedCall::Status::failed);
+    log_.push_back(message_from_json(recorded(d, "message", value_t::object, "context.tool_failed"),
+                                     "context.tool_failed: message"));
     calls_[c.call_id] = std::move(c);
   } else {
     throw state_error(fmt::format("context: unknown journal entry kind 'context.{}'", kind));
@@ -397,6 +549,7 @@ CAIRN_INLINE void ExecutionContext::take(ExecutionContext&& other) noexcept {
   written_ = std::move(other.written_);
   merged_messages_ = other.merged_messages_;
   calls_ = std::move(other.calls_);
+  restoring_ = std::move(other.restoring_);
   run_ = std::exchange(other.run_, nullptr);
   if (run_) run_->moved(static_cast<const RunParticipant&>(other), static_cast<RunParticipant&>(*this));
 }

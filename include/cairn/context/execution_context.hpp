@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,10 +74,26 @@ struct RecordedCall {
   Status status = Status::intended;
   std::vector<std::pair<std::string, std::pair<std::string, std::uint64_t>>> outputs;  ///< name -> (id, version)
   std::string error;                                                                    ///< why it failed
+  /// The attempts claimed so far: 1 for the first run, one more for each claimed retry (context.tool_retry).
+  std::uint32_t attempt = 1;
 };
 
 std::string_view to_string(RecordedCall::Status s) noexcept;
 CAIRN_DETAIL_ENUM_OSTREAM(RecordedCall::Status)
+
+namespace detail {
+
+/// The idempotency key of call `call_id` of run `run_id` ("" outside a run) in `tenant`: the first 16 bytes of
+/// SHA-256 over "cairn.tool_call.v1" followed by, for each of tenant, run id and call id, its length in bytes in
+/// decimal, ':' and its bytes, as 32 lowercase hex digits.
+std::string call_key(std::string_view tenant, std::string_view run_id, std::string_view call_id);
+
+/// The artifact id of output `name` of that call in a run: "tool-" and 32 hex digits, derived like call_key from
+/// "cairn.tool_output.v1", the tenant, the run id, the call id and the output name.
+std::string call_output_id(std::string_view tenant, std::string_view run_id, std::string_view call_id,
+                           std::string_view name);
+
+}  // namespace detail
 
 /// A name and the stored record it is bound to.
 struct NamedArtifact {
@@ -103,6 +120,12 @@ class ExecutionContext : private RunParticipant {
   /// context and of all its forks (null: the system clock).
   ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id, std::shared_ptr<Clock> clock = nullptr);
 
+  /// A context for a conversation only: messages (and, attached to a run, their journal) without an artifact store.
+  /// add_artifact, bind, execute() and a GoalEngine need a store: on this context they throw cairn::state_error
+  /// saying so (nothing changes), and attaching it to a run that holds bindings does too. Throws
+  /// cairn::invalid_argument for an empty tenant.
+  explicit ExecutionContext(std::string tenant_id, std::shared_ptr<Clock> clock = nullptr);
+
   // A copy would share trie nodes under one edit token; fork() is the way to copy.
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;
@@ -117,7 +140,10 @@ class ExecutionContext : private RunParticipant {
   }
   ~ExecutionContext() override { detach(); }
 
+  /// The artifact store; null for a context made for a conversation only.
   const std::shared_ptr<ArtifactStore>& store() const noexcept { return store_; }
+  /// The artifact store, or cairn::state_error naming `operation` when this context has none.
+  ArtifactStore& require_store(std::string_view operation) const;
   const std::string& tenant_id() const noexcept { return tenant_id_; }
   /// The clock that stamps messages; null when it is the system clock.
   const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
@@ -229,8 +255,20 @@ class ExecutionContext : private RunParticipant {
   /// For execute(): logs the failure message and marks the call failed, as one recorded change.
   void record_call_failed(const std::string& call_id, const std::string& tool, const std::string& input_hash,
                           const std::string& error, const Message& message);
-  /// A fresh call id for a call that came without one: `call-<n>`, counting the calls this context recorded.
-  std::string next_call_id() const { return fmt::format("call-{}", calls_.size() + 1); }
+  /// For execute(): claims call `call_id`, which is in doubt, for attempt `attempt` (a retry, or a host's "done")
+  /// with a `context.tool_retry {call, attempt}` entry committed now (even inside a batch), before anything of the
+  /// attempt happens: of two workers resuming the run, the second gets cairn::conflict here. Throws
+  /// cairn::state_error when the call is not in doubt.
+  void record_call_retry(const std::string& call_id, std::uint32_t attempt);
+  /// A fresh call id for a call that came without one: `call-<n>`, n one more than the calls this context recorded
+  /// as finished or failed. A call in doubt is not counted, so re-executing it after a resume gets its id again,
+  /// and a resumed run numbers its later calls as an uninterrupted one does.
+  std::string next_call_id() const;
+  /// The idempotency key a tool is given for call `call_id` of this context (ToolInvocation::idempotency_key): the
+  /// same in every process and worker of the attached run; without a run, derived from the tenant and the id only.
+  std::string call_key(const std::string& call_id) const {
+    return detail::call_key(tenant_id_, run_ ? run_->run_id() : std::string(), call_id);
+  }
 
   // ---- resolution -----------------------------------------------------------------------------------------------
 
@@ -295,12 +333,21 @@ class ExecutionContext : private RunParticipant {
   static nlohmann::json bind_json(const std::string& name, const Binding& b);
   static nlohmann::json call_json(const RecordedCall& c);
   static RecordedCall call_from_json(const nlohmann::json& j, RecordedCall::Status status);
+  // The member `key` of the recorded object `j` (what `where` names), checked to be of `type` (number_unsigned: a
+  // non-negative integer; number_integer: any integer); throws cairn::state_error saying what is wrong.
+  static const nlohmann::json& recorded(const nlohmann::json& j, const char* key, nlohmann::json::value_t type,
+                                        std::string_view where);
+  static Message message_from_json(const nlohmann::json& j, std::string_view where);
 
-  // Binds as a recorded entry says, with the recorded ordering keys; the shared counter moves past them.
-  void apply_bind(const nlohmann::json& j);
+  // Binds as a recorded entry says, with the recorded ordering keys; the shared counter moves past them. The
+  // record is fetched when the replay ends (participant_restored()), once per name however often it was rebound.
+  void apply_bind(const nlohmann::json& j, std::string_view where);
 
   std::string participant_name() const override { return "context"; }
   void participant_detached() noexcept override { run_ = nullptr; }
+  // Its entries (bindings, messages, tool calls) are its state: a copy would only repeat them.
+  bool participant_checkpointed() const override { return false; }
+  CAIRN_INLINE void participant_restored() override;
 
   CAIRN_INLINE nlohmann::json participant_state() const override;
 
@@ -309,6 +356,12 @@ class ExecutionContext : private RunParticipant {
   CAIRN_INLINE void apply_participant_entry(std::string_view kind, const JournalEntry& e) override;
 
   void take(ExecutionContext&& other) noexcept;
+
+  // The attempt a call has claimed (1 when it has no record yet).
+  std::uint32_t attempt_of(const std::string& call_id) const {
+    const auto it = calls_.find(call_id);
+    return it == calls_.end() ? 1 : it->second.attempt;
+  }
 
   std::shared_ptr<ArtifactStore> store_;
   std::string tenant_id_;
@@ -323,6 +376,13 @@ class ExecutionContext : private RunParticipant {
   std::vector<std::string> written_;  // names bound since the fork or the last merge into the parent
   std::size_t merged_messages_ = 0;   // messages up to here are the parent's, or were merged already
   std::map<std::string, RecordedCall> calls_;  // tool calls recorded while attached to a run
+  struct RecordedBinding {
+    std::string id;
+    std::uint64_t version;
+    std::uint64_t first_seq;
+    std::uint64_t write_seq;
+  };
+  std::unordered_map<std::string, RecordedBinding> restoring_;  // bindings replayed, fetched when the replay ends
   Run* run_ = nullptr;
 };
 

@@ -227,8 +227,12 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
   out.tool = call.tool;
   const bool durable = ctx.run() != nullptr;
   std::string hash;
+  bool claimed_retry = false;          // an attempt after the first: earlier attempts may have left outputs
+  std::optional<ToolResult> supplied;  // the host's "it already happened"
+  ToolInvocation invocation;
   if (durable) {
     out.call_id = call.id.empty() ? ctx.next_call_id() : call.id;
+    out.idempotency_key = ctx.call_key(out.call_id);
     hash = detail::input_hash(inputs);
     if (auto seen = ctx.recorded_call(out.call_id)) {
       if (seen->tool != call.tool || seen->input_hash != hash) {
@@ -252,18 +256,19 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
         }
         return out;
       }
-      // In doubt: the intended entry is there, its outcome is not.
-      InDoubtDecision decision = InDoubtDecision::retry;
-      if (options.in_doubt) {
-        decision = options.in_doubt(*seen);
-      } else if (!tool->idempotent) {
-        throw call_in_doubt(
-            fmt::format("call '{}' of {} is in doubt: it was started and never finished (the process stopped); its "
-                        "effect may or may not have happened. Check, then decide with ExecuteOptions::in_doubt",
-                        detail::excerpt(out.call_id), call.tool),
-            *seen);
+      // In doubt: the intended entry is there, its outcome is not. Idempotent tools are retried without asking.
+      InDoubtAction action = InDoubtAction::retry();
+      if (!tool->idempotent) {
+        if (!options.in_doubt) {
+          throw call_in_doubt(
+              fmt::format("call '{}' of {} is in doubt: it was started and never finished (the process stopped); "
+                          "its effect may or may not have happened. Check, then decide with ExecuteOptions::in_doubt",
+                          detail::excerpt(out.call_id), call.tool),
+              *seen);
+        }
+        action = options.in_doubt(*seen);
       }
-      if (decision == InDoubtDecision::give_up) {
+      if (action.kind() == InDoubtAction::Kind::give_up) {
         out.success = false;
         out.error = "in doubt after a crash; the host gave up on it";
         out.result = ToolResult::failure(out.error);
@@ -272,17 +277,38 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
                                        detail::now_ms(ctx.clock().get())});
         return out;
       }
+      // Claim the attempt before anything of it happens: a second worker resuming the run conflicts here.
+      out.attempt = seen->attempt + 1;
+      ctx.record_call_retry(out.call_id, out.attempt);
+      claimed_retry = true;
+      if (action.kind() == InDoubtAction::Kind::done) supplied = action.result();
     } else {
       ctx.record_call_intended(out.call_id, call.tool, hash);
+      out.attempt = 1;
     }
+    invocation = ToolInvocation{out.call_id, out.idempotency_key, out.attempt};
+  } else {
+    out.attempt = 1;
+    if (call.id.empty()) {
+      std::array<unsigned char, 16> random{};
+      detail::secure_random_bytes(random.data(), random.size());
+      out.idempotency_key = detail::hex_prefix(random, random.size());
+    } else {
+      out.idempotency_key = ctx.call_key(call.id);
+    }
+    invocation = ToolInvocation{call.id, out.idempotency_key, 1};
   }
 
-  try {
-    out.result = tool->function(inputs);
-  } catch (const std::exception& e) {
-    out.result = ToolResult::failure(fmt::format("the tool threw: {}", e.what()));
-  } catch (...) {
-    out.result = ToolResult::failure("the tool threw an exception that is not a std::exception");
+  if (supplied) {
+    out.result = std::move(*supplied);
+  } else {
+    try {
+      out.result = tool->function(inputs, invocation);
+    } catch (const std::exception& e) {
+      out.result = ToolResult::failure(fmt::format("the tool threw: {}", e.what()));
+    } catch (...) {
+      out.result = ToolResult::failure("the tool threw an exception that is not a std::exception");
+    }
   }
 
   auto fail = [&](std::string why) {
@@ -322,18 +348,30 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
     const auto member = data.is_object() ? data.find(spec.name) : data.end();
     const nlohmann::json& value = data.is_object() && member != data.end() ? *member : data;
     if (value.is_null()) return fail(fmt::format("the tool returned no value for output '{}'", spec.name));
-    records.push_back(ArtifactRecord::builder()
-                          .tenant_id(ctx.tenant_id())
-                          .type(spec.type)
-                          .description(spec.description)
-                          .purpose(spec.purpose)
-                          .value(value)
-                          .metadata(metadata)
-                          .build());
+    auto builder = ArtifactRecord::builder();
+    builder.tenant_id(ctx.tenant_id())
+        .type(spec.type)
+        .description(spec.description)
+        .purpose(spec.purpose)
+        .value(value)
+        .metadata(metadata);
+    // In a run, the ids follow from the call, so a resumed run stores what an uninterrupted one would have.
+    if (durable) builder.id(detail::call_output_id(ctx.tenant_id(), ctx.run()->run_id(), out.call_id, spec.name));
+    records.push_back(builder.build());
   }
   std::vector<ArtifactPtr> stored;
   stored.reserve(records.size());
-  for (const ArtifactPtr& r : records) stored.push_back(ctx.store()->store(*r));
+  for (const ArtifactPtr& r : records) {
+    if (claimed_retry) {
+      // What an earlier attempt stored under this id is an orphan: only the call's finished entry binds it, and
+      // there is none. Removed, so that this attempt stores version 1 as an uninterrupted run did; store_if makes a
+      // still-running earlier worker (a zombie) that stores at the same moment a conflict, never a mix.
+      if (!ctx.store()->versions(r->id(), ctx.tenant_id()).empty()) ctx.store()->remove(r->id(), ctx.tenant_id());
+      stored.push_back(ctx.store()->store_if(*r, ArtifactStore::absent));
+    } else {
+      stored.push_back(ctx.store()->store(*r));
+    }
+  }
   for (std::size_t i = 0; i < stored.size(); ++i) out.outputs.push_back(NamedArtifact{call.outputs[i].name, stored[i]});
   if (durable) {
     std::vector<Message> messages;
@@ -356,6 +394,7 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
 
 CAIRN_INLINE ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                      const ExecuteOptions& options) {
+  (void)ctx.require_store("execute");  // outputs are stored, replayed calls fetched: a conversation-only context can't
   Observer* observer = ctx.observer().get();
   if (!observer) return detail::execute_unobserved(call, ctx, registry, options, nullptr);
   std::uint64_t input_bytes = 0;

@@ -5,7 +5,9 @@
 // artifact record per output spec and binds it under the spec's name, so the next call can say "@that_name".
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -14,6 +16,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -28,6 +31,8 @@
 #include "cairn/context/resolve.hpp"
 #include "cairn/context/schema.hpp"
 #include "cairn/detail/json.hpp"
+#include "cairn/detail/random.hpp"
+#include "cairn/detail/sha256.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -45,8 +50,73 @@ struct ToolResult {
   static ToolResult failure(std::string error, nlohmann::json metadata = nlohmann::json::object());
 };
 
-/// The function behind a tool: resolved inputs in, a result out. Throwing counts as failing.
-using ToolFunction = std::function<ToolResult(const nlohmann::json& inputs)>;
+/// Which call a tool is running for, handed to a tool that asks for it (see ToolFunction).
+struct ToolInvocation {
+  /// The call's id: ToolCall::id, else the id execute() gave it in an attached run (`call-<n>`); "" for a call
+  /// without an id in a context without a run.
+  std::string call_id;
+  /// 32 lowercase hex digits that are the same for this call across crashes, resumes, retries and workers: pass it
+  /// to the outside system so that it can deduplicate (a payment API's Idempotency-Key, a message id). In a run:
+  /// the first 128 bits of SHA-256 over the tenant, the run id and the call id (docs/runs.md, "Tool calls"). Without
+  /// a run: the same over the tenant and ToolCall::id (so stable wherever that tenant uses that id), or random for a
+  /// call without an id (stable only within that one execute()).
+  std::string idempotency_key;
+  /// 1 for the first run of the call, n for the (n-1)th retry of it after it was in doubt.
+  std::uint32_t attempt = 1;
+};
+
+/// The function behind a tool: resolved inputs in, a result out. Throwing counts as failing. Built from a callable
+/// taking the inputs, `ToolResult(const nlohmann::json&)`, or the inputs and the call it runs for,
+/// `ToolResult(const nlohmann::json&, const ToolInvocation&)` (to pass the idempotency key on).
+class ToolFunction {
+ public:
+  using Signature = ToolResult(const nlohmann::json& inputs, const ToolInvocation& invocation);
+
+  ToolFunction() = default;
+  ToolFunction(std::nullptr_t) {}  // no function, as with std::function
+
+  /// A callable that takes the inputs and the invocation (implicit, like std::function).
+  template <class F, std::enable_if_t<!std::is_same_v<std::decay_t<F>, ToolFunction> &&
+                                          std::is_invocable_r_v<ToolResult, std::decay_t<F>&, const nlohmann::json&,
+                                                                const ToolInvocation&>,
+                                      int> = 0>
+  ToolFunction(F&& f) : fn_(std::forward<F>(f)) {}
+
+  /// A callable that takes only the inputs: every tool written before ToolInvocation existed (implicit).
+  template <class F, std::enable_if_t<!std::is_same_v<std::decay_t<F>, ToolFunction> &&
+                                          !std::is_invocable_v<std::decay_t<F>&, const nlohmann::json&,
+                                                               const ToolInvocation&> &&
+                                          std::is_invocable_r_v<ToolResult, std::decay_t<F>&, const nlohmann::json&>,
+                                      long> = 0>
+  ToolFunction(F&& f) : fn_(inputs_only(std::decay_t<F>(std::forward<F>(f)))) {}
+
+  explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+
+  ToolResult operator()(const nlohmann::json& inputs, const ToolInvocation& invocation) const {
+    return fn_(inputs, invocation);
+  }
+  /// Runs it for a call without an id outside any run (attempt 1, an empty key).
+  ToolResult operator()(const nlohmann::json& inputs) const { return fn_(inputs, ToolInvocation{}); }
+
+ private:
+  template <class G>
+  struct is_std_function : std::false_type {};
+  template <class R, class... A>
+  struct is_std_function<std::function<R(A...)>> : std::true_type {};
+
+  // An empty std::function or a null function pointer given in the one-argument form is no function either.
+  template <class G>
+  static std::function<Signature> inputs_only(G g) {
+    if constexpr (std::is_pointer_v<G> || is_std_function<G>::value) {
+      if (!g) return nullptr;
+    }
+    return [g = std::move(g)](const nlohmann::json& inputs, const ToolInvocation&) mutable {
+      return static_cast<ToolResult>(g(inputs));
+    };
+  }
+
+  std::function<Signature> fn_;
+};
 
 /// A tool a model may call.
 struct Tool {
@@ -190,6 +260,8 @@ struct ExecutionResult {
   std::vector<NamedArtifact> outputs;  ///< the stored and bound outputs, in the call's order
   std::string call_id;                 ///< the call's id in the attached run ("" when the context has no run)
   bool replayed = false;               ///< answered from the run's journal: the tool did not run this time
+  std::string idempotency_key;         ///< the key the tool was (or would have been) given (ToolInvocation)
+  std::uint32_t attempt = 0;           ///< the attempt this execute() made (0: none, answered from the journal)
 };
 
 /// A call the attached run recorded as intended but never as finished or failed: the process running it stopped
@@ -208,15 +280,50 @@ class call_in_doubt : public state_error {
 
 /// What to do with a call that is in doubt.
 enum class InDoubtDecision {
-  retry,    ///< run the tool again (its effect may then happen twice)
+  retry,    ///< run the tool again (its effect may then happen twice, unless the outside system deduplicates by key)
   give_up,  ///< record the call as failed ("in doubt after a crash") without running it
+};
+
+/// What to do with a call that is in doubt: an InDoubtDecision, or "it already happened" with its outcome.
+///
+///     options.in_doubt = [&](const cairn::RecordedCall& c) {
+///       if (auto receipt = mail_server.find(ctx.call_key(c.call_id))) {  // the key the tool passed on
+///         return cairn::InDoubtAction::done(cairn::ToolResult::ok(*receipt));
+///       }
+///       return cairn::InDoubtAction::retry();
+///     };
+class InDoubtAction {
+ public:
+  enum class Kind { retry, give_up, done };
+
+  InDoubtAction(InDoubtDecision decision)  // NOLINT: implicit, so callbacks returning the enum keep working
+      : kind_(decision == InDoubtDecision::retry ? Kind::retry : Kind::give_up) {}
+
+  /// Claim the call in the run, then run the tool again (attempt n+1, the same idempotency key).
+  static InDoubtAction retry() { return InDoubtAction(InDoubtDecision::retry); }
+  /// Record the call as failed without running it.
+  static InDoubtAction give_up() { return InDoubtAction(InDoubtDecision::give_up); }
+  /// The host checked the outside world and found that the effect happened: record the call as finished with
+  /// `result` as if the tool had returned it (outputs stored and bound, the finished entry committed), without
+  /// running the tool. A failed `result` records the call as failed with its error.
+  static InDoubtAction done(ToolResult result) { return InDoubtAction(Kind::done, std::move(result)); }
+
+  Kind kind() const noexcept { return kind_; }
+  /// The outcome done() was given (empty otherwise).
+  const ToolResult& result() const noexcept { return result_; }
+
+ private:
+  InDoubtAction(Kind kind, ToolResult result) : kind_(kind), result_(std::move(result)) {}
+  Kind kind_;
+  ToolResult result_;
 };
 
 /// How execute() runs a call.
 struct ExecuteOptions {
   ResolveOptions resolve{};
-  /// Asked about a call in doubt (see call_in_doubt). Unset: idempotent tools are retried, others throw.
-  std::function<InDoubtDecision(const RecordedCall&)> in_doubt;
+  /// Asked about a call in doubt of a tool that is not idempotent (see call_in_doubt); idempotent tools are retried
+  /// without asking. Unset: such a call throws call_in_doubt.
+  std::function<InDoubtAction(const RecordedCall&)> in_doubt;
 };
 
 namespace detail {
@@ -247,7 +354,13 @@ std::string input_hash(const nlohmann::json& inputs);
 /// their bindings and log messages are committed as one "finished" (or "failed") entry after. A call whose id the
 /// run recorded as finished or failed is answered from the journal (ExecutionResult::replayed) and never runs
 /// again; the same id with another tool or other inputs is a cairn::state_error. A call recorded as intended only
-/// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt`, or throws call_in_doubt.
+/// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt` (retry, give up, or done
+/// with a host-supplied result), or throws call_in_doubt. A retry (and a done) first commits a claim
+/// (`context.tool_retry`), so of two workers resuming one run only one goes on; the other gets cairn::conflict
+/// before anything runs. Outputs of a call in a run are stored under ids derived from the run, the call and the
+/// output name (detail::call_output_id), so a resumed run holds the same ids as an uninterrupted one; a claimed
+/// retry first removes what an earlier, unbound attempt left under them. The tool is given a ToolInvocation with
+/// the call id, its idempotency key and the attempt (docs/runs.md, "Tool calls").
 ///
 /// With an observer on the context (ExecutionContext::set_observer), the call is reported as one
 /// EventKind::tool_call event when it ends: subject the tool's name, operation "execute" ("replay" when answered from

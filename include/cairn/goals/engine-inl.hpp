@@ -41,6 +41,7 @@ CAIRN_INLINE GoalEngine::GoalEngine(ExecutionContext& context, const ToolRegistr
     : ctx_(context), tools_(tools), parts_(std::move(parts)), options_(std::move(options)) {
   if (!parts_.interpreter) throw invalid_argument("GoalEngine: an interpreter is required");
   if (!parts_.planner) throw invalid_argument("GoalEngine: a planner is required");
+  (void)ctx_.require_store("GoalEngine");  // evidence and tool outputs are artifacts
   if (!options_.presenter) options_.presenter = default_presentation;
   if (!options_.clock) options_.clock = ctx_.clock();
   stack_ = GoalStack(options_.clock);
@@ -713,13 +714,20 @@ CAIRN_INLINE GoalEngine::Step GoalEngine::use_tool(const std::string& id) {
                 {OutputSpec{key, ArtifactType::data, fmt::format("Result from {}", tool_name),
                             fmt::format("Evidence {} for goal '{}'", key, g.gloss)}},
                 "goal-" + id};
+  ExecuteOptions run_options;
+  run_options.in_doubt = options_.in_doubt;
   ExecutionResult result;
   try {
-    result = execute(call, ctx_, tools_);
-  } catch (const std::exception& e) {
+    result = execute(call, ctx_, tools_, run_options);
+  } catch (const invalid_argument& e) {  // the arguments the evidence gave do not fit the tool's input schema
+    fail(id, fmt::format("tool {} could not run: {}", tool_name, e.what()));
+    return Step::next;
+  } catch (const limit_exceeded& e) {  // or are too large to resolve
     fail(id, fmt::format("tool {} could not run: {}", tool_name, e.what()));
     return Step::next;
   }
+  // Anything else (conflict, call_in_doubt, state_error, storage_error, ...) is the run's or the store's problem, not
+  // the goal's: it leaves handle() and the turn is not committed.
   if (!result.success) {
     fail(id, fmt::format("tool {} failed: {}", tool_name, result.error));
     return Step::next;

@@ -90,6 +90,10 @@ struct GoalEngineOptions {
   /// Stamps goals (created_at, updated_at); null: the context's clock (which is the system clock unless the
   /// context was given one).
   std::shared_ptr<Clock> clock{};
+  /// Decides a use_tool call that a durable run holds in doubt (passed to execute() as ExecuteOptions::in_doubt:
+  /// retry, give up, or done with the outcome the host found). Unset: such a call's cairn::call_in_doubt leaves
+  /// handle(), as every error of the run or the store does.
+  std::function<InDoubtAction(const RecordedCall&)> in_doubt{};
 };
 
 /// The first line of what a present_info goal says: its `text` argument, else its gloss.
@@ -129,8 +133,16 @@ class GoalEngine : private RunParticipant {
 
   /// Runs one turn for `message` and returns what the assistant says, in order (also logged in the context).
   /// Throws what the interpreter throws, and cairn::invalid_argument for an interpretation that cannot be applied,
-  /// before anything changes.
+  /// before anything changes. A use_tool goal whose tool fails (returns a failure, throws, or gets inputs its schema
+  /// refuses) is abandoned with the reason, as always; but what stops the run itself stops the turn and leaves
+  /// handle(): cairn::conflict (another worker moved the run on), cairn::call_in_doubt (a call in doubt and no
+  /// in_doubt policy), cairn::state_error (the journal and the call disagree), cairn::storage_error and every other
+  /// error of the journal or the store. The turn's batch is then not committed, and the engine and its context hold
+  /// changes the run does not: reopen the run (a new Run, context and engine attached to it) before going on.
   std::vector<std::string> handle(const std::string& message);
+
+  /// Sets GoalEngineOptions::in_doubt.
+  void set_in_doubt(std::function<InDoubtAction(const RecordedCall&)> policy) { options_.in_doubt = std::move(policy); }
 
  private:
   std::vector<std::string> handle_turn(const std::string& message);

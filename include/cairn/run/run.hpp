@@ -5,8 +5,14 @@
 // the participant's state with the run's (that is how a run resumes in a new process or on another machine);
 // attaching to a run that holds none records the participant's current state. From then on every change is
 // recorded as a small entry *before* it takes effect in memory, synchronously: when record() returns, the entry is
-// committed; when it throws, the participant is left as it was. Every `snapshot_every` entries the run writes a
-// snapshot of all participants, so a restore reads at most that many entries whatever the run's length.
+// committed; when it throws, the participant is left as it was.
+//
+// What a restore reads stays in proportion to the run, never more: a participant whose entries are its state (an
+// ExecutionContext: bindings and messages) is rebuilt by applying them all, each in O(its size); a participant whose
+// state churns (a goal engine, a workflow machine, by default a host's own) is re-recorded whole as a
+// `<name>.state` checkpoint once its entries since the last one weigh `checkpoint_factor` times that state, so the
+// checkpoints total about 1/factor of the entries (at most 1 + 1/factor when the state grows by what they add) and
+// a restore applies at most about factor x state bytes of them.
 //
 //     auto journal = cairn::open_run_journal("sqlite:agents.db");
 //     cairn::Run run(journal, "acme", "order-42");  // new, or resumed where it stopped
@@ -16,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +33,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
 #include "cairn/run/journal.hpp"
 #include "cairn/version.hpp"
@@ -40,12 +48,21 @@ class RunParticipant {
   virtual ~RunParticipant() = default;
   /// A short lowercase name, unique within a run ("context", "goals", "workflow").
   virtual std::string participant_name() const = 0;
-  /// The whole state as JSON (what a snapshot keeps). Restoring it and asking again gives the same JSON.
+  /// The whole state as JSON (what a snapshot or a checkpoint keeps). Restoring it and asking again gives the same
+  /// JSON.
   virtual nlohmann::json participant_state() const = 0;
-  /// Replaces the whole state with one participant_state() gave.
+  /// Replaces the whole state with one participant_state() gave. Throws (anything derived from std::exception) for
+  /// a state it cannot take whole — `{}`, `[]`, a key missing or of the wrong type — never restores a part of it.
   virtual void restore_participant(const nlohmann::json& state) = 0;
   /// Applies one of its own recorded entries (the kind without the `name.` prefix, the entry's data).
   virtual void apply_participant_entry(std::string_view kind, const JournalEntry& entry) = 0;
+  /// Called once after attach() applied the run's entries to it: a participant that deferred work while replaying
+  /// (an ExecutionContext fetches each bound record once, here) finishes it. Throws like apply_participant_entry.
+  virtual void participant_restored() {}
+  /// True (the default) when the run should re-record this participant's whole state now and then as a
+  /// `<name>.state` checkpoint, because its entries are changes of a state that churns (patches). False when its
+  /// entries are its state (an append-only log: an ExecutionContext), so a copy would only repeat them.
+  virtual bool participant_checkpointed() const { return true; }
   /// The run it is attached to is being destroyed: forget it (record nothing more).
   virtual void participant_detached() noexcept {}
 
@@ -57,8 +74,14 @@ class RunParticipant {
 
 /// How a Run records.
 struct RunOptions {
-  /// A snapshot of every participant after this many entries since the last one (0: never).
-  std::size_t snapshot_every = 256;
+  /// A full snapshot of every participant after this many entries since the last one (0, the default: never; a
+  /// host calls Run::snapshot() itself, before RunJournal::prune). Restores and prune start at the newest one.
+  std::size_t snapshot_every = 0;
+  /// A checkpointed participant's whole state is re-recorded once the bytes of its entries since its last state
+  /// reach this many times the size of that state (0: never). Larger: rarer checkpoints (about 1/factor of the
+  /// entries' bytes; at most 1 + 1/factor for a state that grows by what its entries add) and longer restores (up to
+  /// about factor x the state's bytes of entries to apply).
+  double checkpoint_factor = 1.0;
 };
 
 /// A point of a run to open it at (see Run's constructors).
@@ -72,7 +95,8 @@ struct RunAt {
 class Run {
  public:
   /// Opens run `run_id` of `tenant_id`: empty when the journal has no such run (the first record creates it),
-  /// else positioned at its last entry with what a restore needs loaded. Throws what the journal throws.
+  /// else positioned at its last entry with what a restore needs loaded. Throws what the journal throws, and
+  /// cairn::state_error when the snapshot it starts from is damaged.
   Run(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id, RunOptions options = {})
       : journal_(std::move(journal)), tenant_id_(std::move(tenant_id)), run_id_(std::move(run_id)), options_(options) {
     if (!journal_) throw invalid_argument("Run: journal must not be null");
@@ -101,6 +125,7 @@ class Run {
   const std::string& tenant_id() const noexcept { return tenant_id_; }
   const std::string& run_id() const noexcept { return run_id_; }
   const std::shared_ptr<RunJournal>& journal() const noexcept { return journal_; }
+  const RunOptions& options() const noexcept { return options_; }
   /// The sequence number of the newest entry this run has seen (0 for a new run).
   std::uint64_t seq() const noexcept { return seq_; }
 
@@ -114,7 +139,8 @@ class Run {
   }
 
   /// Makes `p` part of this run (see the top of this header). Throws cairn::invalid_argument when a participant
-  /// of that name is attached already, cairn::state_error when the journal holds an entry `p` cannot apply.
+  /// of that name is attached already, cairn::state_error when the journal holds an entry `p` cannot apply or a
+  /// damaged state (naming the run, the entry's seq and what is wrong).
   void attach(RunParticipant& p) {
     const std::string name = p.participant_name();
     for (const auto* q : attached_) {
@@ -122,15 +148,19 @@ class Run {
         throw invalid_argument(fmt::format("Run '{}': a participant named '{}' is attached already", run_id_, name));
       }
     }
+    Checkpoint track{&p, name, false, 0, 0};
     if (has_entries_of(name)) {
-      replay(p, name);
+      replay(p, name, track);
       attached_.push_back(&p);
+      if (p.participant_checkpointed()) tracks_.push_back(std::move(track));
     } else {
       attached_.push_back(&p);
+      if (p.participant_checkpointed()) tracks_.push_back(std::move(track));
       try {
         record(name, "state", p.participant_state());
       } catch (...) {
         attached_.pop_back();
+        if (p.participant_checkpointed()) tracks_.pop_back();
         throw;
       }
     }
@@ -141,7 +171,13 @@ class Run {
     for (auto it = attached_.begin(); it != attached_.end(); ++it) {
       if (*it == &p) {
         attached_.erase(it);
-        return;
+        break;
+      }
+    }
+    for (auto it = tracks_.begin(); it != tracks_.end(); ++it) {
+      if (it->participant == &p) {
+        tracks_.erase(it);
+        break;
       }
     }
   }
@@ -150,11 +186,15 @@ class Run {
     for (auto*& q : attached_) {
       if (q == &from) q = &to;
     }
+    for (auto& t : tracks_) {
+      if (t.participant == &from) t.participant = &to;
+    }
   }
 
   /// Records one change of participant `participant`: commits the entry `<participant>.<kind>` after this run's
-  /// last sequence number, then maybe a snapshot. Throws cairn::conflict when another writer moved the run on
-  /// (nothing was written; reopen the run), and what the journal throws.
+  /// last sequence number (with a checkpoint or snapshot that is due in the same append). Throws cairn::conflict
+  /// when another writer moved the run on (nothing was written; reopen the run), cairn::state_error after an
+  /// abandoned batch, and what the journal throws.
   std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data,
                        bool sync = false) {
     JournalEntry e;
@@ -168,48 +208,55 @@ class Run {
   /// Records several changes in one append: all or none of them are committed.
   ///
   /// Inside a batch (see batch()) the entries wait in memory and are appended with the batch, unless `sync` asks
-  /// for them (and everything waiting before them) to be committed now — a tool call's intended entry must be
-  /// committed before the tool runs.
+  /// for them to be committed now — a tool call's intended entry must be committed before the tool runs. Such
+  /// entries are committed alone: what the batch holds stays pending and is committed with it, after them.
   std::uint64_t record_entries(std::vector<JournalEntry> entries, bool sync = false) {
+    check_usable();
     if (batch_depth_ > 0 && !sync) {
       for (auto& e : entries) pending_.push_back(std::move(e));
       return seq_;
     }
-    if (!pending_.empty()) {  // what waits goes first, in the same append
-      for (auto& e : entries) pending_.push_back(std::move(e));
-      entries.swap(pending_);
-      pending_.clear();
-    }
-    // A snapshot that is due is written before the new entries, while every participant's state still matches the
-    // journal (a participant records a change before applying it).
-    if (options_.snapshot_every != 0 && since_snapshot_ >= options_.snapshot_every) snapshot();
-    const std::size_t n = entries.size();
-    seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(entries));
-    since_snapshot_ += n;
-    return seq_;
+    // Outside a batch, with nothing pending, every participant's memory is what the journal holds (a participant
+    // records a change before applying it): a checkpoint or snapshot that is due goes first, in the same append.
+    // A sync entry inside a batch gets none: the participants already hold the batch's pending changes.
+    const bool settled = batch_depth_ == 0 && pending_.empty();
+    return commit(std::move(entries), settled ? Due::before : Due::none);
   }
 
   /// Groups what the participants record until the returned object is destroyed (or flush() is called) into one
   /// append: one round trip, all or nothing. A goal-engine turn is recorded this way. Until then the changes are
   /// in memory only: a crash loses the whole group, never half of it. Batches nest; the outermost one appends.
+  /// An entry recorded with `sync` during the batch is committed at once, alone, so the batch's entries follow it
+  /// in the journal.
   ///
   ///     { auto group = run.batch(); ctx.add_message(...); ctx.add_message(...); }  // one append
+  ///
+  /// A batch ended by an exception (destroyed while the stack unwinds) commits nothing of what it holds; when it
+  /// held anything, the run then refuses to record (cairn::state_error): its participants hold changes the journal
+  /// does not, so the run must be reopened (and the participants attached again) to go on from what the journal
+  /// holds. A batch that held nothing (the body threw before recording) leaves the run as it was.
   class Batch {
    public:
-    explicit Batch(Run& run) : run_(&run) { ++run.batch_depth_; }
-    Batch(Batch&& o) noexcept : run_(std::exchange(o.run_, nullptr)) {}
+    explicit Batch(Run& run) : run_(&run), exceptions_(std::uncaught_exceptions()) { ++run.batch_depth_; }
+    Batch(Batch&& o) noexcept : run_(std::exchange(o.run_, nullptr)), exceptions_(o.exceptions_) {}
     Batch(const Batch&) = delete;
     Batch& operator=(const Batch&) = delete;
     Batch& operator=(Batch&&) = delete;
-    /// Appends what waits, when this is the outermost batch. Throws what the journal throws.
+    /// Appends what waits, when this is the outermost batch. Throws what flush() throws.
     void commit() {
       if (!run_) return;
       Run& run = *std::exchange(run_, nullptr);
       if (--run.batch_depth_ == 0) run.flush();
     }
-    /// Commits; an error is lost here (call commit() to see it): the participants then hold changes the journal
-    /// does not, and the run must be reopened, as after any conflict.
+    /// Commits at a normal end (an error is lost here: call commit() to see it); discards at an exception's.
     ~Batch() {
+      if (!run_) return;
+      if (std::uncaught_exceptions() > exceptions_) {
+        Run& run = *std::exchange(run_, nullptr);
+        --run.batch_depth_;
+        run.abandon();
+        return;
+      }
       try {
         commit();
       } catch (...) {
@@ -218,60 +265,175 @@ class Run {
 
    private:
     Run* run_;
+    int exceptions_;
   };
   Batch batch() { return Batch(*this); }
 
-  /// Appends what a batch holds now.
+  /// Appends what a batch holds now, with the checkpoints (and the snapshot) that are then due after it, in the
+  /// same append. When the append fails the entries are lost: after a cairn::conflict every later append conflicts
+  /// too; after any other error the run refuses to record (cairn::state_error), since a later append could succeed
+  /// without them while participants hold them. Either way, reopen the run.
   void flush() {
+    check_usable();
     if (pending_.empty()) return;
     std::vector<JournalEntry> entries;
     entries.swap(pending_);
-    if (options_.snapshot_every != 0 && since_snapshot_ >= options_.snapshot_every) {
-      // The participants already hold the pending changes: the journal must get them before a snapshot.
-      const std::size_t n = entries.size();
-      seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(entries));
-      since_snapshot_ += n;
-      // The entries are committed: a snapshot that fails now must not make the caller believe they were not. It is
-      // only skipped (restores read further back); the next one is due after snapshot_every more entries.
-      try {
-        snapshot();
-      } catch (...) {
-      }
-      return;
+    try {
+      commit(std::move(entries), batch_depth_ == 0 ? Due::after : Due::none);
+    } catch (const conflict&) {
+      throw;  // every later append conflicts too: the run must be reopened anyway
+    } catch (...) {
+      abandoned_ = true;  // the next append could succeed without what was just lost, which participants may hold
+      throw;
     }
-    const std::size_t n = entries.size();
-    seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(entries));
-    since_snapshot_ += n;
   }
 
-  /// Writes a snapshot of every attached participant now (call it between changes, not from inside one). Skipped (returns false) while the run holds entries of
-  /// a participant that is not attached in this process: its state is not known here, and a snapshot without it
-  /// would lose it. Restores still work then; they only read further back.
+  /// Writes a full snapshot of every attached participant now: restores and RunJournal::prune start at the newest
+  /// one (call it before prune). Call it between changes, not from inside one or inside a batch. Skipped (returns
+  /// false) inside a batch, and while the run holds entries of a participant that is not attached in this process:
+  /// its state is not known here, and a snapshot without it would lose it. Restores still work then; they only
+  /// read further back.
   bool snapshot() {
-    if (attached_.empty() || !pending_.empty()) return false;
+    check_usable();
+    if (batch_depth_ > 0 || !pending_.empty() || !snapshot_possible()) return false;
+    commit({}, Due::snapshot);
+    return true;
+  }
+
+ private:
+  // A checkpointed participant's accounting: the size of its last recorded whole state and the bytes of its
+  // entries since.
+  struct Checkpoint {
+    RunParticipant* participant;
+    std::string name;
+    bool known;  // a state of it was seen
+    std::size_t state_bytes;
+    std::size_t since_bytes;
+  };
+  enum class Due { none, before, after, snapshot };
+
+  void check_usable() const {
+    if (abandoned_) {
+      throw state_error(fmt::format("run '{}': a batch was abandoned (an exception, or a failed append, ended it); "
+                                    "the participants hold changes the journal does not: reopen the run",
+                                    run_id_));
+    }
+  }
+
+  // A batch ended by an exception: what it holds is dropped. When that is anything, the participants hold changes
+  // the journal will never get, and the run refuses to record more.
+  void abandon() noexcept {
+    if (pending_.empty()) return;
+    pending_.clear();
+    abandoned_ = true;
+  }
+
+  bool snapshot_possible() const {
+    if (attached_.empty()) return false;
     for (const auto& name : loaded_names_) {
       bool present = false;
       for (const auto* p : attached_) present = present || p->participant_name() == name;
       if (!present) return false;
     }
-    nlohmann::json state = nlohmann::json::object();
-    for (const auto* p : attached_) state[p->participant_name()] = p->participant_state();
-    since_snapshot_ = 0;  // a failed snapshot is not retried before the next snapshot_every entries
-    JournalEntry e;
-    e.kind = snapshot_kind;
-    e.data = std::move(state);
-    seq_ = journal_->append(tenant_id_, run_id_, seq_, {std::move(e)});
-    since_snapshot_ = 0;
     return true;
   }
 
- private:
+  bool snapshot_due(std::size_t since_snapshot) const {
+    return options_.snapshot_every != 0 && since_snapshot >= options_.snapshot_every && snapshot_possible();
+  }
+
+  bool checkpoint_due(const Checkpoint& t) const {
+    return options_.checkpoint_factor > 0 && t.known && t.since_bytes > 0 &&
+           static_cast<double>(t.since_bytes) >= options_.checkpoint_factor * static_cast<double>(t.state_bytes);
+  }
+
+  // What is due, as entries: a full snapshot (which stands for every checkpoint), else the checkpoints.
+  void due_entries(bool snapshot, const std::vector<Checkpoint>& tracks, std::size_t since_snapshot,
+                   std::vector<JournalEntry>& out) const {
+    if (snapshot || snapshot_due(since_snapshot)) {
+      nlohmann::json state = nlohmann::json::object();
+      for (const auto* p : attached_) state[p->participant_name()] = p->participant_state();
+      JournalEntry e;
+      e.kind = snapshot_kind;
+      e.data = std::move(state);
+      out.push_back(std::move(e));
+      return;
+    }
+    for (const auto& t : tracks) {
+      if (!checkpoint_due(t)) continue;
+      JournalEntry e;
+      e.kind = t.name + ".state";
+      e.data = t.participant->participant_state();
+      out.push_back(std::move(e));
+    }
+  }
+
+  // Counts `e` into the accounting: a state resets its participant's, a snapshot everybody's.
+  static void account(const JournalEntry& e, std::vector<Checkpoint>& tracks, std::size_t& since_snapshot) {
+    if (e.kind == snapshot_kind) {
+      since_snapshot = 0;
+      for (auto& t : tracks) {
+        if (const auto it = e.data.find(t.name); it != e.data.end()) {
+          t.known = true;
+          t.state_bytes = detail::json_text_size(*it);
+          t.since_bytes = 0;
+        }
+      }
+      return;
+    }
+    ++since_snapshot;
+    for (auto& t : tracks) {
+      const std::size_t n = t.name.size();
+      if (e.kind.size() <= n || e.kind[n] != '.' || e.kind.compare(0, n, t.name) != 0) continue;
+      const std::size_t bytes = detail::json_text_size(e.data);
+      if (std::string_view(e.kind).substr(n + 1) == "state") {
+        t.known = true;
+        t.state_bytes = bytes;
+        t.since_bytes = 0;
+      } else {
+        t.since_bytes += bytes;
+      }
+      break;
+    }
+  }
+
+  // Appends `entries` with what is due `where` (before them: memory equals the journal now; after them: memory
+  // equals the journal once they are in), as one append; the accounting moves on only when it succeeded.
+  std::uint64_t commit(std::vector<JournalEntry> entries, Due where) {
+    std::vector<Checkpoint> tracks = tracks_;
+    std::size_t since_snapshot = since_snapshot_;
+    std::vector<JournalEntry> all;
+    if (where == Due::before || where == Due::snapshot) {
+      due_entries(where == Due::snapshot, tracks, since_snapshot, all);
+    }
+    if (all.empty()) {
+      all = std::move(entries);
+    } else {
+      for (auto& e : entries) all.push_back(std::move(e));
+    }
+    for (const auto& e : all) account(e, tracks, since_snapshot);
+    if (where == Due::after) {
+      const std::size_t n = all.size();
+      due_entries(false, tracks, since_snapshot, all);
+      for (std::size_t i = n; i < all.size(); ++i) account(all[i], tracks, since_snapshot);
+    }
+    seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(all));
+    tracks_ = std::move(tracks);
+    since_snapshot_ = since_snapshot;
+    return seq_;
+  }
+
   void load(std::uint64_t at_seq) {
     loaded_ = journal_->read_for_restore(tenant_id_, run_id_, at_seq);
     seq_ = at_seq;
     since_snapshot_ = 0;
     for (const auto& e : loaded_) {
       if (e.kind == snapshot_kind) {
+        if (!e.data.is_object() || e.data.empty()) {
+          throw state_error(fmt::format("run '{}': the snapshot at seq {} is damaged: expected an object of "
+                                        "participant states, got {}",
+                                        run_id_, e.seq, detail::excerpt(e.data.dump(), 80)));
+        }
         since_snapshot_ = 0;
         for (const auto& [name, state] : e.data.items()) remember(name);
       } else {
@@ -296,24 +458,48 @@ class Run {
     return false;
   }
 
-  void replay(RunParticipant& p, const std::string& name) {
+  // Restores `p` from its newest whole state in what load() read (a `<name>.state`, or its part of the snapshot
+  // the read starts at), then applies its entries after that; fills `track` for its checkpoints.
+  void replay(RunParticipant& p, const std::string& name, Checkpoint& track) {
     const std::string prefix = name + ".";
-    for (const auto& e : loaded_) {
+    auto own = [&](const JournalEntry& e) { return e.kind.compare(0, prefix.size(), prefix) == 0; };
+    std::size_t from = loaded_.size();  // the index of the whole state, or loaded_.size() when there is none
+    for (std::size_t i = loaded_.size(); i-- > 0;) {
+      const JournalEntry& e = loaded_[i];
+      if ((e.kind == snapshot_kind && e.data.contains(name)) || (own(e) && e.kind.size() == prefix.size() + 5 &&
+                                                                 e.kind.compare(prefix.size(), 5, "state") == 0)) {
+        from = i;
+        break;
+      }
+    }
+    if (from == loaded_.size() && !loaded_.empty() && loaded_.front().kind == snapshot_kind) {
+      // Its entries follow a snapshot that should hold it: without its state they would apply to nothing.
+      throw state_error(fmt::format("run '{}': the snapshot at seq {} is damaged: it holds no state of participant "
+                                    "'{}', yet entries of it follow",
+                                    run_id_, loaded_.front().seq, name));
+    }
+    track.known = from != loaded_.size();
+    const bool counted = p.participant_checkpointed();  // only a checkpointed participant's bytes are counted
+    for (std::size_t i = from == loaded_.size() ? 0 : from; i < loaded_.size(); ++i) {
+      const JournalEntry& e = loaded_[i];
       try {
-        if (e.kind == snapshot_kind) {
-          if (const auto it = e.data.find(name); it != e.data.end()) p.restore_participant(*it);
-        } else if (e.kind.compare(0, prefix.size(), prefix) == 0) {
-          const std::string_view kind = std::string_view(e.kind).substr(prefix.size());
-          if (kind == "state") {
-            p.restore_participant(e.data);
-          } else {
-            p.apply_participant_entry(kind, e);
-          }
+        if (i == from) {
+          const nlohmann::json& state = e.kind == snapshot_kind ? e.data.at(name) : e.data;
+          p.restore_participant(state);
+          if (counted) track.state_bytes = detail::json_text_size(state);
+        } else if (own(e)) {
+          p.apply_participant_entry(std::string_view(e.kind).substr(prefix.size()), e);
+          if (counted) track.since_bytes += detail::json_text_size(e.data);
         }
       } catch (const std::exception& ex) {
         throw state_error(fmt::format("run '{}': entry {} ({}) cannot be applied: {}", run_id_, e.seq, e.kind,
                                       ex.what()));
       }
+    }
+    try {
+      p.participant_restored();
+    } catch (const std::exception& ex) {
+      throw state_error(fmt::format("run '{}': participant '{}' cannot be restored: {}", run_id_, name, ex.what()));
     }
   }
 
@@ -326,8 +512,10 @@ class Run {
   std::vector<JournalEntry> loaded_;       // what a restore needs, from the newest snapshot on
   std::vector<std::string> loaded_names_;  // participants with entries in loaded_
   std::vector<RunParticipant*> attached_;
+  std::vector<Checkpoint> tracks_;     // of the attached checkpointed participants
   std::vector<JournalEntry> pending_;  // recorded inside a batch, not appended yet
   int batch_depth_ = 0;
+  bool abandoned_ = false;  // a batch ended without committing: recording is refused
 };
 
 CAIRN_END_NAMESPACE

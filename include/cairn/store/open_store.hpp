@@ -4,6 +4,8 @@
 //
 //     memory:                   an InMemoryArtifactStore (always available)
 //     sqlite:<path>             a SqliteArtifactStore on that file        (needs cairn::sqlite)
+//     sqlite:<path>?synchronous=normal   the same with PRAGMA synchronous = NORMAL (=full: FULL, the default);
+//                               in a sqlite: URL everything after the first '?' is options
 //     postgres:<conninfo>       a PostgresArtifactStore, conninfo as libpq takes it, e.g.
 //                               postgres:host=db.internal dbname=agents   (needs cairn::postgres)
 //     postgres://... or postgresql://...   the same, the whole URL handed to libpq as a connection URI
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,7 +48,38 @@ namespace detail {
 struct StoreUrl {
   enum class Backend { memory, sqlite, postgres } backend;
   std::string target;  // the sqlite path or the postgres conninfo
+  // sqlite: `?synchronous=normal|full` after the path; unset: the backend's default (full)
+  enum class Synchronous { normal, full };
+  std::optional<Synchronous> synchronous{};
 };
+
+// The options after `?` of a sqlite: URL ("synchronous=normal", joined by '&'). Throws cairn::invalid_argument
+// naming the part of the URL it cannot take.
+inline void parse_sqlite_url_options(const std::string& url, std::string_view query, const char* call, StoreUrl& out) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const auto eq = part.find('=');
+    const std::string_view key = part.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    if (key == "synchronous") {
+      if (value == "normal" || value == "NORMAL") {
+        out.synchronous = StoreUrl::Synchronous::normal;
+      } else if (value == "full" || value == "FULL") {
+        out.synchronous = StoreUrl::Synchronous::full;
+      } else {
+        throw invalid_argument(fmt::format(
+            "{}: '{}' in the URL '{}': synchronous must be normal or full", call, excerpt(std::string(part), 40),
+            excerpt(url, 80)));
+      }
+    } else {
+      throw invalid_argument(fmt::format("{}: unknown option '{}' in the URL '{}' (a sqlite: URL takes "
+                                         "?synchronous=normal|full)",
+                                         call, excerpt(std::string(part), 40), excerpt(url, 80)));
+    }
+  }
+}
 
 inline StoreUrl parse_store_url(const std::string& url, const char* call) {
   const auto colon = url.find(':');
@@ -64,8 +98,15 @@ inline StoreUrl parse_store_url(const std::string& url, const char* call) {
     return {StoreUrl::Backend::memory, {}};
   }
   if (scheme == "sqlite") {
+    StoreUrl out{StoreUrl::Backend::sqlite, {}};
+    const auto question = rest.find('?');
+    if (question != std::string::npos) {
+      parse_sqlite_url_options(url, std::string_view(rest).substr(question + 1), call, out);
+      rest.erase(question);
+    }
     if (rest.empty()) throw invalid_argument(fmt::format("{}: 'sqlite:' needs a file path, as in sqlite:agents.db", call));
-    return {StoreUrl::Backend::sqlite, std::move(rest)};
+    out.target = std::move(rest);
+    return out;
   }
   if (scheme == "postgres" || scheme == "postgresql") {
     // "postgres://..." is a libpq connection URI as a whole; "postgres:<conninfo>" carries the conninfo after
@@ -117,7 +158,11 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
     case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryArtifactStore>();
     case detail::StoreUrl::Backend::sqlite:
 #if defined(CAIRN_HAS_SQLITE)
-      return std::make_shared<SqliteArtifactStore>(parsed.target);
+    {
+      SqliteOptions options;
+      if (parsed.synchronous == detail::StoreUrl::Synchronous::normal) options.synchronous = SqliteOptions::Synchronous::normal;
+      return std::make_shared<SqliteArtifactStore>(parsed.target, options);
+    }
 #else
       throw detail::backend_not_built("open_store", "sqlite", "cairn::sqlite", "CAIRN_WITH_SQLITE");
 #endif
@@ -144,7 +189,13 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
     case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryRunJournal>();
     case detail::StoreUrl::Backend::sqlite:
 #if defined(CAIRN_HAS_SQLITE)
-      return std::make_shared<SqliteRunJournal>(parsed.target);
+    {
+      SqliteJournalOptions options;
+      if (parsed.synchronous == detail::StoreUrl::Synchronous::normal) {
+        options.synchronous = SqliteJournalOptions::Synchronous::normal;
+      }
+      return std::make_shared<SqliteRunJournal>(parsed.target, options);
+    }
 #else
       throw detail::backend_not_built("open_run_journal", "sqlite", "cairn::sqlite", "CAIRN_WITH_SQLITE");
 #endif

@@ -61,6 +61,9 @@ class SqliteRunJournal final : public RunJournal {
   SqliteRunJournal& operator=(const SqliteRunJournal&) = delete;
 
   const std::string& path() const noexcept;
+  /// The synchronous mode its connections use (SqliteJournalOptions::synchronous, or `?synchronous=` of
+  /// open_run_journal's URL).
+  SqliteJournalOptions::Synchronous synchronous() const noexcept;
 
  protected:
   void do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,

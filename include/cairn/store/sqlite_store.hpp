@@ -73,6 +73,8 @@ class SqliteArtifactStore final : public ArtifactStore {
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
 
   const std::string& path() const noexcept;
+  /// The synchronous mode its connections use (SqliteOptions::synchronous, or `?synchronous=` of open_store's URL).
+  SqliteOptions::Synchronous synchronous() const noexcept;
 
  private:
   struct Impl;

@@ -319,8 +319,8 @@ class WorkflowMachine : private RunParticipant {
       nlohmann::json now = participant_state();
       nlohmann::json patch = nlohmann::json::diff(recorded_, now);
       if (!patch.empty()) {
-        // Through a batch: a snapshot that is due is written after the patch, never before it (the state here
-        // already has the change).
+        // Through a batch: a checkpoint or snapshot that is due is written after the patch, never before it (the
+        // state here already has the change).
         auto group = run_->batch();
         run_->record("workflow", "patch", std::move(patch));
         group.commit();

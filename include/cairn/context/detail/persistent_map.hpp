@@ -58,6 +58,9 @@ class PersistentMap {
   /// `edit` is this owner's token: any number that no other owner of a node of this trie uses.
   explicit PersistentMap(std::uint64_t edit = 1) : edit_(edit) {}
 
+  /// This owner's edit token.
+  std::uint64_t edit() const noexcept { return edit_; }
+
   /// A map sharing every node with this one, owned under `edit`; this map moves on to `own_edit`. O(1).
   PersistentMap share(std::uint64_t edit, std::uint64_t own_edit) {
     PersistentMap copy(edit);

@@ -23,6 +23,9 @@ class PersistentVector {
  public:
   explicit PersistentVector(std::uint64_t edit = 1) : edit_(edit) {}
 
+  /// This owner's edit token.
+  std::uint64_t edit() const noexcept { return edit_; }
+
   /// A vector sharing every node with this one, owned under `edit`; this one moves on to `own_edit`. O(1).
   PersistentVector share(std::uint64_t edit, std::uint64_t own_edit) {
     PersistentVector copy(edit);
