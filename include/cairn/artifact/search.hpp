@@ -146,7 +146,7 @@ template <class F>
 void for_each_word(std::string_view text, F&& f) {
   std::string word;
   for (std::size_t i = 0; i <= text.size(); ++i) {
-    const auto c = i < text.size() ? static_cast<unsigned char>(text[i]) : 0;
+    const unsigned char c = i < text.size() ? static_cast<unsigned char>(text[i]) : static_cast<unsigned char>(0);
     if (i < text.size() && is_word_byte(c)) {
       word.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c));
     } else if (!word.empty()) {

@@ -100,12 +100,69 @@ CAIRN_INLINE ArtifactStore& ExecutionContext::require_store(std::string_view ope
 
 CAIRN_INLINE ArtifactPtr ExecutionContext::add_artifact(const std::string& name, const ArtifactRecord& record) {
   check_name(name);
-  return bind_stored(name, require_store("add_artifact").store(*record.to_builder().tenant_id(tenant_id_).build()));
+  (void)require_store("add_artifact");
+  const std::uint64_t seq = tick();
+  return bind_stored(name, store_to_bind(name, *record.to_builder().tenant_id(tenant_id_).build(), seq), seq);
 }
 
 CAIRN_INLINE ArtifactPtr ExecutionContext::add_artifact(const std::string& name, ArtifactRecord::Builder builder) {
   check_name(name);
-  return bind_stored(name, require_store("add_artifact").store(*builder.tenant_id(tenant_id_).build()));
+  (void)require_store("add_artifact");
+  const std::uint64_t seq = tick();
+  return bind_stored(name, store_to_bind(name, *builder.tenant_id(tenant_id_).build(), seq), seq);
+}
+
+namespace detail {
+// True when two records hold the same thing: every field but the version and the time of storing.
+CAIRN_INLINE bool same_content(const ArtifactRecord& a, const ArtifactRecord& b) {
+  nlohmann::json x = a, y = b;
+  x.erase("version");
+  x.erase("created_at");
+  y.erase("version");
+  y.erase("created_at");
+  return x == y;
+}
+}  // namespace detail
+
+CAIRN_INLINE ArtifactPtr ExecutionContext::store_to_bind(const std::string& name, const ArtifactRecord& record,
+                                                         std::uint64_t seq) {
+  ArtifactStore& store = *store_;
+  if (!run_) return store.store(record);
+  if (record.id().empty()) {
+    // Nothing but a lost attempt of this very step (same run, name and ordering key) can have stored under this id:
+    // a committed binding would have moved the ordering key on.
+    auto mine = record.to_builder()
+                    .id("bind-" + detail::call_digest("cairn.binding.v1",
+                                                      {tenant_id_, run_->run_id(), name, std::to_string(seq)}))
+                    .build();
+    try {
+      return store.store_if(*mine, ArtifactStore::absent);
+    } catch (const conflict&) {
+    }
+    if (auto found = store.fetch(mine->id(), tenant_id_); found && detail::same_content(*found, *mine)) return found;
+    try {
+      store.remove(mine->id(), tenant_id_);
+    } catch (const not_found&) {  // another worker removed it first
+    }
+    return store.store_if(*mine, ArtifactStore::absent);
+  }
+  // The host's id: the latest version is a lost attempt's when it holds this content and `name` is not bound to it.
+  // Conditional, so that of two workers doing the same step at once one stores and the other finds it.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const auto latest = store.fetch(record.id(), tenant_id_);
+    if (latest && detail::same_content(*latest, record)) {
+      const auto* bound = bindings_.find(name);
+      if (!bound || bound->value.record->id() != latest->id() ||
+          bound->value.record->version() != latest->version()) {
+        return latest;
+      }
+    }
+    try {
+      return store.store_if(record, latest ? latest->version() : ArtifactStore::absent);
+    } catch (const conflict&) {  // another writer stored a version meanwhile: look again
+    }
+  }
+  return store.store(record);
 }
 
 CAIRN_INLINE void ExecutionContext::bind(const std::string& name, ArtifactPtr stored) {
@@ -330,7 +387,11 @@ CAIRN_INLINE void ExecutionContext::check_name(const std::string& name) {
 }
 
 CAIRN_INLINE ArtifactPtr ExecutionContext::bind_stored(const std::string& name, ArtifactPtr stored) {
-  const std::uint64_t seq = tick();
+  return bind_stored(name, std::move(stored), tick());
+}
+
+CAIRN_INLINE ArtifactPtr ExecutionContext::bind_stored(const std::string& name, ArtifactPtr stored,
+                                                       std::uint64_t seq) {
   const auto* existing = bindings_.find(name);
   Binding b{stored, existing ? existing->value.first_seq : seq, seq};
   if (run_) run_->record("context", "bind", bind_json(name, b));

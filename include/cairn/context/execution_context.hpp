@@ -159,6 +159,14 @@ class ExecutionContext : private RunParticipant {
   /// Stores `record` in the store, stamped with this context's tenant, and binds `name` to the stored record
   /// (replacing an earlier binding of the name, which keeps its place in list_artifacts()). Returns the stored
   /// record. Throws cairn::invalid_argument for a malformed name (nothing is stored then).
+  ///
+  /// In a context attached to a run, the record is stored before its binding is committed, so a crash in between
+  /// (or a batch that never commits) leaves it stored and unbound; the step done again after the resume finds it
+  /// instead of storing a second copy, so the resumed run holds what an uninterrupted one would (docs/runs.md):
+  /// a record without an id gets one derived from the run, the name and the binding's ordering key (`bind-` and 32
+  /// hex digits), and what a lost attempt left under it is reused when it holds the same content, else replaced; a
+  /// record with the host's id reuses the id's latest version when that holds the same content and is not what
+  /// `name` is bound to already.
   ArtifactPtr add_artifact(const std::string& name, const ArtifactRecord& record);
 
   /// The same for a record still being built: the tenant is filled in before validation, so the builder need not
@@ -326,6 +334,9 @@ class ExecutionContext : private RunParticipant {
   static void check_name(const std::string& name);
 
   ArtifactPtr bind_stored(const std::string& name, ArtifactPtr stored);
+  ArtifactPtr bind_stored(const std::string& name, ArtifactPtr stored, std::uint64_t seq);
+  // add_artifact's store: in a run, finds again what a lost attempt of the same step stored (see add_artifact).
+  ArtifactPtr store_to_bind(const std::string& name, const ArtifactRecord& record, std::uint64_t seq);
 
   // ---- RunParticipant --------------------------------------------------------------------------------------------
 

@@ -28,6 +28,12 @@
 #include <re2/re2.h>
 #endif
 
+// The compiled schema refers to its nodes by int index (a node's children, $ref targets, the loop search); the
+// indexes are checked where they are made, so the sign conversions at each use are safe.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#endif
 CAIRN_BEGIN_NAMESPACE
 
 namespace detail {
@@ -1235,3 +1241,6 @@ CAIRN_INLINE std::vector<SchemaViolation> CompiledSchema::validate(const nlohman
 }
 
 CAIRN_END_NAMESPACE
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif

@@ -366,7 +366,10 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
       // What an earlier attempt stored under this id is an orphan: only the call's finished entry binds it, and
       // there is none. Removed, so that this attempt stores version 1 as an uninterrupted run did; store_if makes a
       // still-running earlier worker (a zombie) that stores at the same moment a conflict, never a mix.
-      if (!ctx.store()->versions(r->id(), ctx.tenant_id()).empty()) ctx.store()->remove(r->id(), ctx.tenant_id());
+      try {
+        ctx.store()->remove(r->id(), ctx.tenant_id());
+      } catch (const not_found&) {  // nothing left, or another claimant removed it first
+      }
       stored.push_back(ctx.store()->store_if(*r, ArtifactStore::absent));
     } else {
       stored.push_back(ctx.store()->store(*r));
