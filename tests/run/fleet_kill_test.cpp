@@ -10,9 +10,8 @@
 // (a conflict makes a worker reopen the run and carry on); both must end with the run complete and the same state.
 //
 // On SQLite (a file) and PostgreSQL (CAIRN_TEST_PG_CONNINFO; skipped with a message when it is unset).
-// CAIRN_FLEET_KILLS (default 10) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 0: split-brain
-// rounds still end in another state in about 1 run of 50, docs/runs.md, so the suite runs them only when asked) the
-// split-brain rounds per backend; CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run); CAIRN_FLEET_WORKER
+// CAIRN_FLEET_KILLS (default 10) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 3) the split-brain
+// rounds per backend; CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run); CAIRN_FLEET_WORKER
 // names another worker executable (default: this build's). scripts/kill-test
 // runs 1,000 kills and 100 split-brain rounds per backend.
 #include <fcntl.h>
@@ -452,7 +451,7 @@ void fleet(const std::string& url, const std::string& backend) {
   Fleet f(url, backend);
   f.measure();
   f.random_kills(env_count("CAIRN_FLEET_KILLS", 10));
-  f.split_brain(env_count("CAIRN_FLEET_SPLIT_ROUNDS", 0));
+  f.split_brain(env_count("CAIRN_FLEET_SPLIT_ROUNDS", 3));
   WARN(f.report());
   const Tally& t = f.tally();
   CHECK(t.mismatches == 0);

@@ -371,6 +371,10 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
       } catch (const not_found&) {  // nothing left, or another claimant removed it first
       }
       stored.push_back(ctx.store()->store_if(*r, ArtifactStore::absent));
+    } else if (durable) {
+      // Nothing is under a derived id yet unless a worker that lost the run to this one is still storing: its
+      // late write then conflicts here (or there) instead of adding a second version beside this one.
+      stored.push_back(ctx.store()->store_if(*r, ArtifactStore::absent));
     } else {
       stored.push_back(ctx.store()->store(*r));
     }
