@@ -1,6 +1,7 @@
 // Search's shared pieces (cairn/artifact/search.hpp) and the default search of ArtifactStore: the tokenizer, the
 // word-query parser, typed filters, BM25's exact scores, the cursor, and similarity and hybrid ranking on a store
 // that keeps vectors. The behaviour every backend must show is in the conformance suite (store_conformance_test).
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -257,8 +258,8 @@ class WordHashEmbedder final : public cairn::Embedder {
     if (broken == 4) throw std::runtime_error("the model is down");
     return out;
   }
-  int calls = 0;
-  int broken = 0;
+  std::atomic<int> calls{0};  // the store embeds on whichever thread stores: several at once
+  std::atomic<int> broken{0};
 };
 }  // namespace
 
@@ -270,7 +271,7 @@ TEST_CASE("an in-memory store with an embedder keeps a vector per version and se
   CHECK(store->keeps_embeddings());
   (void)store->store(*doc("cats", "cats purr and sleep", "cats").build());
   (void)store->store(*doc("dogs", "dogs bark and run", "dogs").build());
-  CHECK(embedder->calls == 2);
+  CHECK(embedder->calls.load() == 2);
   const auto e = store->embedding("cats", "acme", 1);
   REQUIRE(e);
   CHECK(e->model == "word-hash-8");

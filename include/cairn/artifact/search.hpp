@@ -78,8 +78,9 @@ class Embedder {
   virtual std::string model() const = 0;
   /// The length of every vector it makes (1 to SearchQuery::max_dimension).
   virtual std::size_t dimension() const = 0;
-  /// One vector per text, in order. Called outside every store lock; may be slow (a network call). Throwing fails
-  /// the store() or search() that asked, with nothing stored.
+  /// One vector per text, in order. Called outside every store lock, on whichever thread stores or searches, so
+  /// possibly on several threads at once: it must be thread-safe. May be slow (a network call). Throwing fails the
+  /// store() or search() that asked, with nothing stored.
   virtual std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) = 0;
   /// The text a record is embedded by: its title, description and the first 8 KiB of its value's text.
   virtual std::string text_of(const ArtifactRecord& record) const;
