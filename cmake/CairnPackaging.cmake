@@ -43,6 +43,9 @@ if(CAIRN_WITH_SCHEMA)
   string(APPEND _cairn_pc_requires ", re2")
   set(_cairn_pc_cflags " -DCAIRN_WITH_SCHEMA=1")
 endif()
+if(CAIRN_WITH_HNSWLIB)
+  string(APPEND _cairn_pc_cflags " -DCAIRN_WITH_HNSWLIB=1")
+endif()
 file(WRITE "${PROJECT_BINARY_DIR}/cairn.pc" "prefix=${_cairn_pc_prefix}
 includedir=${_cairn_pc_includedir}
 

@@ -110,6 +110,9 @@ struct SearchQuery {
   std::size_t limit = 10;  ///< 1 to max_limit
   std::string cursor;      ///< next_cursor of the previous page of the same query; "" starts at the beginning
   bool all_versions = false;  ///< search every version, not only the latest of each id
+  /// Similarity by an exact scan of the tenant's vectors, not the approximate index (hnswlib) a backend keeps.
+  /// The approximate mode is the default where a backend has one; its recall@10 against this is measured in W6.
+  bool exact = false;
 };
 
 /// Why a record was found.
@@ -131,6 +134,10 @@ struct SearchHit {
 struct SearchPage {
   std::vector<SearchHit> hits;
   std::optional<std::string> next_cursor;  ///< set when more results follow
+  /// Records of the tenant that words or meaning could not see because they are not indexed yet (a store from
+  /// before search, or records stored before the store had an embedder): ArtifactStore::reindex indexes them.
+  /// Filters still see them. 0 when everything is indexed.
+  std::size_t unindexed = 0;
 };
 
 namespace detail {

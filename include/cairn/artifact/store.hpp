@@ -112,6 +112,26 @@ class ArtifactStore {
   /// brings no vector.
   [[nodiscard]] virtual std::shared_ptr<Embedder> embedder() const { return nullptr; }
 
+  /// Stores `record` as store() does, with a vector the host computed itself (a store with an embedder does not
+  /// embed it again). The vector is checked as a query's is (1 to SearchQuery::max_dimension finite elements, not
+  /// all zero, a model name; a store with an embedder also wants its model and dimension) and kept for similarity
+  /// search. Throws cairn::invalid_argument naming the bad element or the models, storing nothing; a store that
+  /// keeps no vectors (this default) refuses every call.
+  [[nodiscard]] virtual ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) {
+    static_cast<void>(record);
+    static_cast<void>(embedding);
+    throw invalid_argument("store_embedded: this store keeps no vectors (keeps_embeddings() is false)");
+  }
+
+  /// Indexes what the tenant's search cannot see yet: records stored before the store had search or an embedder
+  /// (SearchPage::unindexed counts them). Embeds with the store's embedder when it has one. Reports progress to the
+  /// store's observer (EventKind::index: items done of total). Safe to interrupt: a later call goes on where it
+  /// stopped. Returns how many versions it indexed; the default, a store without indexes, has nothing to do (0).
+  virtual std::size_t reindex(const std::string& tenant_id) {
+    static_cast<void>(tenant_id);
+    return 0;
+  }
+
   /// Convenience for records already shared: `store(*record)`.
   [[nodiscard]] ArtifactPtr store(const ArtifactPtr& record) {
     if (!record) throw invalid_argument("store: record must not be null");

@@ -37,6 +37,7 @@ enum class EventKind : int {
   goal_transition = 5,      ///< a goal changed status (payload: Event::goal)
   workflow_transition = 6,  ///< a WorkflowMachine start, advance, set_tasks or fail (payload: Event::workflow)
   artifact_registered = 7,  ///< a workflow artifact registration, once committed (payload: Event::artifact)
+  index = 8,                ///< search indexing progress (ArtifactStore::reindex, an index built on open): items of total
 };
 
 /// The kind's name, spelled as its enumerator ("tool_call"); "unknown" for a value this version does not know.
@@ -49,6 +50,7 @@ constexpr std::string_view to_string(EventKind kind) noexcept {
     case EventKind::goal_transition: return "goal_transition";
     case EventKind::workflow_transition: return "workflow_transition";
     case EventKind::artifact_registered: return "artifact_registered";
+    case EventKind::index: return "index";
   }
   return "unknown";
 }
@@ -66,6 +68,7 @@ struct Event {
   std::uint64_t bytes_in = 0;   ///< JSON text given to cairn (a stored value, appended entries, a tool's inputs)
   std::uint64_t bytes_out = 0;  ///< JSON text handed back (a fetched value, a tool's outputs)
   std::uint64_t items = 0;      ///< records listed, entries appended or read, references resolved, outputs stored
+  std::uint64_t total = 0;      ///< index: how many items the operation has in all (items of total are done)
   /// How it failed: the cairn::errc of the exception (errc::generic for any other exception and for a tool that
   /// reported failure); errc{} (0) when it succeeded. The exception itself still reaches the caller.
   errc error{};

@@ -1,0 +1,192 @@
+// cairn::detail — the approximate nearest-neighbour index of search, shared by every store (docs/search.md):
+// an hnswlib HNSW graph (libhnswlib-dev) over L2-normalised vectors, so inner product is cosine similarity, keyed
+// by (artifact id, version). Built with CAIRN_WITH_HNSWLIB; without it the same class answers exactly, by a scan of
+// the vectors it holds (approximate() says which), so a store's code is the same in both builds.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#if defined(CAIRN_WITH_HNSWLIB)
+#include <hnswlib/hnswlib.h>
+#endif
+
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
+
+/// One candidate an index returned: a version of an artifact and its cosine similarity to the query.
+struct VectorHit {
+  std::string id;
+  std::uint64_t version = 0;
+  double similarity = 0;
+};
+
+/// An index of one (tenant, model): vectors of one dimension. Thread-safe: searches run together, a change waits
+/// for them (one std::shared_mutex).
+class VectorIndex {
+ public:
+  static constexpr std::size_t graph_degree = 16;     ///< hnswlib's M
+  static constexpr std::size_t ef_construction = 200;
+  static constexpr std::size_t ef_search = 64;        ///< the least candidates a search looks at
+
+  explicit VectorIndex(std::size_t dimension) : dimension_(dimension) {}
+  VectorIndex(const VectorIndex&) = delete;
+  VectorIndex& operator=(const VectorIndex&) = delete;
+
+  /// True when built with hnswlib (approximate); false when search() scans (exact).
+  static constexpr bool approximate() noexcept {
+#if defined(CAIRN_WITH_HNSWLIB)
+    return true;
+#else
+    return false;
+#endif
+  }
+
+  std::size_t dimension() const noexcept { return dimension_; }
+
+  /// Versions searchable now.
+  std::size_t size() const {
+    std::shared_lock lock(mutex_);
+    return live_;
+  }
+
+  /// Adds a version's vector (L2-normalised, dimension() long). Adding a key that is already there replaces it.
+  void add(const std::string& id, std::uint64_t version, const std::vector<float>& normalised) {
+    if (normalised.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
+    std::unique_lock lock(mutex_);
+    const std::string k = key(id, version);
+    if (const auto it = labels_.find(k); it != labels_.end()) erase_locked(it);
+    const auto label = static_cast<std::size_t>(keys_.size());
+#if defined(CAIRN_WITH_HNSWLIB)
+    if (!graph_) {
+      space_ = std::make_unique<hnswlib::InnerProductSpace>(dimension_);
+      graph_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), 1024, graph_degree, ef_construction);
+      graph_->setEf(ef_search);
+    }
+    if (graph_->cur_element_count >= graph_->max_elements_) graph_->resizeIndex(graph_->max_elements_ * 2);
+    graph_->addPoint(normalised.data(), label);
+#else
+    vectors_.push_back(normalised);
+#endif
+    keys_.push_back(k);
+    labels_.emplace(k, label);
+    ++live_;
+  }
+
+  /// Removes a version; nothing when it is not there.
+  void remove(const std::string& id, std::uint64_t version) {
+    std::unique_lock lock(mutex_);
+    if (const auto it = labels_.find(key(id, version)); it != labels_.end()) erase_locked(it);
+  }
+
+  /// Removes every version of `id`.
+  void remove_all(const std::string& id) {
+    std::unique_lock lock(mutex_);
+    const std::string prefix = id + '\0';
+    for (auto it = labels_.begin(); it != labels_.end();) {
+      if (it->first.compare(0, prefix.size(), prefix) == 0) {
+        it = erase_locked(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  /// Up to `k` versions most similar to `query` (normalised) that `accept(id, version)` lets through, best first
+  /// (ties: ascending id, then newer version). The graph is asked for more candidates each round (from
+  /// max(ef_search, 4k), times 4) until k pass or every indexed version was looked at; `accept` runs under the
+  /// index's shared lock, so it must not call back into this index.
+  std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
+                                const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
+    std::vector<VectorHit> out;
+    if (k == 0 || query.size() != dimension_) return out;
+    std::shared_lock lock(mutex_);
+    if (live_ == 0) return out;
+#if defined(CAIRN_WITH_HNSWLIB)
+    std::size_t want = std::max(ef_search, 4 * k);
+    for (;;) {
+      const std::size_t asked = std::min(want, live_);
+      auto found = graph_->searchKnn(query.data(), asked);
+      out.clear();
+      out.reserve(found.size());
+      while (!found.empty()) {  // farthest first
+        const auto [distance, label] = found.top();
+        found.pop();
+        append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept);
+      }
+      if (out.size() >= k || asked >= live_) break;
+      want = asked * 4;
+    }
+#else
+    for (std::size_t label = 0; label < keys_.size(); ++label) {
+      if (keys_[label].empty()) continue;
+      double dot = 0;
+      for (std::size_t i = 0; i < dimension_; ++i) dot += static_cast<double>(query[i]) * vectors_[label][i];
+      append_if(out, label, dot, accept);
+    }
+#endif
+    std::sort(out.begin(), out.end(), [](const VectorHit& a, const VectorHit& b) {
+      if (a.similarity != b.similarity) return a.similarity > b.similarity;
+      if (a.id != b.id) return a.id < b.id;
+      return a.version > b.version;
+    });
+    if (out.size() > k) out.resize(k);
+    return out;
+  }
+
+ private:
+  using Labels = std::unordered_map<std::string, std::size_t>;
+
+  static std::string key(const std::string& id, std::uint64_t version) {
+    return id + '\0' + std::to_string(version);
+  }
+
+  Labels::iterator erase_locked(Labels::iterator it) {
+#if defined(CAIRN_WITH_HNSWLIB)
+    graph_->markDelete(it->second);
+#else
+    std::vector<float>().swap(vectors_[it->second]);
+#endif
+    keys_[it->second].clear();
+    --live_;
+    return labels_.erase(it);
+  }
+
+  void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity,
+                 const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
+    const std::string& k = keys_[label];
+    if (k.empty()) return;  // removed (hnswlib skips marked ones; the scan skips them here)
+    const auto nul = k.find('\0');
+    std::string id = k.substr(0, nul);
+    const auto version = static_cast<std::uint64_t>(std::stoull(k.substr(nul + 1)));
+    if (accept && !accept(id, version)) return;
+    out.push_back(VectorHit{std::move(id), version, similarity});
+  }
+
+  std::size_t dimension_;
+  mutable std::shared_mutex mutex_;
+  std::vector<std::string> keys_;  // label -> key ("" once removed); labels are never reused
+  Labels labels_;                  // key -> label, live ones only
+  std::size_t live_ = 0;
+#if defined(CAIRN_WITH_HNSWLIB)
+  std::unique_ptr<hnswlib::InnerProductSpace> space_;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph_;
+#else
+  std::vector<std::vector<float>> vectors_;
+#endif
+};
+
+}  // namespace detail
+CAIRN_END_NAMESPACE

@@ -1,0 +1,182 @@
+// The approximate nearest-neighbour index search shares across stores (cairn/detail/vector_index.hpp): hnswlib in
+// this build (CAIRN_WITH_HNSWLIB), an exact scan without it. Its recall is checked against an exact scan of the
+// same random vectors; removal, replacement, the filter and concurrent use are checked directly.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cairn/detail/vector_index.hpp"
+#include "catch.hpp"
+
+using cairn::detail::VectorHit;
+using cairn::detail::VectorIndex;
+
+namespace {
+
+std::vector<float> random_unit(std::mt19937& rng, std::size_t dim) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(dim);
+  double norm = 0;
+  for (auto& x : v) {
+    x = normal(rng);
+    norm += static_cast<double>(x) * x;
+  }
+  for (auto& x : v) x = static_cast<float>(x / std::sqrt(norm));
+  return v;
+}
+
+std::vector<std::string> exact_top(const std::vector<std::vector<float>>& all, const std::vector<float>& q,
+                                   std::size_t k, const std::set<std::size_t>& skip = {}) {
+  std::vector<std::pair<double, std::size_t>> scored;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (skip.count(i)) continue;
+    double dot = 0;
+    for (std::size_t d = 0; d < q.size(); ++d) dot += static_cast<double>(q[d]) * all[i][d];
+    scored.emplace_back(dot, i);
+  }
+  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < k && i < scored.size(); ++i) out.push_back("a" + std::to_string(scored[i].second));
+  return out;
+}
+
+double recall(const std::vector<VectorHit>& got, const std::vector<std::string>& truth) {
+  std::set<std::string> t(truth.begin(), truth.end());
+  std::size_t found = 0;
+  for (const auto& h : got) found += t.count(h.id);
+  return truth.empty() ? 1.0 : static_cast<double>(found) / static_cast<double>(truth.size());
+}
+
+}  // namespace
+
+TEST_CASE("vector index: top 10 agrees with an exact scan (recall@10 >= 0.95), best first, cosine scores") {
+  std::mt19937 rng(7);
+  const std::size_t dim = 32;
+  std::vector<std::vector<float>> all;
+  VectorIndex index(dim);
+  for (std::size_t i = 0; i < 3000; ++i) {
+    all.push_back(random_unit(rng, dim));
+    index.add("a" + std::to_string(i), 1, all.back());
+  }
+  CHECK(index.size() == 3000);
+  double total = 0;
+  for (int q = 0; q < 50; ++q) {
+    const auto query = random_unit(rng, dim);
+    const auto hits = index.search(query, 10, nullptr);
+    REQUIRE(hits.size() == 10);
+    for (std::size_t i = 1; i < hits.size(); ++i) CHECK(hits[i - 1].similarity >= hits[i].similarity);
+    const auto i0 = std::stoul(hits[0].id.substr(1));
+    double dot = 0;
+    for (std::size_t d = 0; d < dim; ++d) dot += static_cast<double>(query[d]) * all[i0][d];
+    CHECK(hits[0].similarity == Approx(dot).margin(1e-5));
+    total += recall(hits, exact_top(all, query, 10));
+  }
+  CHECK(total / 50 >= 0.95);
+}
+
+TEST_CASE("vector index: removed versions never come back; re-adding a key replaces its vector") {
+  std::mt19937 rng(11);
+  const std::size_t dim = 16;
+  VectorIndex index(dim);
+  std::vector<std::vector<float>> all;
+  for (std::size_t i = 0; i < 500; ++i) {
+    all.push_back(random_unit(rng, dim));
+    index.add("a" + std::to_string(i), 1, all.back());
+  }
+  // The best match of each of these queries is removed: it must not be found again.
+  std::set<std::size_t> removed;
+  for (int round = 0; round < 20; ++round) {
+    const auto query = random_unit(rng, dim);
+    const auto best = index.search(query, 1, nullptr);
+    REQUIRE(best.size() == 1);
+    index.remove(best[0].id, best[0].version);
+    removed.insert(std::stoul(best[0].id.substr(1)));
+    for (const auto& h : index.search(query, 50, nullptr)) CHECK(removed.count(std::stoul(h.id.substr(1))) == 0);
+  }
+  CHECK(index.size() == 500 - removed.size());
+  index.remove("a-none", 1);  // nothing there: nothing happens
+  CHECK(index.size() == 500 - removed.size());
+
+  // Replacing a key: the query equal to the new vector finds it first, with similarity 1.
+  const auto fresh = random_unit(rng, dim);
+  index.add("a1", 1, fresh);
+  const auto hits = index.search(fresh, 1, nullptr);
+  REQUIRE(hits.size() == 1);
+  CHECK(hits[0].id == "a1");
+  CHECK(hits[0].similarity == Approx(1.0).margin(1e-5));
+  CHECK(index.size() == 500 - removed.size() + (removed.count(1) ? 1 : 0));
+
+  // remove_all takes every version of an id.
+  index.add("multi", 1, random_unit(rng, dim));
+  index.add("multi", 2, random_unit(rng, dim));
+  index.remove_all("multi");
+  for (const auto& h : index.search(fresh, 600, nullptr)) CHECK(h.id != "multi");
+}
+
+TEST_CASE("vector index: a filter that passes few versions still gets k of them (the search widens)") {
+  std::mt19937 rng(3);
+  const std::size_t dim = 16;
+  VectorIndex index(dim);
+  std::vector<std::vector<float>> all;
+  for (std::size_t i = 0; i < 2000; ++i) {
+    all.push_back(random_unit(rng, dim));
+    index.add("a" + std::to_string(i), 1, all.back());
+  }
+  // Only every 100th version passes: 20 of 2000.
+  auto accept = [](const std::string& id, std::uint64_t) { return std::stoul(id.substr(1)) % 100 == 0; };
+  const auto query = random_unit(rng, dim);
+  const auto hits = index.search(query, 10, accept);
+  REQUIRE(hits.size() == 10);
+  for (const auto& h : hits) CHECK(std::stoul(h.id.substr(1)) % 100 == 0);
+  std::set<std::size_t> others;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i % 100 != 0) others.insert(i);
+  }
+  CHECK(recall(hits, exact_top(all, query, 10, others)) >= 0.9);
+  // A filter nothing passes: empty, no hang.
+  CHECK(index.search(query, 10, [](const std::string&, std::uint64_t) { return false; }).empty());
+}
+
+TEST_CASE("vector index: wrong dimensions are never indexed or searched; an empty index finds nothing") {
+  VectorIndex index(4);
+  CHECK(index.search({1, 0, 0, 0}, 5, nullptr).empty());
+  index.add("x", 1, {1, 0, 0});  // 3 of 4
+  CHECK(index.size() == 0);
+  index.add("y", 1, {1, 0, 0, 0});
+  CHECK(index.search({1, 0, 0}, 5, nullptr).empty());
+  CHECK(index.search({1, 0, 0, 0}, 0, nullptr).empty());
+  CHECK(index.search({1, 0, 0, 0}, 5, nullptr).size() == 1);
+}
+
+TEST_CASE("vector index: searches run while other threads add and remove (ThreadSanitizer checks this)") {
+  const std::size_t dim = 8;
+  VectorIndex index(dim);
+  std::mt19937 seed_rng(5);
+  for (std::size_t i = 0; i < 200; ++i) index.add("base" + std::to_string(i), 1, random_unit(seed_rng, dim));
+  std::vector<std::thread> threads;
+  std::atomic<int> short_pages{0};  // Catch's CHECK is not thread-safe: the threads count, the test checks
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&index, t] {
+      std::mt19937 rng(static_cast<unsigned>(100 + t));
+      for (int i = 0; i < 300; ++i) {
+        const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
+        index.add(id, 1, random_unit(rng, dim));
+        if (i % 3 == 0) index.remove(id, 1);
+      }
+    });
+    threads.emplace_back([&index, &short_pages, t] {
+      std::mt19937 rng(static_cast<unsigned>(200 + t));
+      for (int i = 0; i < 300; ++i) {
+        if (index.search(random_unit(rng, dim), 5, nullptr).size() != 5) ++short_pages;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(short_pages == 0);
+  CHECK(index.size() == 200 + 2 * 200);
+}
