@@ -6,10 +6,12 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cairn/detail/vector_cache.hpp"
 #include "cairn/detail/vector_index.hpp"
 #include "catch.hpp"
 
@@ -179,4 +181,53 @@ TEST_CASE("vector index: searches run while other threads add and remove (Thread
   for (auto& th : threads) th.join();
   CHECK(short_pages == 0);
   CHECK(index.size() == 200 + 2 * 200);
+}
+
+TEST_CASE("vector cache: an index catches up with a change sequence, per (tenant, model), and a failed read keeps "
+          "what was applied") {
+  using cairn::detail::VectorCache;
+  using cairn::detail::VectorChange;
+  std::vector<VectorChange> log;  // the "database": the change sequence of tenant t, model m
+  auto add = [&log](const std::string& id, std::uint64_t v, std::vector<float> vec) {
+    log.push_back(VectorChange{log.size() + 1, id, v, false, std::move(vec)});
+  };
+  auto remove_id = [&log](const std::string& id) { log.push_back(VectorChange{log.size() + 1, id, 0, true, {}}); };
+  int reads = 0;
+  bool fail = false;
+  auto read = [&](const std::string& tenant, const std::string& model, std::uint64_t after) {
+    ++reads;
+    if (fail) throw std::runtime_error("database gone");
+    std::vector<VectorChange> out;
+    if (tenant != "t" || model != "m") return out;
+    for (const auto& c : log) {
+      if (c.seq > after) out.push_back(c);
+    }
+    return out;
+  };
+  VectorCache cache;
+  add("a", 1, {1, 0});
+  add("b", 1, {0, 1});
+  auto index = cache.current("t", "m", 2, read);
+  CHECK(index->size() == 2);
+  CHECK(index->search({1, 0}, 1, nullptr).at(0).id == "a");
+
+  add("a", 2, {0.6f, 0.8f});
+  remove_id("b");
+  fail = true;
+  CHECK_THROWS_WITH(cache.current("t", "m", 2, read), "database gone");
+  fail = false;
+  index = cache.current("t", "m", 2, read);
+  CHECK(index->size() == 2);  // a@1, a@2; b gone
+  for (const auto& h : index->search({0, 1}, 10, nullptr)) CHECK(h.id == "a");
+
+  // Nothing new: one read, nothing applied twice.
+  reads = 0;
+  index = cache.current("t", "m", 2, read);
+  CHECK(reads == 1);
+  CHECK(index->size() == 2);
+  // Another tenant or model is another index.
+  CHECK(cache.current("u", "m", 2, read)->size() == 0);
+  CHECK(cache.current("t", "other", 2, read)->size() == 0);
+  cache.clear();
+  CHECK(cache.current("t", "m", 2, read)->size() == 2);  // rebuilt from the whole sequence
 }
