@@ -175,6 +175,17 @@ class SqliteQuery {
     const int n = sqlite3_column_bytes(st_, col);
     return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)) : std::string_view();
   }
+  SqliteQuery& bind_blob(int i, const void* data, std::size_t bytes) {
+    check(sqlite3_bind_blob64(st_, i, data, bytes, SQLITE_STATIC));
+    return *this;
+  }
+  /// A BLOB column's bytes (empty for NULL).
+  std::string_view blob(int col) const {
+    const void* p = sqlite3_column_blob(st_, col);
+    const int n = sqlite3_column_bytes(st_, col);
+    return p ? std::string_view(static_cast<const char*>(p), static_cast<std::size_t>(n)) : std::string_view();
+  }
+  double real(int col) const { return sqlite3_column_double(st_, col); }
   std::optional<std::string_view> maybe_text(int col) const {
     if (is_null(col)) return std::nullopt;
     return text(col);

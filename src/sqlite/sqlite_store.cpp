@@ -3,7 +3,10 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
+#include <vector>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -50,6 +53,28 @@ CREATE TABLE cairn_heads (
   PRIMARY KEY (tenant_id, id)
 ) WITHOUT ROWID;
 )sql",
+    // 1 -> 2: search by words (docs/search.md, "Per backend"). One row per stored version in cairn_search_docs
+    // (its word count; its rowid is its row in the FTS5 table), the words themselves in cairn_search_text, each
+    // token prefixed with the tenant's number from cairn_search_tenants ("12xrevenue"), so a tenant's words are
+    // its own terms in the index: no query reads another tenant's postings. Records already in the file are
+    // indexed when the store opens (cairn_search_state.words_done says whether that finished).
+    R"sql(
+CREATE TABLE cairn_search_tenants (
+  n         INTEGER PRIMARY KEY,
+  tenant_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE cairn_search_docs (
+  doc       INTEGER PRIMARY KEY,
+  tenant_id TEXT    NOT NULL,
+  id        TEXT    NOT NULL,
+  version   INTEGER NOT NULL,
+  length    INTEGER NOT NULL,
+  UNIQUE (tenant_id, id, version)
+);
+CREATE VIRTUAL TABLE cairn_search_text USING fts5(title, description, value, tokenize = 'ascii', columnsize = 0);
+CREATE TABLE cairn_search_state (words_done INTEGER NOT NULL);
+INSERT INTO cairn_search_state (words_done) VALUES (0);
+)sql",
 };
 
 constexpr const char* record_columns =
@@ -68,7 +93,20 @@ enum Stmt : std::size_t {
   artifacts_delete,
   list_bounded,
   list_open,
-  statement_count
+  tenant_number,
+  tenant_insert,
+  doc_insert,
+  text_insert,
+  text_delete_id,
+  docs_delete_id,
+  unindexed_next,
+  words_done_get,
+  words_done_set,
+  // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
+  search_stats,
+  search_df = search_stats + 4,
+  search_match = search_df + 4,
+  statement_count = search_match + 4
 };
 
 std::string statement_sql(Stmt s) {
@@ -106,10 +144,118 @@ std::string statement_sql(Stmt s) {
     case artifacts_delete: return "DELETE FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2";
     case list_bounded: return fmt::format(list_select, "AND h.id < ?3");
     case list_open: return fmt::format(list_select, "AND ?3 IS NULL");
+    case tenant_number: return "SELECT n FROM cairn_search_tenants WHERE tenant_id = ?1";
+    case tenant_insert: return "INSERT INTO cairn_search_tenants (tenant_id) VALUES (?1)";
+    case doc_insert:
+      return "INSERT INTO cairn_search_docs (tenant_id, id, version, length) VALUES (?1, ?2, ?3, ?4) "
+             "ON CONFLICT DO NOTHING";
+    case text_insert:
+      return "INSERT INTO cairn_search_text (rowid, title, description, value) VALUES (?1, ?2, ?3, ?4)";
+    case text_delete_id:
+      return "DELETE FROM cairn_search_text WHERE rowid IN "
+             "(SELECT doc FROM cairn_search_docs WHERE tenant_id = ?1 AND id = ?2)";
+    case docs_delete_id: return "DELETE FROM cairn_search_docs WHERE tenant_id = ?1 AND id = ?2";
+    case unindexed_next:
+      // The next versions (in key order after ?1..?3) that have no search row; ?4: one tenant, or NULL for all.
+      return fmt::format("SELECT {} FROM cairn_artifacts a WHERE (a.tenant_id, a.id, a.version) > (?1, ?2, ?3) "
+                         "AND (?4 IS NULL OR a.tenant_id = ?4) AND NOT EXISTS (SELECT 1 FROM cairn_search_docs d "
+                         "WHERE d.tenant_id = a.tenant_id AND d.id = a.id AND d.version = a.version) "
+                         "ORDER BY a.tenant_id, a.id, a.version LIMIT 256",
+                         "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
+                         "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
+                         "a.metadata");
+    case words_done_get: return "SELECT words_done FROM cairn_search_state";
+    case words_done_set: return "UPDATE cairn_search_state SET words_done = 1";
     case statement_count: break;
+    default: {
+      // The search statements: the versions searched are the tenant's (latest, unless all versions) under the
+      // id prefix [?3, ?4); ?2 is the tenant.
+      const std::size_t variant = (s - search_stats) % 4;
+      const bool all = (variant & 1) != 0;
+      const std::string scope = fmt::format(
+          "{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}",
+          all ? "" : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version",
+          (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
+      if (s < search_df) {
+        // How many versions are searched and their words (BM25's N and average length).
+        return fmt::format("SELECT count(*), sum(d.length) FROM cairn_search_docs d {} AND ?1 IS NULL", scope);
+      }
+      if (s < search_match) {
+        // In how many of them a word occurs (its document frequency).
+        return fmt::format("SELECT count(*) FROM cairn_search_text t JOIN cairn_search_docs d ON d.doc = t.rowid "
+                           "{} AND cairn_search_text MATCH ?1",
+                           scope);
+      }
+      // The versions the word query matches, with the filters SQL can check, each with its record, its length and
+      // where the query's phrases occur in it (cairn_hits).
+      return fmt::format(
+          "SELECT {}, cairn_hits(cairn_search_text), d.length FROM cairn_search_text "
+          "JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
+          "JOIN cairn_artifacts a ON a.tenant_id = d.tenant_id AND a.id = d.id AND a.version = d.version "
+          "{} AND cairn_search_text MATCH ?1 AND (?5 IS NULL OR a.type = ?5) AND (?6 IS NULL OR a.mime_type = ?6) "
+          "AND (?7 IS NULL OR a.created_by = ?7) AND (?8 IS NULL OR a.created_at >= ?8) "
+          "AND (?9 IS NULL OR a.created_at < ?9) AND cairn_search_text.rowid NOT IN "
+          "(SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
+          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, a.storage_url, "
+          "a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, a.metadata",
+          scope);
+    }
   }
   return {};
 }
+
+/// FTS5 auxiliary function cairn_hits(table): where the query's phrases occur in the current row, as a BLOB of
+/// int32 counts, phrase by phrase, column by column (title, description, value). cairn scores BM25 from them with
+/// the tenant's own statistics (FTS5's bm25() would count every tenant of the file).
+void fts5_hits(const Fts5ExtensionApi* api, Fts5Context* fts, sqlite3_context* out, int, sqlite3_value**) {
+  const int phrases = api->xPhraseCount(fts);
+  const int columns = api->xColumnCount(fts);
+  std::vector<std::int32_t> counts(static_cast<std::size_t>(phrases) * static_cast<std::size_t>(columns), 0);
+  int instances = 0;
+  if (const int rc = api->xInstCount(fts, &instances); rc != SQLITE_OK) {
+    sqlite3_result_error_code(out, rc);
+    return;
+  }
+  for (int i = 0; i < instances; ++i) {
+    int phrase = 0, column = 0, offset = 0;
+    if (const int rc = api->xInst(fts, i, &phrase, &column, &offset); rc != SQLITE_OK) {
+      sqlite3_result_error_code(out, rc);
+      return;
+    }
+    if (phrase >= 0 && phrase < phrases && column >= 0 && column < columns) {
+      ++counts[static_cast<std::size_t>(phrase * columns + column)];
+    }
+  }
+  sqlite3_result_blob64(out, counts.data(), counts.size() * sizeof(std::int32_t), SQLITE_TRANSIENT);
+}
+
+/// Registers cairn_hits on a connection (FTS5 is in Debian's SQLite; a build without it fails here, clearly).
+void register_fts5_functions(sqlite3* db, const std::string& where) {
+  fts5_api* api = nullptr;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &st, nullptr) == SQLITE_OK) {
+    sqlite3_bind_pointer(st, 1, static_cast<void*>(&api), "fts5_api_ptr", nullptr);
+    sqlite3_step(st);
+  }
+  sqlite3_finalize(st);
+  if (!api || api->iVersion < 2 ||
+      api->xCreateFunction(api, "cairn_hits", nullptr, &fts5_hits, nullptr) != SQLITE_OK) {
+    throw storage_error(fmt::format("{}: this SQLite has no FTS5, which search needs", where));
+  }
+}
+
+/// The words of a field as the FTS5 table holds them: each prefixed with the tenant's number.
+std::string prefixed_words(const std::vector<std::string>& words, const std::string& prefix) {
+  std::string out;
+  for (const auto& w : words) {
+    if (!out.empty()) out.push_back(' ');
+    out += prefix;
+    out += w;
+  }
+  return out;
+}
+
+std::string tenant_prefix(std::int64_t n) { return fmt::format("{}x", n); }
 
 /// The smallest string above every string that starts with `prefix` (byte-wise), or nothing when there is none.
 std::optional<std::string> prefix_upper_bound(std::string prefix) {
@@ -136,11 +282,86 @@ struct SqliteArtifactStore::Impl {
         pool(o.max_connections, [this] { return open(); }) {}
 
   std::unique_ptr<Connection> open() const {
-    return std::make_unique<Connection>(
+    auto c = std::make_unique<Connection>(
         detail::SqliteOpen{path, where, options.busy_timeout_ms,
                            options.synchronous == SqliteOptions::Synchronous::full},
         [](std::size_t s) { return statement_sql(static_cast<Stmt>(s)); });
+    register_fts5_functions(c->db(), where);
+    return c;
   }
+
+  /// The tenant's number in cairn_search_tenants (its words' prefix); inside a write transaction, a new tenant
+  /// gets one.
+  static std::optional<std::int64_t> tenant_of(Connection& c, const std::string& tenant, bool create) {
+    {
+      Query q(c, tenant_number);
+      q.bind(1, tenant);
+      if (q.step()) return q.int64(0);
+    }
+    if (!create) return std::nullopt;
+    Query(c, tenant_insert).bind(1, tenant).run();
+    return sqlite3_last_insert_rowid(c.db());
+  }
+
+  /// Adds a stored version's words to the search tables (inside the caller's write transaction).
+  static bool index_words(Connection& c, const std::string& tenant, const std::string& id, std::int64_t version,
+                          const detail::RecordWords& words) {
+    const std::string prefix = tenant_prefix(*tenant_of(c, tenant, true));
+    Query(c, doc_insert)
+        .bind(1, tenant)
+        .bind(2, id)
+        .bind(3, version)
+        .bind(4, static_cast<std::int64_t>(words.length()))
+        .run();
+    if (sqlite3_changes(c.db()) == 0) return false;  // indexed already
+    const std::int64_t doc = sqlite3_last_insert_rowid(c.db());
+    const std::string title = prefixed_words(words.title, prefix);
+    const std::string description = prefixed_words(words.description, prefix);
+    const std::string value = prefixed_words(words.value, prefix);
+    Query(c, text_insert).bind(1, doc).bind(2, title).bind(3, description).bind(4, value).run();
+    return true;
+  }
+
+  /// Indexes the words of versions stored before the file had search (one tenant, or every one): in batches, each
+  /// its own transaction, so an interrupted run keeps what it did and the next goes on. Returns how many.
+  std::size_t index_unindexed(Connection& c, const std::optional<std::string>& tenant) const {
+    std::size_t done = 0;
+    std::string after_tenant, after_id;
+    std::int64_t after_version = 0;
+    for (;;) {
+      std::vector<ArtifactPtr> batch;
+      std::size_t rows = 0;
+      {
+        Query q(c, unindexed_next);
+        q.bind(1, after_tenant).bind(2, after_id).bind(3, after_version).bind(4, tenant);
+        while (q.step()) {
+          ++rows;
+          after_tenant = std::string(q.text(0));
+          after_id = std::string(q.text(1));
+          after_version = q.int64(2);
+          try {
+            batch.push_back(record(q));
+          } catch (const storage_error&) {
+            // An unreadable row: list() and the scan skip it too; fetch names it.
+          }
+        }
+      }
+      if (rows == 0) break;
+      WriteTransaction tx(c);
+      for (const auto& r : batch) {
+        // Another process that opened the file may have indexed it meanwhile: then nothing is added.
+        if (index_words(c, r->tenant_id(), r->id(), static_cast<std::int64_t>(r->version()),
+                        detail::record_words(*r))) {
+          ++done;
+        }
+      }
+      tx.commit();
+    }
+    return done;
+  }
+
+  SearchPage search_words(const std::string& tenant, const SearchQuery& q, const detail::WordQuery& words,
+                          const std::optional<detail::SearchCursor>& cursor) const;
 
   // The record in the current row of `q` (columns in `record_columns` order).
   ArtifactPtr record(const Query& q) const {
@@ -168,7 +389,7 @@ struct SqliteArtifactStore::Impl {
   std::string path;
   SqliteOptions options;
   std::string where;
-  detail::ConnectionPool<Connection> pool;
+  mutable detail::ConnectionPool<Connection> pool;
 };
 
 SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options) {
@@ -185,6 +406,18 @@ SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options
   impl_ = std::make_unique<Impl>(std::move(path), options);
   auto first = impl_->open();
   detail::sqlite_migrate(*first, Impl::schema);
+  // A file from before search: index the words of what it holds (once; resumed by the next open if interrupted).
+  bool words_done = false;
+  {
+    Impl::Query q(*first, words_done_get);
+    words_done = q.step() && q.int64(0) != 0;
+  }
+  if (!words_done) {
+    impl_->index_unindexed(*first, std::nullopt);
+    Impl::WriteTransaction tx(*first);
+    Impl::Query(*first, words_done_set).run();
+    tx.commit();
+  }
   impl_->pool.adopt(std::move(first));
 }
 
@@ -208,6 +441,7 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
       record.has_value() ? std::optional<std::string>(detail::dump_json_column(record.value(), "value", limits))
                          : std::nullopt;
   const std::string metadata = detail::dump_json_column(record.metadata(), "metadata", limits);
+  const detail::RecordWords words = detail::record_words(record);
   std::string id = record.id().empty() ? detail::new_uuid(options.ids.get()) : record.id();
   const std::int64_t created_at =
       record.created_at() == 0 ? detail::now_ms(options.clock.get()) : record.created_at();
@@ -251,6 +485,7 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
     }
     ins.bind(12, record.schema_url()).bind(13, record.created_by()).bind(14, created_at).bind(15, metadata);
     ins.run();
+    index_words(*conn, record.tenant_id(), id, version, words);
     tx.commit();
   }
   auto b = record.to_builder();
@@ -277,6 +512,8 @@ void SqliteArtifactStore::remove(const std::string& id, const std::string& tenan
   Impl::Query(*conn, head_delete).bind(1, tenant_id).bind(2, id).run();
   if (sqlite3_changes(conn->db()) == 0) throw not_found(detail::artifact_missing_message(id, tenant_id));
   Impl::Query(*conn, artifacts_delete).bind(1, tenant_id).bind(2, id).run();
+  Impl::Query(*conn, text_delete_id).bind(1, tenant_id).bind(2, id).run();
+  Impl::Query(*conn, docs_delete_id).bind(1, tenant_id).bind(2, id).run();
   tx.commit();
 }
 
@@ -325,6 +562,178 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
       page.unreadable.emplace_back(q.text(1));
       last_readable = false;
     }
+  }
+  return page;
+}
+
+SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const SearchQuery& query) const {
+  detail::check_tenant(tenant_id);
+  // Words alone run on the FTS5 index; everything else (filters alone, vectors) is the exact scan for now.
+  const bool words_only = !query.text.empty() && (query.mode == SearchMode::text ||
+                                                  (query.mode == SearchMode::automatic && !query.vector));
+  if (!words_only) return ArtifactStore::search(tenant_id, query);
+  detail::check_search_query(query);
+  const auto cursor = detail::decode_cursor(query);
+  const detail::WordQuery words = detail::parse_word_query(query.text);
+  if (words.empty()) throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
+  return impl_->search_words(tenant_id, query, words, cursor);
+}
+
+std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
+  detail::check_tenant(tenant_id);
+  auto conn = impl_->pool.acquire();
+  return impl_->index_unindexed(*conn, tenant_id);
+}
+
+SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, const SearchQuery& q,
+                                                   const detail::WordQuery& words,
+                                                   const std::optional<detail::SearchCursor>& cursor) const {
+  auto conn = pool.acquire();
+  // One read transaction: the statistics and the matches see the same snapshot.
+  conn->exec("BEGIN");
+  struct EndRead {
+    Connection& c;
+    ~EndRead() { c.rollback(); }
+  } end_read{*conn};
+
+  SearchPage page;
+  const auto number = tenant_of(*conn, tenant, false);
+  if (!number) return page;  // the tenant never stored anything
+  const std::string prefix = tenant_prefix(*number);
+  const auto upper = prefix_upper_bound(q.filter.id_prefix);
+  const std::size_t variant = (q.all_versions ? 1 : 0) + (upper ? 2 : 0);
+  const auto bind_scope = [&](Query& s) {
+    s.bind(2, tenant).bind(3, q.filter.id_prefix).bind(4, upper);
+  };
+
+  // BM25's statistics over the versions searched (the tenant's, under the prefix), as the scan counts them.
+  double documents = 0, average = 0;
+  {
+    Query s(*conn, search_stats + variant);
+    bind_scope(s);
+    if (s.step()) {
+      documents = static_cast<double>(s.int64(0));
+      average = documents > 0 ? static_cast<double>(s.int64(1)) / documents : 0;
+    }
+  }
+  const auto phrase = [&prefix](const detail::QueryTerm& t) {
+    std::string out = "\"";
+    for (const auto& w : t.words) out += (out.size() > 1 ? " " : "") + prefix + w;
+    return out + "\"";
+  };
+  const std::vector<std::string> scored = words.words();
+  std::vector<double> df(scored.size(), 0);
+  for (std::size_t i = 0; i < scored.size(); ++i) {
+    Query s(*conn, search_df + variant);
+    bind_scope(s);
+    const std::string match = phrase(detail::QueryTerm{{scored[i]}});
+    s.bind(1, match);
+    if (s.step()) df[i] = static_cast<double>(s.int64(0));
+  }
+
+  // The MATCH expression, from cairn's tokens, each quoted by cairn: (a OR b) AND (c) NOT (d) ... Phrases are
+  // numbered in the order they appear, which is the order of cairn_hits's counts.
+  std::string match;
+  std::vector<int> phrase_of(scored.size(), -1);  // the single-word phrase that counts each scored word
+  int phrases = 0;
+  for (const auto& group : words.all_of) {
+    match += match.empty() ? "(" : " AND (";
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      match += (k ? " OR " : "") + phrase(group[k]);
+      if (group[k].words.size() == 1) {
+        const auto at = std::find(scored.begin(), scored.end(), group[k].words[0]) - scored.begin();
+        if (phrase_of[static_cast<std::size_t>(at)] < 0) phrase_of[static_cast<std::size_t>(at)] = phrases;
+      }
+      ++phrases;
+    }
+    match += ")";
+  }
+  // Exclusions are a second MATCH the rows must not be in, not FTS5's NOT: under a NOT, FTS5 (3.40) reports no
+  // instances of the phrases of an OR, which would lose words from the scores. With none, a term no row holds
+  // (tenant numbers start at 1, so "0x" is nobody's).
+  std::string excluded;
+  for (const auto& t : words.none_of) excluded += (excluded.empty() ? "" : " OR ") + phrase(t);
+  if (excluded.empty()) excluded = "\"0x\"";
+
+  struct Found {
+    ArtifactPtr record;
+    double score;
+    SearchMatch matched;
+  };
+  std::vector<Found> found;
+  {
+    Query s(*conn, search_match + variant);
+    bind_scope(s);
+    s.bind(1, match).bind(10, excluded);
+    const auto& f = q.filter;
+    s.bind(5, f.type ? std::optional<std::string>(f.type->str()) : std::nullopt)
+        .bind(6, f.mime_type)
+        .bind(7, f.created_by);
+    if (f.created_after) s.bind(8, *f.created_after);
+    if (f.created_before) s.bind(9, *f.created_before);
+    constexpr int columns = 3;  // title, description, value
+    while (s.step()) {
+      ArtifactPtr r;
+      try {
+        r = record(s);
+      } catch (const storage_error&) {
+        continue;  // unreadable: the scan skips it too
+      }
+      if (!detail::matches_filter(*r, f)) continue;  // metadata conditions (and the rest again)
+      const std::string_view hits = s.blob(15);
+      const auto length = static_cast<double>(s.int64(16));
+      const auto count = [&hits](int phrase_index, int column) {
+        std::int32_t n = 0;
+        const std::size_t at = (static_cast<std::size_t>(phrase_index) * columns + static_cast<std::size_t>(column)) *
+                               sizeof n;
+        if (at + sizeof n <= hits.size()) std::memcpy(&n, hits.data() + at, sizeof n);
+        return n;
+      };
+      // Words that only occur inside phrases have no count of their own: those records are read word by word.
+      std::optional<detail::RecordWords> own;
+      Found out{std::move(r), 0, {}};
+      bool in_title = false, in_description = false, in_value = false;
+      for (std::size_t i = 0; i < scored.size(); ++i) {
+        std::int32_t t = 0, d = 0, v = 0;
+        if (phrase_of[i] >= 0) {
+          t = count(phrase_of[i], 0);
+          d = count(phrase_of[i], 1);
+          v = count(phrase_of[i], 2);
+        } else {
+          if (!own) own = detail::record_words(*out.record);
+          const auto n = [&](const std::vector<std::string>& ws) {
+            return static_cast<std::int32_t>(std::count(ws.begin(), ws.end(), scored[i]));
+          };
+          t = n(own->title);
+          d = n(own->description);
+          v = n(own->value);
+        }
+        const double tf = static_cast<double>(t) + static_cast<double>(d) + static_cast<double>(v);
+        if (tf == 0) continue;
+        out.score += detail::Bm25::weight(tf, df[i], documents, length, average);
+        out.matched.words.push_back(scored[i]);
+        in_title = in_title || t > 0;
+        in_description = in_description || d > 0;
+        in_value = in_value || v > 0;
+      }
+      if (in_title) out.matched.fields.emplace_back("title");
+      if (in_description) out.matched.fields.emplace_back("description");
+      if (in_value) out.matched.fields.emplace_back("value");
+      found.push_back(std::move(out));
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return detail::hit_before(a.score, *a.record, b.score, *b.record);
+  });
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    Found& f = found[i];
+    f.matched.text_rank = i + 1;
+    if (cursor && !detail::after_cursor(*cursor, f.score, *f.record)) continue;
+    if (page.hits.size() == q.limit) {
+      page.next_cursor = detail::encode_cursor(q, page.hits.back());
+      break;
+    }
+    page.hits.push_back(SearchHit{std::move(f.record), f.score, std::move(f.matched)});
   }
   return page;
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <random>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -440,4 +442,273 @@ TEST_CASE("store_if: threads of two processes racing on one id, exactly one wins
   store_test::check_store_if_race_across_processes(
       [&] { return std::make_unique<SqliteArtifactStore>(path, SqliteOptions{30000, 4, SqliteOptions::Synchronous::normal, {}}); },
       "t", dir.file("child.txt"));
+}
+
+// ---- search on the FTS5 index: the same pages as the default scan (ArtifactStore::search), hit for hit
+
+namespace {
+
+std::size_t rounds_from_env(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : fallback;
+}
+
+// Whole pages compared: records (id, version, every field), scores to the bit, what matched, the cursor.
+void require_same_page(const SearchPage& index, const SearchPage& scan, const std::string& what) {
+  INFO(what);
+  REQUIRE(index.hits.size() == scan.hits.size());
+  for (std::size_t i = 0; i < index.hits.size(); ++i) {
+    INFO("hit " << i << ": " << index.hits[i].record->id() << " v" << index.hits[i].record->version() << " / "
+                << scan.hits[i].record->id() << " v" << scan.hits[i].record->version() << ": '"
+                << scan.hits[i].record->title() << "' '" << scan.hits[i].record->description() << "' "
+                << (scan.hits[i].record->has_value() ? scan.hits[i].record->value().dump() : ""));
+    CHECK(*index.hits[i].record == *scan.hits[i].record);
+    CHECK(index.hits[i].score == scan.hits[i].score);
+    CHECK(index.hits[i].matched.words == scan.hits[i].matched.words);
+    CHECK(index.hits[i].matched.fields == scan.hits[i].matched.fields);
+    CHECK(index.hits[i].matched.text_rank == scan.hits[i].matched.text_rank);
+    CHECK(index.hits[i].matched.vector_rank == scan.hits[i].matched.vector_rank);
+  }
+  CHECK(index.next_cursor == scan.next_cursor);
+  CHECK(index.unindexed == scan.unindexed);
+}
+
+const std::vector<std::string> search_vocabulary = {"alpha", "beta", "gamma", "delta", "Revenue", "région",
+                                                    "q3",    "emea", "apac",  "x-ray", "ALPHA",   "7"};
+
+std::string random_words(std::mt19937& rng, std::size_t most) {
+  std::string out;
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(0, most)(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += (i ? (rng() % 5 == 0 ? ", " : " ") : "") + search_vocabulary[rng() % search_vocabulary.size()];
+  }
+  return out;
+}
+
+ArtifactPtr random_record(std::mt19937& rng, const std::string& tenant, const std::string& id) {
+  json value;
+  switch (rng() % 3) {
+    case 0: value = random_words(rng, 12); break;
+    case 1: value = {{"body", random_words(rng, 8)}, {random_words(rng, 1) + "k", {random_words(rng, 3), 7}}}; break;
+    default: value = rng() % 2; break;
+  }
+  auto b = ArtifactRecord::builder();
+  b.tenant_id(tenant).id(id).type(rng() % 2 ? "document" : "dataset").title(random_words(rng, 4) + " t")
+      .description(random_words(rng, 6)).value(std::move(value))
+      .metadata(json{{"n", static_cast<int>(rng() % 5)}, {"region", rng() % 2 ? "emea" : "apac"}})
+      .created_at(1700000000000 + static_cast<std::int64_t>(rng() % 10));
+  if (rng() % 2) b.created_by(rng() % 2 ? "agent-a" : "agent-b");
+  if (rng() % 3 == 0) b.mime_type("text/plain");
+  return b.build();
+}
+
+std::string random_query(std::mt19937& rng) {
+  std::string q;
+  const std::size_t terms = 1 + rng() % 3;
+  for (std::size_t i = 0; i < terms; ++i) {
+    if (i) q += rng() % 4 == 0 ? " OR " : " ";
+    const auto word = [&] { return search_vocabulary[rng() % search_vocabulary.size()]; };
+    switch (rng() % 4) {
+      case 0: q += "\"" + word() + " " + word() + "\""; break;
+      default: q += word(); break;
+    }
+  }
+  if (rng() % 4 == 0) q += " -" + search_vocabulary[rng() % search_vocabulary.size()];
+  if (rng() % 8 == 0) q += " -\"" + search_vocabulary[rng() % 4] + " " + search_vocabulary[rng() % 4] + "\"";
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("search by words on the FTS5 index finds exactly what the scan finds, with the same scores and pages") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("search.db"));
+  const std::uint32_t seed = static_cast<std::uint32_t>(rounds_from_env("CAIRN_SEARCH_SEED", std::random_device{}()));
+  INFO("seed " << seed << " (CAIRN_SEARCH_SEED)");
+  std::mt19937 rng(seed);
+  const std::vector<std::string> tenants = {"t1", "t2", "a tenant with spaces"};
+  // A corpus with new versions and removals, in three tenants sharing ids and words.
+  for (int i = 0; i < 120; ++i) {
+    const std::string& tenant = tenants[rng() % tenants.size()];
+    const std::string id = fmt::format("{}/{}", rng() % 3 == 0 ? "reports" : "notes", rng() % 40);
+    if (rng() % 10 == 0 && !store.versions(id, tenant).empty()) {
+      store.remove(id, tenant);
+    } else {
+      (void)store.store(*random_record(rng, tenant, id));
+    }
+  }
+  const std::size_t rounds = rounds_from_env("CAIRN_SEARCH_ROUNDS", 150);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    SearchQuery q;
+    q.text = random_query(rng);
+    q.mode = rng() % 2 ? SearchMode::text : SearchMode::automatic;
+    q.all_versions = rng() % 4 == 0;
+    q.limit = 1 + rng() % 12;
+    if (rng() % 4 == 0) q.filter.id_prefix = rng() % 2 ? "reports/" : "notes/1";
+    if (rng() % 5 == 0) q.filter.type = ArtifactType{rng() % 2 ? "document" : "dataset"};
+    if (rng() % 6 == 0) q.filter.created_by = "agent-a";
+    if (rng() % 8 == 0) q.filter.mime_type = "text/plain";
+    if (rng() % 5 == 0) q.filter.created_after = 1700000000000 + static_cast<std::int64_t>(rng() % 10);
+    if (rng() % 5 == 0) q.filter.created_before = 1700000000000 + static_cast<std::int64_t>(rng() % 10);
+    if (rng() % 4 == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, static_cast<int>(rng() % 5)});
+    const std::string& tenant = tenants[rng() % tenants.size()];
+    // Every page, through the cursors, compared whole.
+    for (int pages = 0; pages < 20; ++pages) {
+      SearchPage index, scan;
+      try {
+        scan = store.ArtifactStore::search(tenant, q);
+      } catch (const invalid_argument& e) {
+        // A query the parser refuses is refused the same way by both.
+        CHECK_THROWS_WITH(store.search(tenant, q), e.what());
+        break;
+      }
+      index = store.search(tenant, q);
+      require_same_page(index, scan,
+                        fmt::format("round {} page {}: '{}' in '{}', all {}, limit {}, prefix '{}', type {}, by {}, "
+                                    "mime {}, after {}, before {}, {} conditions",
+                                    round, pages, q.text, tenant, q.all_versions, q.limit, q.filter.id_prefix,
+                                    q.filter.type ? q.filter.type->str() : "-", q.filter.created_by.value_or("-"),
+                                    q.filter.mime_type.value_or("-"), q.filter.created_after.value_or(0),
+                                    q.filter.created_before.value_or(0), q.filter.metadata.size()));
+      if (!scan.next_cursor) break;
+      q.cursor = *scan.next_cursor;
+    }
+  }
+}
+
+TEST_CASE("search by words: the index follows new versions, removals and re-creations at once") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("follow.db"));
+  const auto find = [&store](const std::string& tenant, const std::string& text, bool all = false) {
+    SearchQuery q;
+    q.text = text;
+    q.all_versions = all;
+    std::vector<std::pair<std::string, std::uint64_t>> out;
+    for (const auto& h : store.search(tenant, q).hits) out.emplace_back(h.record->id(), h.record->version());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using Found = std::vector<std::pair<std::string, std::uint64_t>>;
+  (void)store.store(*note("t", "a", "apple pie"));
+  (void)store.store(*note("u", "a", "apple tart"));
+  CHECK(find("t", "apple") == Found{{"a", 1}});
+  CHECK(find("t", "tart").empty());  // the other tenant's words are not this tenant's
+  (void)store.store(*note("t", "a", "cherry pie"));
+  CHECK(find("t", "apple").empty());
+  CHECK(find("t", "apple", true) == Found{{"a", 1}});
+  CHECK(find("t", "pie", true) == (Found{{"a", 1}, {"a", 2}}));
+  store.remove("a", "t");
+  CHECK(find("t", "pie", true).empty());
+  CHECK(find("u", "apple") == Found{{"a", 1}});
+  (void)store.store(*note("t", "a", "plum"));
+  CHECK(find("t", "plum") == Found{{"a", 1}});
+  CHECK(find("t", "pie", true).empty());
+  // A store_if that lost adds no words.
+  CHECK_THROWS_AS(store.store_if(*note("t", "a", "banana"), 5), conflict);
+  CHECK(find("t", "banana").empty());
+  RawDb raw(store.path());
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_docs") == "2");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_text") == "2");
+}
+
+TEST_CASE("search by words: no query text reaches FTS5's syntax") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("syntax.db"));
+  (void)store.store(*note("t", "a", "NEAR AND NOT col:x ^start * {title} \"quoted\""));
+  for (const std::string text : {"NEAR", "AND", "NOT", "col:x", "^start", "*", "{title}", "title:near", "NEAR(a b)",
+                                 "a AND", "(", ")", "+", "\"quoted\" *", "-\"\" x", "x OR y"}) {
+    SearchQuery q;
+    q.text = text;
+    SearchPage index, scan;
+    try {
+      scan = store.ArtifactStore::search("t", q);
+    } catch (const invalid_argument& e) {
+      CHECK_THROWS_WITH(store.search("t", q), e.what());
+      continue;
+    }
+    INFO(text);
+    CHECK_NOTHROW(index = store.search("t", q));
+    require_same_page(index, scan, text);
+  }
+}
+
+TEST_CASE("a file from before search is migrated, records untouched, and its words are indexed when opened") {
+  TempDir dir;
+  const auto path = dir.file("old.db");
+  {
+    // The schema of version 1, written as that cairn wrote it.
+    RawDb raw(path);
+    raw.exec(R"sql(
+CREATE TABLE cairn_schema (version INTEGER NOT NULL);
+INSERT INTO cairn_schema VALUES (1);
+CREATE TABLE cairn_artifacts (tenant_id TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL,
+  type TEXT NOT NULL, title TEXT NOT NULL, description TEXT NOT NULL, purpose TEXT NOT NULL, value TEXT,
+  storage_url TEXT, mime_type TEXT, size_bytes INTEGER, schema_url TEXT, created_by TEXT,
+  created_at INTEGER NOT NULL, metadata TEXT NOT NULL, PRIMARY KEY (tenant_id, id, version)) WITHOUT ROWID;
+CREATE TABLE cairn_heads (tenant_id TEXT NOT NULL, id TEXT NOT NULL, latest INTEGER NOT NULL, type TEXT NOT NULL,
+  created_by TEXT, PRIMARY KEY (tenant_id, id)) WITHOUT ROWID;
+INSERT INTO cairn_artifacts VALUES ('t', 'a', 1, 'document', 'old apple', '', '', '"pie"', NULL, NULL, NULL,
+  NULL, NULL, 1700000000000, '{}');
+INSERT INTO cairn_artifacts VALUES ('t', 'a', 2, 'document', 'new apple', '', '', '{"k": "tart"}', NULL, NULL,
+  NULL, NULL, NULL, 1700000000001, '{}');
+INSERT INTO cairn_heads VALUES ('t', 'a', 2, 'document', NULL);
+INSERT INTO cairn_artifacts VALUES ('u', 'b', 1, 'document', 'apple', '', '', '1', NULL, NULL, NULL, NULL, NULL,
+  1700000000002, '{}');
+INSERT INTO cairn_heads VALUES ('u', 'b', 1, 'document', NULL);
+)sql");
+  }
+  std::vector<ArtifactPtr> before;
+  SqliteArtifactStore store(path);
+  before.push_back(store.fetch("a", "t", 1));
+  before.push_back(store.fetch("a", "t", 2));
+  before.push_back(store.fetch("b", "u"));
+  {
+    RawDb raw(path);
+    CHECK(raw.scalar("SELECT version FROM cairn_schema") == "2");
+    CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts") == "3");
+    CHECK(raw.scalar("SELECT count(*) FROM cairn_search_docs") == "3");
+    CHECK(raw.scalar("SELECT words_done FROM cairn_search_state") == "1");
+  }
+  CHECK(before[1]->title() == "new apple");
+  for (const std::string text : {"apple", "tart", "pie", "k", "new -old"}) {
+    for (const bool all : {false, true}) {
+      for (const std::string tenant : {"t", "u"}) {
+        SearchQuery q;
+        q.text = text;
+        q.all_versions = all;
+        require_same_page(store.search(tenant, q), store.ArtifactStore::search(tenant, q), text);
+      }
+    }
+  }
+  SearchQuery q;
+  q.text = "tart";
+  REQUIRE(store.search("t", q).hits.size() == 1);
+  CHECK(store.reindex("t") == 0);  // nothing left to index
+}
+
+TEST_CASE("reindex indexes versions that have no words indexed, and only the tenant's") {
+  TempDir dir;
+  const auto path = dir.file("reindex.db");
+  {
+    SqliteArtifactStore store(path);
+    (void)store.store(*note("t", "a", "apple"));
+    (void)store.store(*note("t", "b", "apple pie"));
+    (void)store.store(*note("u", "c", "apple"));
+  }
+  {
+    // Words lost behind the store's back (as an interrupted first indexing leaves a file).
+    RawDb raw(path);
+    raw.exec("DELETE FROM cairn_search_text; DELETE FROM cairn_search_docs;");
+  }
+  SqliteArtifactStore store(path);
+  SearchQuery q;
+  q.text = "apple";
+  CHECK(store.search("t", q).hits.empty());
+  CHECK(store.reindex("t") == 2);
+  CHECK(store.reindex("t") == 0);
+  require_same_page(store.search("t", q), store.ArtifactStore::search("t", q), "t after reindex");
+  CHECK(store.search("t", q).hits.size() == 2);
+  CHECK(store.search("u", q).hits.empty());
+  CHECK(store.reindex("u") == 1);
+  CHECK(store.search("u", q).hits.size() == 1);
 }

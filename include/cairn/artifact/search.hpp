@@ -568,11 +568,17 @@ class Bm25 {
     for (std::size_t i = 0; i < words_.size(); ++i) {
       const double tf = static_cast<double>(count(w, words_[i]));
       if (tf == 0) continue;
-      const double n = static_cast<double>(df_[i]), total = static_cast<double>(documents_);
-      const double idf = std::log(1.0 + (total - n + 0.5) / (n + 0.5));
-      s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * (avg > 0 ? len / avg : 0)));
+      s += weight(tf, static_cast<double>(df_[i]), static_cast<double>(documents_), len, avg);
     }
     return s;
+  }
+
+  /// One word's part of a document's score: it occurs `tf` times in a document of `len` words, and in `n` of the
+  /// `total` documents, whose average length is `avg`. Backends that count for themselves (an index) score with
+  /// this, so their scores equal the scan's to the bit.
+  static double weight(double tf, double n, double total, double len, double avg) noexcept {
+    const double idf = std::log(1.0 + (total - n + 0.5) / (n + 0.5));
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * (avg > 0 ? len / avg : 0)));
   }
 
   const std::vector<std::string>& words() const noexcept { return words_; }

@@ -53,7 +53,7 @@ struct SqliteOptions {
 class SqliteArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; files with a lower one are migrated when opened.
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
 
   /// Opens (creating when missing) the database at `path`. In-memory databases (":memory:", "") are refused:
   /// each connection would see its own empty database; use InMemoryArtifactStore instead.
@@ -71,6 +71,12 @@ class SqliteArtifactStore final : public ArtifactStore {
   void remove(const std::string& id, const std::string& tenant_id) override;
   [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
+  /// Words run on the file's FTS5 index, ranked by BM25 with the tenant's own statistics (the same scores as the
+  /// default scan); other queries are the default scan for now (docs/search.md, "Per backend").
+  [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
+  /// Indexes the words of the tenant's versions that have none (the store does this for a whole file from before
+  /// search when it opens it). Returns how many versions it indexed.
+  std::size_t reindex(const std::string& tenant_id) override;
 
   const std::string& path() const noexcept;
   /// The synchronous mode its connections use (SqliteOptions::synchronous, or `?synchronous=` of open_store's URL).
