@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <vector>
 #include <limits>
@@ -13,6 +14,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "cairn/detail/vector_cache.hpp"
 
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
@@ -75,6 +78,30 @@ CREATE VIRTUAL TABLE cairn_search_text USING fts5(title, description, value, tok
 CREATE TABLE cairn_search_state (words_done INTEGER NOT NULL);
 INSERT INTO cairn_search_state (words_done) VALUES (0);
 )sql",
+    // 2 -> 3: vectors for similarity search, one per version (raw float32, as the embedder or host gave it), and
+    // the change sequence the in-process approximate indexes catch up from (docs/search.md, "The in-process index
+    // on SQL backends"): an add per stored vector, a removal (model '': every model) of the previous latest version
+    // on a new version and of every version on remove.
+    R"sql(
+CREATE TABLE cairn_search_vectors (
+  tenant_id TEXT    NOT NULL,
+  id        TEXT    NOT NULL,
+  version   INTEGER NOT NULL,
+  model     TEXT    NOT NULL,
+  dim       INTEGER NOT NULL,
+  vec       BLOB    NOT NULL,
+  PRIMARY KEY (tenant_id, id, version)
+) WITHOUT ROWID;
+CREATE TABLE cairn_search_changes (
+  seq       INTEGER PRIMARY KEY,
+  tenant_id TEXT    NOT NULL,
+  model     TEXT    NOT NULL,
+  id        TEXT    NOT NULL,
+  version   INTEGER NOT NULL,
+  removed   INTEGER NOT NULL
+);
+CREATE INDEX cairn_search_changes_by_tenant ON cairn_search_changes (tenant_id, model, seq);
+)sql",
 };
 
 constexpr const char* record_columns =
@@ -102,6 +129,15 @@ enum Stmt : std::size_t {
   unindexed_next,
   words_done_get,
   words_done_set,
+  vector_insert,
+  vector_get,
+  vectors_delete_id,
+  change_insert,
+  change_remove_if,
+  changes_after,
+  changes_last,
+  vectors_current,
+  candidate_get,
   // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   search_stats,
   search_df = search_stats + 4,
@@ -166,6 +202,40 @@ std::string statement_sql(Stmt s) {
                          "a.metadata");
     case words_done_get: return "SELECT words_done FROM cairn_search_state";
     case words_done_set: return "UPDATE cairn_search_state SET words_done = 1";
+    case vector_insert:
+      return "INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    case vector_get:
+      return "SELECT model, vec FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2 AND version = ?3";
+    case vectors_delete_id: return "DELETE FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2";
+    case change_insert:
+      return "INSERT INTO cairn_search_changes (tenant_id, model, id, version, removed) VALUES (?1, ?2, ?3, ?4, ?5)";
+    case change_remove_if:
+      // A removal for the indexes, when there is a vector to remove (?3: one version, 0: all of them).
+      return "INSERT INTO cairn_search_changes (tenant_id, model, id, version, removed) SELECT ?1, '', ?2, ?3, 1 "
+             "WHERE EXISTS (SELECT 1 FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2 "
+             "AND (?3 = 0 OR version = ?3))";
+    case changes_after:
+      // The (tenant, model)'s changes after ?3, each add with its vector (NULL when that version is gone since).
+      return "SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
+             "LEFT JOIN cairn_search_vectors v ON v.tenant_id = c.tenant_id AND v.id = c.id "
+             "AND v.version = c.version AND v.model = c.model "
+             "WHERE c.tenant_id = ?1 AND c.model IN (?2, '') AND c.seq > ?3 ORDER BY c.seq LIMIT 4096";
+    case changes_last: return "SELECT max(seq) FROM cairn_search_changes";
+    case vectors_current:
+      // Every latest version's vector of the (tenant, model): how an index is first built.
+      return "SELECT v.id, v.version, v.vec FROM cairn_search_vectors v JOIN cairn_heads h "
+             "ON h.tenant_id = v.tenant_id AND h.id = v.id AND h.latest = v.version "
+             "WHERE v.tenant_id = ?1 AND v.model = ?2";
+    case candidate_get:
+      // A candidate of the approximate index checked against the rows: still the latest version, with its record
+      // and vector of the model.
+      return fmt::format("SELECT {}, v.vec FROM cairn_heads h JOIN cairn_artifacts a ON a.tenant_id = h.tenant_id "
+                         "AND a.id = h.id AND a.version = h.latest JOIN cairn_search_vectors v "
+                         "ON v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
+                         "WHERE h.tenant_id = ?1 AND h.id = ?2 AND h.latest = ?3 AND v.model = ?4",
+                         "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
+                         "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
+                         "a.metadata");
     case statement_count: break;
     default: {
       // The search statements: the versions searched are the tenant's (latest, unless all versions) under the
@@ -256,6 +326,24 @@ std::string prefixed_words(const std::vector<std::string>& words, const std::str
 }
 
 std::string tenant_prefix(std::int64_t n) { return fmt::format("{}x", n); }
+
+/// `v` scaled to length 1 (the index compares by inner product).
+std::vector<float> normalised(std::vector<float> v) {
+  double norm = 0;
+  for (const float x : v) norm += static_cast<double>(x) * x;
+  if (norm > 0) {
+    const double inv = 1.0 / std::sqrt(norm);
+    for (float& x : v) x = static_cast<float>(x * inv);
+  }
+  return v;
+}
+
+/// A vector column's floats (float32 in the machine's byte order, as stored).
+std::vector<float> floats_of(std::string_view blob) {
+  std::vector<float> out(blob.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), blob.data(), out.size() * sizeof(float));
+  return out;
+}
 
 /// The smallest string above every string that starts with `prefix` (byte-wise), or nothing when there is none.
 std::optional<std::string> prefix_upper_bound(std::string prefix) {
@@ -360,6 +448,56 @@ struct SqliteArtifactStore::Impl {
     return done;
   }
 
+  /// A read transaction: what it reads is one snapshot. Rolled back (nothing to keep) when it goes.
+  struct ReadTransaction {
+    explicit ReadTransaction(Connection& conn) : c(conn) { c.exec("BEGIN"); }
+    ~ReadTransaction() { c.rollback(); }
+    ReadTransaction(const ReadTransaction&) = delete;
+    ReadTransaction& operator=(const ReadTransaction&) = delete;
+    Connection& c;
+  };
+
+  /// The change sequence of a (tenant, model) for detail::VectorCache: after 0, every current vector (each an add
+  /// at the newest sequence number), else the changes after `after`.
+  std::vector<detail::VectorChange> read_changes(const std::string& tenant, const std::string& model,
+                                                 std::uint64_t after) const {
+    auto conn = pool.acquire();
+    ReadTransaction read(*conn);
+    std::vector<detail::VectorChange> out;
+    if (after == 0) {
+      std::uint64_t last = 0;
+      {
+        Query q(*conn, changes_last);
+        if (q.step() && !q.is_null(0)) last = static_cast<std::uint64_t>(q.int64(0));
+      }
+      if (last == 0) return out;
+      Query q(*conn, vectors_current);
+      q.bind(1, tenant).bind(2, model);
+      while (q.step()) {
+        out.push_back({last, std::string(q.text(0)), static_cast<std::uint64_t>(q.int64(1)), false,
+                       normalised(floats_of(q.blob(2)))});
+      }
+      // Nothing of this model yet: a change that changes nothing, so the next read starts after `last`.
+      if (out.empty()) out.push_back({last, std::string(), 0, true, {}});
+      return out;
+    }
+    Query q(*conn, changes_after);
+    q.bind(1, tenant).bind(2, model).bind(3, static_cast<std::int64_t>(after));
+    while (q.step()) {
+      detail::VectorChange c;
+      c.seq = static_cast<std::uint64_t>(q.int64(0));
+      c.id = std::string(q.text(1));
+      c.version = static_cast<std::uint64_t>(q.int64(2));
+      c.removed = q.int64(3) != 0;
+      if (!c.removed) c.vector = normalised(floats_of(q.blob(4)));  // empty when gone since: not indexed
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  SearchPage search_similar(const std::string& tenant, const SearchQuery& q, const Embedding& query,
+                            const std::optional<detail::SearchCursor>& cursor) const;
+
   SearchPage search_words(const std::string& tenant, const SearchQuery& q, const detail::WordQuery& words,
                           const std::optional<detail::SearchCursor>& cursor) const;
 
@@ -384,7 +522,15 @@ struct SqliteArtifactStore::Impl {
     return detail::decode_row(row, options.json_limits, where);
   }
 
-  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected);
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, const std::optional<Embedding>& vector);
+
+  // The record's vector, made before any transaction (the embedder may be slow).
+  std::optional<Embedding> embed(const ArtifactRecord& record) const {
+    if (!options.embedder) return std::nullopt;
+    return std::move(detail::embed_checked(*options.embedder, {options.embedder->text_of(record)}).front());
+  }
+
+  mutable detail::VectorCache vectors;
 
   std::string path;
   SqliteOptions options;
@@ -427,14 +573,41 @@ const std::string& SqliteArtifactStore::path() const noexcept { return impl_->pa
 
 SqliteOptions::Synchronous SqliteArtifactStore::synchronous() const noexcept { return impl_->options.synchronous; }
 
-ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) { return impl_->put(record, nullptr); }
+ArtifactPtr SqliteArtifactStore::store(const ArtifactRecord& record) {
+  return impl_->put(record, nullptr, impl_->embed(record));
+}
+
+ArtifactPtr SqliteArtifactStore::store_embedded(const ArtifactRecord& record, const Embedding& embedding) {
+  detail::check_tenant(record.tenant_id());
+  detail::check_vector("store_embedded", embedding, impl_->options.embedder.get());
+  return impl_->put(record, nullptr, embedding);
+}
+
+std::shared_ptr<Embedder> SqliteArtifactStore::embedder() const { return impl_->options.embedder; }
+
+std::optional<Embedding> SqliteArtifactStore::embedding(const std::string& id, const std::string& tenant_id,
+                                                        std::uint64_t version) const {
+  detail::check_tenant(tenant_id);
+  if (version == 0 || version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return std::nullopt;
+  }
+  auto conn = impl_->pool.acquire();
+  Impl::Query q(*conn, vector_get);
+  q.bind(1, tenant_id).bind(2, id).bind(3, static_cast<std::int64_t>(version));
+  if (!q.step()) return std::nullopt;
+  Embedding e;
+  e.model = std::string(q.text(0));
+  e.values = floats_of(q.blob(1));
+  return e;
+}
 
 ArtifactPtr SqliteArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
   detail::check_store_if(record, expected_version);
-  return impl_->put(record, &expected_version);
+  return impl_->put(record, &expected_version, impl_->embed(record));
 }
 
-ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const std::uint64_t* expected) {
+ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const std::uint64_t* expected,
+                                           const std::optional<Embedding>& vector) {
   // Everything that can fail on bad input fails before the transaction starts.
   const auto& limits = options.json_limits;
   const std::optional<std::string> value =
@@ -486,6 +659,26 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
     ins.bind(12, record.schema_url()).bind(13, record.created_by()).bind(14, created_at).bind(15, metadata);
     ins.run();
     index_words(*conn, record.tenant_id(), id, version, words);
+    if (version > 1) {
+      Query(*conn, change_remove_if).bind(1, record.tenant_id()).bind(2, id).bind(3, version - 1).run();
+    }
+    if (vector) {
+      Query(*conn, vector_insert)
+          .bind(1, record.tenant_id())
+          .bind(2, id)
+          .bind(3, version)
+          .bind(4, vector->model)
+          .bind(5, static_cast<std::int64_t>(vector->values.size()))
+          .bind_blob(6, vector->values.data(), vector->values.size() * sizeof(float))
+          .run();
+      Query(*conn, change_insert)
+          .bind(1, record.tenant_id())
+          .bind(2, vector->model)
+          .bind(3, id)
+          .bind(4, version)
+          .bind(5, std::int64_t{0})
+          .run();
+    }
     tx.commit();
   }
   auto b = record.to_builder();
@@ -513,6 +706,8 @@ void SqliteArtifactStore::remove(const std::string& id, const std::string& tenan
   if (sqlite3_changes(conn->db()) == 0) throw not_found(detail::artifact_missing_message(id, tenant_id));
   Impl::Query(*conn, artifacts_delete).bind(1, tenant_id).bind(2, id).run();
   Impl::Query(*conn, text_delete_id).bind(1, tenant_id).bind(2, id).run();
+  Impl::Query(*conn, change_remove_if).bind(1, tenant_id).bind(2, id).bind(3, std::int64_t{0}).run();
+  Impl::Query(*conn, vectors_delete_id).bind(1, tenant_id).bind(2, id).run();
   Impl::Query(*conn, docs_delete_id).bind(1, tenant_id).bind(2, id).run();
   tx.commit();
 }
@@ -568,12 +763,23 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
 
 SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const SearchQuery& query) const {
   detail::check_tenant(tenant_id);
-  // Words alone run on the FTS5 index; everything else (filters alone, vectors) is the exact scan for now.
+  // Words alone run on the FTS5 index; similarity alone (latest versions, not exact) on the approximate index;
+  // everything else (filters alone, hybrid, exact, all versions) is the exact scan.
+  const bool automatic = query.mode == SearchMode::automatic;
   const bool words_only = !query.text.empty() && (query.mode == SearchMode::text ||
-                                                  (query.mode == SearchMode::automatic && !query.vector));
-  if (!words_only) return ArtifactStore::search(tenant_id, query);
+                                                  (automatic && !query.vector && !impl_->options.embedder));
+  const bool similar_only = !query.exact && !query.all_versions &&
+                            ((query.mode == SearchMode::similarity && (query.vector || impl_->options.embedder)) ||
+                             (automatic && query.text.empty() && query.vector));
+  if (!words_only && !similar_only) return ArtifactStore::search(tenant_id, query);
   detail::check_search_query(query);
   const auto cursor = detail::decode_cursor(query);
+  if (similar_only) {
+    if (query.vector) return impl_->search_similar(tenant_id, query, *query.vector, cursor);
+    if (query.text.empty()) return ArtifactStore::search(tenant_id, query);  // its error, word for word
+    const Embedding e = detail::embed_checked(*impl_->options.embedder, {query.text}).front();
+    return impl_->search_similar(tenant_id, query, e, cursor);
+  }
   const detail::WordQuery words = detail::parse_word_query(query.text);
   if (words.empty()) throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
   return impl_->search_words(tenant_id, query, words, cursor);
@@ -585,16 +791,74 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
   return impl_->index_unindexed(*conn, tenant_id);
 }
 
+SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, const SearchQuery& q,
+                                                     const Embedding& query,
+                                                     const std::optional<detail::SearchCursor>& cursor) const {
+  const std::size_t dimension = query.values.size();
+  const auto index = vectors.current(tenant, query.model, dimension,
+                                     [this](const std::string& t, const std::string& m, std::uint64_t after) {
+                                       return read_changes(t, m, after);
+                                     });
+  const std::vector<float> direction = normalised(query.values);
+  struct Found {
+    ArtifactPtr record;
+    double similarity;
+  };
+  // Ask the index for more candidates until a page and one more pass the rows and the filters, or it has no more.
+  std::vector<Found> found;
+  const auto prefix_ok = [&q](const std::string& id, std::uint64_t) {
+    return id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) == 0;
+  };
+  for (std::size_t k = (q.limit + 1) * 4;; k *= 2) {
+    const std::vector<detail::VectorHit> candidates = index->search(direction, k, prefix_ok);
+    found.clear();
+    {
+      auto conn = pool.acquire();
+      ReadTransaction read(*conn);
+      for (const auto& c : candidates) {
+        if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;
+        Query row(*conn, candidate_get);
+        row.bind(1, tenant).bind(2, c.id).bind(3, static_cast<std::int64_t>(c.version)).bind(4, query.model);
+        if (!row.step()) continue;  // removed or replaced since the index saw it: never comes back
+        ArtifactPtr r;
+        try {
+          r = record(row);
+        } catch (const storage_error&) {
+          continue;  // unreadable: the scan skips it too
+        }
+        const std::vector<float> v = floats_of(row.blob(15));
+        if (v.size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
+        found.push_back({std::move(r), detail::cosine(query.values, v)});  // the exact score, as the scan's
+      }
+    }
+    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+      return detail::hit_before(a.similarity, *a.record, b.similarity, *b.record);
+    });
+    std::size_t after = 0;
+    for (const auto& f : found) after += !cursor || detail::after_cursor(*cursor, f.similarity, *f.record) ? 1 : 0;
+    if (after > q.limit || candidates.size() < k || k >= index->size()) break;
+  }
+  SearchPage page;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    Found& f = found[i];
+    if (cursor && !detail::after_cursor(*cursor, f.similarity, *f.record)) continue;
+    if (page.hits.size() == q.limit) {
+      page.next_cursor = detail::encode_cursor(q, page.hits.back());
+      break;
+    }
+    SearchMatch m;
+    m.similarity = f.similarity;
+    m.vector_rank = i + 1;
+    page.hits.push_back(SearchHit{std::move(f.record), f.similarity, std::move(m)});
+  }
+  return page;
+}
+
 SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, const SearchQuery& q,
                                                    const detail::WordQuery& words,
                                                    const std::optional<detail::SearchCursor>& cursor) const {
   auto conn = pool.acquire();
-  // One read transaction: the statistics and the matches see the same snapshot.
-  conn->exec("BEGIN");
-  struct EndRead {
-    Connection& c;
-    ~EndRead() { c.rollback(); }
-  } end_read{*conn};
+  ReadTransaction read(*conn);  // the statistics and the matches see the same snapshot
 
   SearchPage page;
   const auto number = tenant_of(*conn, tenant, false);

@@ -664,7 +664,7 @@ INSERT INTO cairn_heads VALUES ('u', 'b', 1, 'document', NULL);
   before.push_back(store.fetch("b", "u"));
   {
     RawDb raw(path);
-    CHECK(raw.scalar("SELECT version FROM cairn_schema") == "2");
+    CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(SqliteArtifactStore::schema_version));
     CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts") == "3");
     CHECK(raw.scalar("SELECT count(*) FROM cairn_search_docs") == "3");
     CHECK(raw.scalar("SELECT words_done FROM cairn_search_state") == "1");

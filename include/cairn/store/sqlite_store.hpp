@@ -40,6 +40,10 @@ struct SqliteOptions {
   std::shared_ptr<Clock> clock{};
   /// Ids of records stored without one; null: random UUID v4.
   std::shared_ptr<IdGenerator> ids{};
+  /// The host's model: each version is embedded as it is stored (before its transaction, never inside one), and
+  /// a query's text when it brings no vector (docs/search.md). Null: records are not embedded; vectors given with
+  /// store_embedded() are still kept. Options only: open_store's URL cannot name a host object.
+  std::shared_ptr<Embedder> embedder{};
 };
 
 /// An ArtifactStore kept in one SQLite file. Thread-safe; several processes may open the same file.
@@ -53,7 +57,7 @@ struct SqliteOptions {
 class SqliteArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; files with a lower one are migrated when opened.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
   /// Opens (creating when missing) the database at `path`. In-memory databases (":memory:", "") are refused:
   /// each connection would see its own empty database; use InMemoryArtifactStore instead.
@@ -74,6 +78,14 @@ class SqliteArtifactStore final : public ArtifactStore {
   /// Words run on the file's FTS5 index, ranked by BM25 with the tenant's own statistics (the same scores as the
   /// default scan); other queries are the default scan for now (docs/search.md, "Per backend").
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
+  /// Stores `record` with the host's vector (checked as ArtifactStore::store_embedded says), kept with it in one
+  /// transaction.
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override;
+  [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                   std::uint64_t version) const override;
+  /// Always: vectors come from the embedder, or with the record (store_embedded).
+  [[nodiscard]] bool keeps_embeddings() const noexcept override { return true; }
+  [[nodiscard]] std::shared_ptr<Embedder> embedder() const override;
   /// Indexes the words of the tenant's versions that have none (the store does this for a whole file from before
   /// search when it opens it). Returns how many versions it indexed.
   std::size_t reindex(const std::string& tenant_id) override;
