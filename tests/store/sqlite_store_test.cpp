@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <random>
 #include <fstream>
@@ -711,4 +712,199 @@ TEST_CASE("reindex indexes versions that have no words indexed, and only the ten
   CHECK(store.search("u", q).hits.empty());
   CHECK(store.reindex("u") == 1);
   CHECK(store.search("u", q).hits.size() == 1);
+}
+
+// ---- similarity: vectors kept in the file, the approximate index caught up from the change sequence
+
+namespace {
+
+// A deterministic embedder: each word adds 1 to one of 15 dimensions (by a hash of the word), the 16th is never 0.
+class HashEmbedder final : public Embedder {
+ public:
+  std::string model() const override { return "hash-16"; }
+  std::size_t dimension() const override { return 16; }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    std::vector<std::vector<float>> out;
+    for (const auto& t : texts) {
+      std::vector<float> v(16, 0.0f);
+      v[15] = 0.25f;
+      detail::for_each_word(t, [&v](const std::string& w) { v[std::hash<std::string>{}(w) % 15] += 1.0f; });
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+};
+
+SqliteOptions with_embedder() {
+  SqliteOptions o;
+  o.embedder = std::make_shared<HashEmbedder>();
+  return o;
+}
+
+std::vector<float> random_vector(std::mt19937& rng, std::size_t dimension) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(dimension);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("SqliteArtifactStore with an embedder passes the conformance suite") {
+  TempDir dir;
+  int n = 0;
+  for (const auto& check : testing::store_conformance_checks()) {
+    INFO(check.name);
+    SqliteArtifactStore store(dir.file("embedded-" + std::to_string(n++) + ".db"), with_embedder());
+    CHECK_NOTHROW(check.run(store));
+  }
+}
+
+TEST_CASE("similarity on the approximate index: current versions only, exact scores, the exact top 10 found") {
+  TempDir dir;
+  const auto path = dir.file("vectors.db");
+  SqliteArtifactStore writer(path);
+  SqliteArtifactStore reader(path);  // another store object: its index learns only from the change sequence
+  const std::uint32_t seed = static_cast<std::uint32_t>(rounds_from_env("CAIRN_SEARCH_SEED", std::random_device{}()));
+  INFO("seed " << seed << " (CAIRN_SEARCH_SEED)");
+  std::mt19937 rng(seed);
+  constexpr std::size_t dimension = 24;
+  std::size_t hits = 0, wanted = 0;
+  for (int step = 0; step < 6; ++step) {
+    // Stores, new versions and removals between queries, so the reader's index catches up each time.
+    for (int i = 0; i < 60; ++i) {
+      const std::string tenant = rng() % 4 == 0 ? "u" : "t";
+      const std::string id = fmt::format("doc-{}", rng() % 120);
+      if (rng() % 8 == 0 && !writer.versions(id, tenant).empty()) {
+        writer.remove(id, tenant);
+      } else {
+        (void)writer.store_embedded(*random_record(rng, tenant, id), Embedding{"m", random_vector(rng, dimension)});
+      }
+    }
+    for (int round = 0; round < 10; ++round) {
+      SearchQuery q;
+      q.vector = Embedding{"m", random_vector(rng, dimension)};
+      q.limit = 10;
+      if (round % 3 == 1) q.filter.type = ArtifactType{"document"};
+      if (round % 3 == 2) q.filter.metadata.push_back({"/n", FieldOp::ge, 2});
+      const std::string tenant = round % 4 == 0 ? "u" : "t";
+      const SearchPage approximate = reader.search(tenant, q);
+      SearchQuery e = q;
+      e.exact = true;
+      const SearchPage exact = reader.search(tenant, e);
+      require_same_page(exact, reader.ArtifactStore::search(tenant, e), "exact is the scan");
+      std::set<std::pair<std::string, std::uint64_t>> truth;
+      for (const auto& h : exact.hits) truth.emplace(h.record->id(), h.record->version());
+      wanted += truth.size();
+      for (const auto& h : approximate.hits) {
+        // Every hit is the current latest version, passes the filters, and has the exact cosine as its score.
+        const auto current = writer.fetch(h.record->id(), tenant);
+        REQUIRE(current);
+        CHECK(*current == *h.record);
+        CHECK(detail::matches_filter(*h.record, q.filter));
+        const auto v = writer.embedding(h.record->id(), tenant, h.record->version());
+        REQUIRE(v);
+        CHECK(h.score == detail::cosine(q.vector->values, v->values));
+        CHECK(h.matched.similarity == h.score);
+        hits += truth.count({h.record->id(), h.record->version()});
+      }
+      CHECK(approximate.hits.size() == exact.hits.size());
+    }
+  }
+  // recall@10 of the approximate index against the exact scan, over every query.
+  INFO("recall@10 " << static_cast<double>(hits) / static_cast<double>(wanted));
+  CHECK(static_cast<double>(hits) >= 0.95 * static_cast<double>(wanted));
+}
+
+TEST_CASE("similarity: a removed or replaced version never comes back, whatever the index has seen") {
+  TempDir dir;
+  const auto path = dir.file("gone.db");
+  SqliteArtifactStore a(path, with_embedder());
+  SqliteArtifactStore b(path, with_embedder());
+  (void)a.store(*note("t", "cats", "cats purr"));
+  (void)a.store(*note("t", "dogs", "dogs bark"));
+  SearchQuery q;
+  q.text = "cats purr";
+  q.mode = SearchMode::similarity;
+  REQUIRE(b.search("t", q).hits.size() == 2);  // b's index holds both
+  a.remove("cats", "t");
+  (void)a.store(*note("t", "dogs", "dogs purr"));  // a new version: the old one's vector leaves the index
+  const auto page = b.search("t", q);
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].record->id() == "dogs");
+  CHECK(page.hits[0].record->version() == 2);
+  // The change sequence says what changed: adds, the old version removed, the removed id.
+  RawDb raw(path);
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 1") == "2");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors") == "2");
+}
+
+TEST_CASE("a process killed at a random moment while storing and removing leaves the indexes agreeing with the rows") {
+  TempDir dir;
+  const std::uint32_t seed = static_cast<std::uint32_t>(rounds_from_env("CAIRN_SEARCH_SEED", std::random_device{}()));
+  INFO("seed " << seed << " (CAIRN_SEARCH_SEED)");
+  std::mt19937 rng(seed);
+  const std::size_t kills = rounds_from_env("CAIRN_SEARCH_KILLS", 3);
+  const auto path = dir.file("killed.db");
+  { SqliteArtifactStore init(path, with_embedder()); }
+  for (std::size_t round = 0; round < kills; ++round) {
+    const std::uint32_t child_seed = static_cast<std::uint32_t>(rng());
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      SqliteArtifactStore store(path, with_embedder());
+      std::mt19937 r(child_seed);
+      for (;;) {
+        const std::string id = fmt::format("id{}", r() % 50);
+        try {
+          if (r() % 5 == 0) {
+            store.remove(id, "t");
+          } else {
+            (void)store.store(*note("t", id, fmt::format("common {} w{}", id, r() % 7)));
+          }
+        } catch (const not_found&) {
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 200));
+    kill(child, SIGKILL);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+
+    SqliteArtifactStore store(path, with_embedder());
+    // Whole states: every version in the rows has its words and its vector, and nothing else has.
+    RawDb raw(path);
+    const auto keys = [&raw](const std::string& table) {
+      return raw.scalar("SELECT group_concat(k, ',') FROM (SELECT tenant_id || '/' || id || '/' || version AS k FROM " +
+                        table + " ORDER BY 1)");
+    };
+    INFO("round " << round);
+    CHECK(keys("cairn_search_docs") == keys("cairn_artifacts"));
+    CHECK(keys("cairn_search_vectors") == keys("cairn_artifacts"));
+    CHECK(raw.scalar("SELECT count(*) FROM cairn_search_text") == raw.scalar("SELECT count(*) FROM cairn_artifacts"));
+    // Searches find exactly the stored latest versions: by a word all of them hold, and by meaning.
+    std::vector<std::string> listed;
+    for (const auto& r : store.list("t", ListQuery{"", std::nullopt, std::nullopt, 1000, ""}).items) {
+      listed.push_back(r->id() + "/" + std::to_string(r->version()));
+    }
+    const auto found = [&store](SearchQuery q) {
+      std::vector<std::string> out;
+      q.limit = 100;
+      for (const auto& h : store.search("t", q).hits) {
+        out.push_back(h.record->id() + "/" + std::to_string(h.record->version()));
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    SearchQuery words;
+    words.text = "common";
+    words.mode = SearchMode::text;
+    CHECK(found(words) == listed);
+    SearchQuery meaning;
+    meaning.text = "common";
+    meaning.mode = SearchMode::similarity;
+    CHECK(found(meaning) == listed);
+    meaning.exact = true;
+    CHECK(found(meaning) == listed);
+  }
 }
