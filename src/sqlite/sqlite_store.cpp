@@ -138,6 +138,10 @@ enum Stmt : std::size_t {
   changes_last,
   vectors_current,
   candidate_get,
+  unindexed_words,
+  unindexed_vectors,
+  unembedded_next,
+  vector_upsert,
   // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   search_stats,
   search_df = search_stats + 4,
@@ -236,6 +240,29 @@ std::string statement_sql(Stmt s) {
                          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
                          "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
                          "a.metadata");
+    case unindexed_words:
+      // The tenant's latest versions without words in the index (SearchPage::unindexed).
+      return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
+             "cairn_search_docs d WHERE d.tenant_id = h.tenant_id AND d.id = h.id AND d.version = h.latest)";
+    case unindexed_vectors:
+      // ... without a vector of the model ?2.
+      return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
+             "cairn_search_vectors v WHERE v.tenant_id = h.tenant_id AND v.id = h.id AND v.version = h.latest "
+             "AND v.model = ?2)";
+    case unembedded_next:
+      // The tenant's next versions (in id, version order after ?2, ?3) without a vector of the model ?4.
+      return fmt::format("SELECT {} FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND (a.id, a.version) > (?2, ?3) "
+                         "AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v WHERE v.tenant_id = a.tenant_id "
+                         "AND v.id = a.id AND v.version = a.version AND v.model = ?4) "
+                         "ORDER BY a.id, a.version LIMIT 64",
+                         "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
+                         "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
+                         "a.metadata");
+    case vector_upsert:
+      // A version's vector by reindex: kept only while the version is still there.
+      return "INSERT OR REPLACE INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+             "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = ?1 "
+             "AND id = ?2 AND version = ?3)";
     case statement_count: break;
     default: {
       // The search statements: the versions searched are the tenant's (latest, unless all versions) under the
@@ -788,13 +815,81 @@ SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const Searc
 std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
   detail::check_tenant(tenant_id);
   auto conn = impl_->pool.acquire();
-  return impl_->index_unindexed(*conn, tenant_id);
+  std::size_t done = impl_->index_unindexed(*conn, tenant_id);
+  const auto& embedder = impl_->options.embedder;
+  if (!embedder) return done;
+  // Versions without a vector of the embedder's model: embedded in batches outside any transaction, each batch
+  // then kept in one (a version removed meanwhile is skipped), so an interrupted reindex keeps what it did.
+  const std::string model = embedder->model();
+  std::string after_id;
+  std::int64_t after_version = 0;
+  for (;;) {
+    std::vector<ArtifactPtr> batch;
+    std::size_t rows = 0;
+    {
+      Impl::Query q(*conn, unembedded_next);
+      q.bind(1, tenant_id).bind(2, after_id).bind(3, after_version).bind(4, model);
+      while (q.step()) {
+        ++rows;
+        after_id = std::string(q.text(1));
+        after_version = q.int64(2);
+        try {
+          batch.push_back(impl_->record(q));
+        } catch (const storage_error&) {
+        }
+      }
+    }
+    if (rows == 0) break;
+    std::vector<std::string> texts;
+    for (const auto& r : batch) texts.push_back(embedder->text_of(*r));
+    const std::vector<Embedding> made = detail::embed_checked(*embedder, texts);
+    Impl::WriteTransaction tx(*conn);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const auto& r = *batch[i];
+      const auto version = static_cast<std::int64_t>(r.version());
+      const auto& v = made[i].values;
+      Impl::Query(*conn, vector_upsert)
+          .bind(1, tenant_id)
+          .bind(2, r.id())
+          .bind(3, version)
+          .bind(4, model)
+          .bind(5, static_cast<std::int64_t>(v.size()))
+          .bind_blob(6, v.data(), v.size() * sizeof(float))
+          .run();
+      if (sqlite3_changes(conn->db()) == 0) continue;  // removed meanwhile
+      // A vector of another model it replaced leaves that model's index; the new one joins this model's.
+      // Only a latest version joins an index (older ones are searched by the scan, with all_versions).
+      Impl::Query(*conn, change_insert).bind(1, tenant_id).bind(2, std::string_view("", 0)).bind(3, r.id())
+          .bind(4, version).bind(5, std::int64_t{1}).run();
+      bool latest = false;
+      {
+        Impl::Query h(*conn, head_latest);
+        h.bind(1, tenant_id).bind(2, r.id());
+        latest = h.step() && h.int64(0) == version;
+      }
+      if (latest) {
+        Impl::Query(*conn, change_insert).bind(1, tenant_id).bind(2, model).bind(3, r.id()).bind(4, version)
+            .bind(5, std::int64_t{0}).run();
+      }
+      ++done;
+    }
+    tx.commit();
+  }
+  return done;
 }
 
 SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, const SearchQuery& q,
                                                      const Embedding& query,
                                                      const std::optional<detail::SearchCursor>& cursor) const {
   const std::size_t dimension = query.values.size();
+  SearchPage page;
+  // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would).
+  if (options.embedder && options.embedder->model() == query.model) {
+    auto conn = pool.acquire();
+    Query u(*conn, unindexed_vectors);
+    u.bind(1, tenant).bind(2, query.model);
+    if (u.step()) page.unindexed = static_cast<std::size_t>(u.int64(0));
+  }
   const auto index = vectors.current(tenant, query.model, dimension,
                                      [this](const std::string& t, const std::string& m, std::uint64_t after) {
                                        return read_changes(t, m, after);
@@ -838,7 +933,6 @@ SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, 
     for (const auto& f : found) after += !cursor || detail::after_cursor(*cursor, f.similarity, *f.record) ? 1 : 0;
     if (after > q.limit || candidates.size() < k || k >= index->size()) break;
   }
-  SearchPage page;
   for (std::size_t i = 0; i < found.size(); ++i) {
     Found& f = found[i];
     if (cursor && !detail::after_cursor(*cursor, f.similarity, *f.record)) continue;
@@ -861,6 +955,11 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   ReadTransaction read(*conn);  // the statistics and the matches see the same snapshot
 
   SearchPage page;
+  {
+    Query u(*conn, unindexed_words);
+    u.bind(1, tenant);
+    if (u.step()) page.unindexed = static_cast<std::size_t>(u.int64(0));
+  }
   const auto number = tenant_of(*conn, tenant, false);
   if (!number) return page;  // the tenant never stored anything
   const std::string prefix = tenant_prefix(*number);

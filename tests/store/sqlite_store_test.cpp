@@ -908,3 +908,42 @@ TEST_CASE("a process killed at a random moment while storing and removing leaves
     CHECK(found(meaning) == listed);
   }
 }
+
+TEST_CASE("records stored before the store had an embedder: counted as unindexed, embedded by reindex") {
+  TempDir dir;
+  const auto path = dir.file("late.db");
+  {
+    SqliteArtifactStore plain(path);
+    (void)plain.store(*note("t", "cats", "cats purr"));
+    (void)plain.store(*note("t", "cats", "cats purr loudly"));
+    (void)plain.store(*note("t", "dogs", "dogs bark"));
+    (void)plain.store(*note("u", "owls", "owls hoot"));
+  }
+  SqliteArtifactStore store(path, with_embedder());
+  (void)store.store(*note("t", "fish", "fish swim"));
+  SearchQuery q;
+  q.text = "cats purr";
+  q.mode = SearchMode::similarity;
+  auto page = store.search("t", q);
+  CHECK(page.unindexed == 2);  // cats and dogs (latest versions) have no vector of hash-16
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].record->id() == "fish");
+  SearchQuery words;
+  words.text = "purr";
+  words.mode = SearchMode::text;
+  CHECK(store.search("t", words).unindexed == 0);  // words were indexed as they were stored
+  CHECK(store.reindex("t") == 3);                  // cats v1, cats v2, dogs
+  CHECK(store.reindex("t") == 0);
+  page = store.search("t", q);
+  CHECK(page.unindexed == 0);
+  REQUIRE(page.hits.size() == 3);
+  CHECK(page.hits[0].record->id() == "cats");
+  CHECK(page.hits[0].record->version() == 2);
+  SearchQuery exact = q;
+  exact.exact = true;
+  require_same_page(store.search("t", exact), store.ArtifactStore::search("t", exact), "exact after reindex");
+  CHECK(store.search("u", q).unindexed == 1);  // the other tenant's are its own business
+  const auto e = store.embedding("cats", "t", 1);
+  REQUIRE(e);
+  CHECK(e->values == HashEmbedder().embed({HashEmbedder().text_of(*store.fetch("cats", "t", 1))})[0]);
+}

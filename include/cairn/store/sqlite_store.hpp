@@ -87,7 +87,9 @@ class SqliteArtifactStore final : public ArtifactStore {
   [[nodiscard]] bool keeps_embeddings() const noexcept override { return true; }
   [[nodiscard]] std::shared_ptr<Embedder> embedder() const override;
   /// Indexes the words of the tenant's versions that have none (the store does this for a whole file from before
-  /// search when it opens it). Returns how many versions it indexed.
+  /// search when it opens it) and, with an embedder, embeds the versions that have no vector of its model (in
+  /// batches of 64, outside transactions; a version removed meanwhile is skipped). Resumable: what an interrupted
+  /// call did is kept. Returns how many it indexed (words and vectors counted apart).
   std::size_t reindex(const std::string& tenant_id) override;
 
   const std::string& path() const noexcept;
