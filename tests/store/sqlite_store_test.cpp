@@ -947,3 +947,28 @@ TEST_CASE("records stored before the store had an embedder: counted as unindexed
   REQUIRE(e);
   CHECK(e->values == HashEmbedder().embed({HashEmbedder().text_of(*store.fetch("cats", "t", 1))})[0]);
 }
+
+TEST_CASE("an embedder that fails fails the store with its message, and nothing is stored") {
+  TempDir dir;
+  struct Broken final : Embedder {
+    std::string model() const override { return "broken"; }
+    std::size_t dimension() const override { return 4; }
+    std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+      if (texts[0].find("nan") != std::string::npos) {
+        return {{1.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f, 0.0f}};
+      }
+      throw std::runtime_error("the model is down");
+    }
+  };
+  SqliteOptions o;
+  o.embedder = std::make_shared<Broken>();
+  SqliteArtifactStore store(dir.file("broken.db"), o);
+  CHECK_THROWS_WITH(store.store(*note("t", "a", "words")), "the model is down");
+  CHECK_THROWS_WITH(store.store(*note("t", "a", "nan")), Catch::Contains("vector 0 [1] is not a finite number"));
+  CHECK_THROWS_AS(store.store_embedded(*note("t", "a", "x"), Embedding{"other", {1, 2, 3, 4}}), invalid_argument);
+  CHECK(store.versions("a", "t").empty());
+  RawDb raw(store.path());
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_docs") == "0");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors") == "0");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes") == "0");
+}
