@@ -108,6 +108,11 @@ constexpr const char* record_columns =
     "tenant_id, id, version, type, title, description, purpose, value, storage_url, mime_type, size_bytes, "
     "schema_url, created_by, created_at, metadata";
 
+// The record columns of cairn_artifacts joined as `a`, in `record_columns` order.
+constexpr const char* artifact_columns =
+    "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, a.storage_url, "
+    "a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, a.metadata";
+
 enum Stmt : std::size_t {
   head_latest,
   head_insert,
@@ -158,8 +163,7 @@ std::string statement_sql(Stmt s) {
       "ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest "
       "WHERE h.tenant_id = ?1 AND h.id >= ?2 {{}} "
       "AND (?4 IS NULL OR h.type = ?4) AND (?5 IS NULL OR h.created_by = ?5) ORDER BY h.id LIMIT ?6",
-      "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, a.storage_url, "
-      "a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, a.metadata");
+      artifact_columns);
   switch (s) {
     case head_latest: return "SELECT latest FROM cairn_heads WHERE tenant_id = ?1 AND id = ?2";
     case head_insert:
@@ -201,9 +205,7 @@ std::string statement_sql(Stmt s) {
                          "AND (?4 IS NULL OR a.tenant_id = ?4) AND NOT EXISTS (SELECT 1 FROM cairn_search_docs d "
                          "WHERE d.tenant_id = a.tenant_id AND d.id = a.id AND d.version = a.version) "
                          "ORDER BY a.tenant_id, a.id, a.version LIMIT 256",
-                         "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
-                         "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
-                         "a.metadata");
+                         artifact_columns);
     case words_done_get: return "SELECT words_done FROM cairn_search_state";
     case words_done_set: return "UPDATE cairn_search_state SET words_done = 1";
     case vector_insert:
@@ -237,9 +239,7 @@ std::string statement_sql(Stmt s) {
                          "AND a.id = h.id AND a.version = h.latest JOIN cairn_search_vectors v "
                          "ON v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
                          "WHERE h.tenant_id = ?1 AND h.id = ?2 AND h.latest = ?3 AND v.model = ?4",
-                         "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
-                         "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
-                         "a.metadata");
+                         artifact_columns);
     case unindexed_words:
       // The tenant's latest versions without words in the index (SearchPage::unindexed).
       return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
@@ -255,9 +255,7 @@ std::string statement_sql(Stmt s) {
                          "AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v WHERE v.tenant_id = a.tenant_id "
                          "AND v.id = a.id AND v.version = a.version AND v.model = ?4) "
                          "ORDER BY a.id, a.version LIMIT 64",
-                         "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, "
-                         "a.storage_url, a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, "
-                         "a.metadata");
+                         artifact_columns);
     case vector_upsert:
       // A version's vector by reindex: kept only while the version is still there.
       return "INSERT OR REPLACE INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
@@ -293,8 +291,7 @@ std::string statement_sql(Stmt s) {
           "AND (?7 IS NULL OR a.created_by = ?7) AND (?8 IS NULL OR a.created_at >= ?8) "
           "AND (?9 IS NULL OR a.created_at < ?9) AND cairn_search_text.rowid NOT IN "
           "(SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
-          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, a.value, a.storage_url, "
-          "a.mime_type, a.size_bytes, a.schema_url, a.created_by, a.created_at, a.metadata",
+          artifact_columns,
           scope);
     }
   }
