@@ -1026,7 +1026,9 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
     bind_scope(s);
     s.bind(1, match).bind(10, excluded);
     const auto& f = q.filter;
-    s.bind(5, f.type ? std::optional<std::string>(f.type->str()) : std::nullopt)
+    // Bound without a copy (SQLITE_STATIC): every bound string lives until the statement is done.
+    const std::optional<std::string> type = f.type ? std::optional<std::string>(f.type->str()) : std::nullopt;
+    s.bind(5, type)
         .bind(6, f.mime_type)
         .bind(7, f.created_by);
     if (f.created_after) s.bind(8, *f.created_after);

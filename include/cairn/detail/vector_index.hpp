@@ -18,6 +18,14 @@
 #include <vector>
 
 #if defined(CAIRN_WITH_HNSWLIB)
+// Under UndefinedBehaviorSanitizer, hnswlib without its SSE code: its search prefetches the slot one past a
+// neighbour list (hnswalg.h, searchBaseLayerST), and the garbage label there makes a pointer addition overflow,
+// which UBSan reports (harmless in a release build: a prefetch of a wild address does nothing).
+#if defined(__has_feature)
+#if __has_feature(undefined_behavior_sanitizer) && !defined(NO_MANUAL_VECTORIZATION)
+#define NO_MANUAL_VECTORIZATION
+#endif
+#endif
 #include <hnswlib/hnswlib.h>
 #endif
 
