@@ -519,11 +519,8 @@ struct SqliteArtifactStore::Impl {
     return out;
   }
 
-  SearchPage search_similar(const std::string& tenant, const SearchQuery& q, const Embedding& query,
-                            const std::optional<detail::SearchCursor>& cursor) const;
-
-  SearchPage search_words(const std::string& tenant, const SearchQuery& q, const detail::WordQuery& words,
-                          const std::optional<detail::SearchCursor>& cursor) const;
+  SearchPage search_similar(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
+  SearchPage search_words(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
 
   // The record in the current row of `q` (columns in `record_columns` order).
   ArtifactPtr record(const Query& q) const {
@@ -786,27 +783,16 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
 }
 
 SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const SearchQuery& query) const {
-  detail::check_tenant(tenant_id);
   // Words alone run on the FTS5 index; similarity alone (latest versions, not exact) on the approximate index;
   // everything else (filters alone, hybrid, exact, all versions) is the exact scan.
   const bool automatic = query.mode == SearchMode::automatic;
   const bool words_only = !query.text.empty() && (query.mode == SearchMode::text ||
                                                   (automatic && !query.vector && !impl_->options.embedder));
   const bool similar_only = !query.exact && !query.all_versions &&
-                            ((query.mode == SearchMode::similarity && (query.vector || impl_->options.embedder)) ||
-                             (automatic && query.text.empty() && query.vector));
+                            (query.mode == SearchMode::similarity || (automatic && query.text.empty() && query.vector));
   if (!words_only && !similar_only) return ArtifactStore::search(tenant_id, query);
-  detail::check_search_query(query);
-  const auto cursor = detail::decode_cursor(query);
-  if (similar_only) {
-    if (query.vector) return impl_->search_similar(tenant_id, query, *query.vector, cursor);
-    if (query.text.empty()) return ArtifactStore::search(tenant_id, query);  // its error, word for word
-    const Embedding e = detail::embed_checked(*impl_->options.embedder, {query.text}).front();
-    return impl_->search_similar(tenant_id, query, e, cursor);
-  }
-  const detail::WordQuery words = detail::parse_word_query(query.text);
-  if (words.empty()) throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
-  return impl_->search_words(tenant_id, query, words, cursor);
+  const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, query);
+  return similar_only ? impl_->search_similar(tenant_id, query, p) : impl_->search_words(tenant_id, query, p);
 }
 
 std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
@@ -876,8 +862,9 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
 }
 
 SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, const SearchQuery& q,
-                                                     const Embedding& query,
-                                                     const std::optional<detail::SearchCursor>& cursor) const {
+                                                     const detail::PreparedSearch& p) const {
+  const Embedding& query = *p.vector;
+  const auto& cursor = p.cursor;
   const std::size_t dimension = query.values.size();
   SearchPage page;
   // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would).
@@ -892,10 +879,7 @@ SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, 
                                        return read_changes(t, m, after);
                                      });
   const std::vector<float> direction = normalised(query.values);
-  struct Found {
-    ArtifactPtr record;
-    double similarity;
-  };
+  using Found = detail::SearchCandidate;
   // Ask the index for more candidates until a page and one more pass the rows and the filters, or it has no more.
   std::vector<Found> found;
   const auto prefix_ok = [&q](const std::string& id, std::uint64_t) {
@@ -920,34 +904,28 @@ SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, 
         }
         const std::vector<float> v = floats_of(row.blob(15));
         if (v.size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
-        found.push_back({std::move(r), detail::cosine(query.values, v)});  // the exact score, as the scan's
+        const double similarity = detail::cosine(query.values, v);  // the exact score, as the scan's
+        SearchMatch m;
+        m.similarity = similarity;
+        found.push_back({std::move(r), std::nullopt, similarity, std::move(m)});
       }
     }
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      return detail::hit_before(a.similarity, *a.record, b.similarity, *b.record);
+      return detail::hit_before(*a.similarity, *a.record, *b.similarity, *b.record);
     });
     std::size_t after = 0;
-    for (const auto& f : found) after += !cursor || detail::after_cursor(*cursor, f.similarity, *f.record) ? 1 : 0;
+    for (const auto& f : found) after += !cursor || detail::after_cursor(*cursor, *f.similarity, *f.record) ? 1 : 0;
     if (after > q.limit || candidates.size() < k || k >= index->size()) break;
   }
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    Found& f = found[i];
-    if (cursor && !detail::after_cursor(*cursor, f.similarity, *f.record)) continue;
-    if (page.hits.size() == q.limit) {
-      page.next_cursor = detail::encode_cursor(q, page.hits.back());
-      break;
-    }
-    SearchMatch m;
-    m.similarity = f.similarity;
-    m.vector_rank = i + 1;
-    page.hits.push_back(SearchHit{std::move(f.record), f.similarity, std::move(m)});
-  }
+  const std::size_t unindexed = page.unindexed;
+  page = detail::rank_search_page(std::move(found), q, p);
+  page.unindexed = unindexed;
   return page;
 }
 
 SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, const SearchQuery& q,
-                                                   const detail::WordQuery& words,
-                                                   const std::optional<detail::SearchCursor>& cursor) const {
+                                                   const detail::PreparedSearch& p) const {
+  const detail::WordQuery& words = p.words;
   auto conn = pool.acquire();
   ReadTransaction read(*conn);  // the statistics and the matches see the same snapshot
 
@@ -965,15 +943,16 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   const auto bind_scope = [&](Query& s) {
     s.bind(2, tenant).bind(3, q.filter.id_prefix).bind(4, upper);
   };
-
-  // BM25's statistics over the versions searched (the tenant's, under the prefix), as the scan counts them.
-  double documents = 0, average = 0;
+  // BM25's statistics are the tenant's versions searched (latest, or all), whatever the filters (as the scan).
+  const std::size_t whole = q.all_versions ? 1 : 0;
+  const auto bind_tenant = [&](Query& s) { s.bind(2, tenant).bind(3, std::string_view("", 0)).bind_null(4); };
+  std::size_t documents = 0, total_length = 0;
   {
-    Query s(*conn, search_stats + variant);
-    bind_scope(s);
+    Query s(*conn, search_stats + whole);
+    bind_tenant(s);
     if (s.step()) {
-      documents = static_cast<double>(s.int64(0));
-      average = documents > 0 ? static_cast<double>(s.int64(1)) / documents : 0;
+      documents = static_cast<std::size_t>(s.int64(0));
+      total_length = static_cast<std::size_t>(s.int64(1));
     }
   }
   const auto phrase = [&prefix](const detail::QueryTerm& t) {
@@ -982,14 +961,15 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
     return out + "\"";
   };
   const std::vector<std::string> scored = words.words();
-  std::vector<double> df(scored.size(), 0);
+  std::vector<std::size_t> df(scored.size(), 0);
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    Query s(*conn, search_df + variant);
-    bind_scope(s);
+    Query s(*conn, search_df + whole);
+    bind_tenant(s);
     const std::string match = phrase(detail::QueryTerm{{scored[i]}});
     s.bind(1, match);
-    if (s.step()) df[i] = static_cast<double>(s.int64(0));
+    if (s.step()) df[i] = static_cast<std::size_t>(s.int64(0));
   }
+  const double average = documents > 0 ? static_cast<double>(total_length) / static_cast<double>(documents) : 0;
 
   // The MATCH expression, from cairn's tokens, each quoted by cairn: (a OR b) AND (c) NOT (d) ... Phrases are
   // numbered in the order they appear, which is the order of cairn_hits's counts.
@@ -1015,12 +995,7 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   for (const auto& t : words.none_of) excluded += (excluded.empty() ? "" : " OR ") + phrase(t);
   if (excluded.empty()) excluded = "\"0x\"";
 
-  struct Found {
-    ArtifactPtr record;
-    double score;
-    SearchMatch matched;
-  };
-  std::vector<Found> found;
+  std::vector<detail::SearchCandidate> found;
   {
     Query s(*conn, search_match + variant);
     bind_scope(s);
@@ -1053,7 +1028,7 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
       };
       // Words that only occur inside phrases have no count of their own: those records are read word by word.
       std::optional<detail::RecordWords> own;
-      Found out{std::move(r), 0, {}};
+      detail::SearchCandidate out{std::move(r), 0.0, std::nullopt, {}};
       bool in_title = false, in_description = false, in_value = false;
       for (std::size_t i = 0; i < scored.size(); ++i) {
         std::int32_t t = 0, d = 0, v = 0;
@@ -1072,7 +1047,8 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
         }
         const double tf = static_cast<double>(t) + static_cast<double>(d) + static_cast<double>(v);
         if (tf == 0) continue;
-        out.score += detail::Bm25::weight(tf, df[i], documents, length, average);
+        *out.bm25 += detail::Bm25::weight(tf, static_cast<double>(df[i]), static_cast<double>(documents), length,
+                                          average);
         out.matched.words.push_back(scored[i]);
         in_title = in_title || t > 0;
         in_description = in_description || d > 0;
@@ -1084,19 +1060,9 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
       found.push_back(std::move(out));
     }
   }
-  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-    return detail::hit_before(a.score, *a.record, b.score, *b.record);
-  });
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    Found& f = found[i];
-    f.matched.text_rank = i + 1;
-    if (cursor && !detail::after_cursor(*cursor, f.score, *f.record)) continue;
-    if (page.hits.size() == q.limit) {
-      page.next_cursor = detail::encode_cursor(q, page.hits.back());
-      break;
-    }
-    page.hits.push_back(SearchHit{std::move(f.record), f.score, std::move(f.matched)});
-  }
+  const std::size_t unindexed = page.unindexed;
+  page = detail::rank_search_page(std::move(found), q, p);
+  page.unindexed = unindexed;
   return page;
 }
 
