@@ -148,9 +148,11 @@ enum Stmt : std::size_t {
   unembedded_next,
   vector_upsert,
   // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
+  // The search statements: the statistics of the tenant's versions searched, + (all versions ? 1 : 0); the
+  // matches, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   search_stats,
-  search_df = search_stats + 4,
-  search_match = search_df + 4,
+  search_df = search_stats + 2,
+  search_match = search_df + 2,
   statement_count = search_match + 4
 };
 
@@ -263,24 +265,25 @@ std::string statement_sql(Stmt s) {
              "AND id = ?2 AND version = ?3)";
     case statement_count: break;
     default: {
-      // The search statements: the versions searched are the tenant's (latest, unless all versions) under the
-      // id prefix [?3, ?4); ?2 is the tenant.
-      const std::size_t variant = (s - search_stats) % 4;
-      const bool all = (variant & 1) != 0;
-      const std::string scope = fmt::format(
-          "{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}",
-          all ? "" : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version",
-          (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
+      // The versions searched are the tenant's ?2 (latest, unless all versions); the matches' also under the id
+      // prefix [?3, ?4).
+      const std::size_t variant = s < search_match ? (s - search_stats) % 2 : (s - search_match) % 4;
+      const std::string versions =
+          (variant & 1) != 0 ? ""
+                             : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version";
       if (s < search_df) {
         // How many versions are searched and their words (BM25's N and average length).
-        return fmt::format("SELECT count(*), sum(d.length) FROM cairn_search_docs d {} AND ?1 IS NULL", scope);
+        return fmt::format("SELECT count(*), sum(d.length) FROM cairn_search_docs d {} WHERE d.tenant_id = ?2",
+                           versions);
       }
       if (s < search_match) {
         // In how many of them a word occurs (its document frequency).
         return fmt::format("SELECT count(*) FROM cairn_search_text t JOIN cairn_search_docs d ON d.doc = t.rowid "
-                           "{} AND cairn_search_text MATCH ?1",
-                           scope);
+                           "{} WHERE d.tenant_id = ?2 AND cairn_search_text MATCH ?1",
+                           versions);
       }
+      const std::string scope = fmt::format("{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}", versions,
+                                            (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
       // The versions the word query matches, with the filters SQL can check, each with its record, its length and
       // where the query's phrases occur in it (cairn_hits).
       return fmt::format(
@@ -945,7 +948,7 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   };
   // BM25's statistics are the tenant's versions searched (latest, or all), whatever the filters (as the scan).
   const std::size_t whole = q.all_versions ? 1 : 0;
-  const auto bind_tenant = [&](Query& s) { s.bind(2, tenant).bind(3, std::string_view("", 0)).bind_null(4); };
+  const auto bind_tenant = [&](Query& s) { s.bind(2, tenant); };
   std::size_t documents = 0, total_length = 0;
   {
     Query s(*conn, search_stats + whole);
