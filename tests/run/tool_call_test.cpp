@@ -764,7 +764,7 @@ Redone redo(bool sqlite, const std::function<void(ExecutionContext&)>& before,
 
 }  // namespace
 
-TEST_CASE("add_artifact in a run derives a record's missing id from the tenant, the run, the name and the ordering key") {
+TEST_CASE("add_artifact in a run derives a missing id from the tenant, the run, the name and the ordering key") {
   World w;
   Run run(w.journal, "acme", "order-42");
   auto ctx = w.context();
