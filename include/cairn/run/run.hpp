@@ -20,6 +20,7 @@
 //     ctx.attach(run);                              // rebuilt from the journal when resuming
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -82,6 +83,12 @@ struct RunOptions {
   /// entries' bytes; at most 1 + 1/factor for a state that grows by what its entries add) and longer restores (up to
   /// about factor x the state's bytes of entries to apply).
   double checkpoint_factor = 1.0;
+  /// How long a tool call's claim holds (docs/runs.md "Two workers"): a call whose latest `tool_intended` or
+  /// `tool_retry` entry is younger than this, by the journal's clock, is in flight on some worker, not in doubt, and
+  /// execute() refuses to decide about it (cairn::call_in_flight) until the lease has ended. It must exceed the
+  /// slowest tool's run time (plus the clock skew between workers). 0, the default: no lease, every unsettled call
+  /// is in doubt at once; any deployment where two workers may resume one run must set it.
+  std::chrono::milliseconds call_lease{0};
 };
 
 /// A point of a run to open it at (see Run's constructors).
@@ -126,6 +133,8 @@ class Run {
   const std::string& run_id() const noexcept { return run_id_; }
   const std::shared_ptr<RunJournal>& journal() const noexcept { return journal_; }
   const RunOptions& options() const noexcept { return options_; }
+  /// The time by the journal's clock (what its entries are stamped with), in ms since the Unix epoch.
+  std::int64_t now_ms() const { return journal_->now_ms(); }
   /// The sequence number of the newest entry this run has seen (0 for a new run).
   std::uint64_t seq() const noexcept { return seq_; }
 
