@@ -3,7 +3,7 @@
 // feature-hashing embedder), stored with `index: {dims: 384, fields: ["text"], embeddings}` whose embeddings hand
 // back those precomputed vectors (no model call). Measured: put() per artifact (time to index), the heap each
 // stored artifact keeps, and `store.search([tenant], {query, limit: 10})` per query (top-10 similarity), best of 3
-// rounds of the 200 queries.
+// rounds of the 200 queries. Times are the process's CPU time (as search_bench's), the wall time beside it.
 //
 // Run: `cd bench/peers && npm install && node --expose-gc w6_langgraph.mjs [search_bench.json] [--out FILE]` (Node 20;
 // not part of the tests). Given search_bench's JSON result, it checks that its vectors are the same (the
@@ -152,8 +152,10 @@ const embeddings = {
 };
 
 const rows = [];
-const row = (name, realUs, cpuUs, iterations, extra = {}) =>
-  rows.push({ name, run_name: name, run_type: "iteration", iterations, real_time: realUs, cpu_time: cpuUs, time_unit: "us", ...extra });
+// real_time is the process's CPU time, as search_bench's in-process rows are its thread's (the machine is shared);
+// the wall time is the counter wall_us.
+const row = (name, wallUs, cpuUs, iterations, extra = {}) =>
+  rows.push({ name, run_name: name, run_type: "iteration", iterations, real_time: cpuUs, cpu_time: cpuUs, wall_us: wallUs, time_unit: "us", ...extra });
 
 // Time to index: every artifact put into its tenant's namespace, embedded through the index (a lookup here).
 const store = new InMemoryStore({ index: { dims: kDim, fields: ["text"], embeddings } });
@@ -163,7 +165,7 @@ for (const d of docs) {
 }
 let wall = Number(process.hrtime.bigint() - t0) / 1000, cpu = process.cpuUsage(c0);
 row("BM_W6IndexMem_LangGraph", wall / N, (cpu.user + cpu.system) / N, 1, { artifacts: N });
-console.log(`langgraph index: ${(wall / N).toFixed(3)} us wall per artifact`);
+console.log(`langgraph index: ${((cpu.user + cpu.system) / N).toFixed(3)} us cpu, ${(wall / N).toFixed(3)} us wall per artifact`);
 // The heap the store keeps: its items, their values and vectors (V8's heap and array buffers, after a GC when node
 // runs with --expose-gc), once the script has let go of its own references to the corpus and the artifacts' vectors.
 for (const d of docs) vectors.delete(d.body);
@@ -181,9 +183,9 @@ for (let round = 0; round < 3; ++round) {
   for (const q of queries) found += (await store.search([q.tenant], { query: q.text, limit: kLimit })).length;
   wall = Number(process.hrtime.bigint() - t0) / 1000; cpu = process.cpuUsage(c0);
   const r = { wall: wall / kQueries, cpu: (cpu.user + cpu.system) / kQueries };
-  if (!best || r.wall < best.wall) best = r;
+  if (!best || r.cpu < best.cpu) best = r;
 }
 row("BM_W6Similar_LangGraph", best.wall, best.cpu, kQueries, { hits_per_query: found / kQueries });
-console.log(`langgraph similarity: ${best.wall.toFixed(1)} us wall per query (${(found / kQueries).toFixed(1)} hits)`);
+console.log(`langgraph similarity: ${best.cpu.toFixed(1)} us cpu, ${best.wall.toFixed(1)} us wall per query (${(found / kQueries).toFixed(1)} hits)`);
 
 if (outFile) writeFileSync(outFile, JSON.stringify({ context: { peer: "@langchain/langgraph InMemoryStore", node: process.version }, benchmarks: rows }, null, 1));
