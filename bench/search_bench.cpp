@@ -86,20 +86,10 @@ constexpr std::size_t kM = 16, kEfConstruction = 200, kEf = 64;
 const char* const kModel = "w6-feature-hash-384";
 const char* const kTypes[] = {"document", "dataset", "report"};
 
-// ---- what cairn's query asks: the approximate index where the backend has one ----------------------------------
+// ---- what the stores are given -----------------------------------------------------------------------------------
 
-// TODO(issue 27): SearchQuery::exact (bool, default false = the approximate index where the backend has one) is
-// being added. Until it exists this sets nothing and every backend answers exactly; once it does, the cairn rows ask
-// for the approximate mode (the Recall rows' counter `approximate_asked` says which), with no change here.
-template <class Q, class = void>
-struct has_exact_field : std::false_type {};
-template <class Q>
-struct has_exact_field<Q, std::void_t<decltype(std::declval<Q&>().exact)>> : std::true_type {};
-template <class Q>
-void ask_approximate(Q& q) {
-  if constexpr (has_exact_field<Q>::value) q.exact = false;
-}
-// The durable stores' options get an `embedder` like InMemoryStoreOptions'; until then they keep no vectors.
+// The durable stores' options get an `embedder` like InMemoryStoreOptions'; until then they keep no vectors (and
+// their similarity rows say so), and once they do, these rows measure them with no change here.
 template <class O, class = void>
 struct has_embedder_field : std::false_type {};
 template <class O>
@@ -834,7 +824,7 @@ cairn::SearchQuery similar_query(const Query& q) {
   s.vector = cairn::Embedding{kModel, q.vector};
   s.mode = cairn::SearchMode::similarity;
   s.limit = kLimit;
-  ask_approximate(s);
+  s.exact = false;  // the approximate index where the backend has one (the default, said here)
   return s;
 }
 cairn::SearchQuery hybrid_query(const Query& q) {
@@ -932,7 +922,6 @@ void recall(benchmark::State& state, Answer&& answer) {
     }
   }
   state.counters["recall_at_10"] = found / wanted;
-  state.counters["approximate_asked"] = has_exact_field<cairn::SearchQuery>::value ? 1 : 0;
 }
 std::vector<int> indexes_of(const cairn::SearchPage& page) {
   std::vector<int> out;
