@@ -48,7 +48,7 @@ for b in results:
     if m:
         groups[(m.group(1), arg)][m.group(2)] = b
     if arg:
-        args[base].append(b)
+        args[base].append((arg, b))
 
 rows = []
 for (op, arg), variants in sorted(groups.items()):
@@ -77,10 +77,9 @@ for (op, arg), variants in sorted(groups.items()):
 for base, bs in sorted(args.items()):
     if len(bs) < 2:
         continue
-    bs.sort(key=lambda b: float(b["name"].split("/")[1].split("/")[0]))
-    lo, hi = bs[0], bs[-1]
-    rows.append((f"{base}: {hi['name'].split('/', 1)[1]} vs {lo['name'].split('/', 1)[1]} (time)",
-                 f"{cost(hi):.4g} vs {cost(lo):.4g} {hi['time_unit']}", cost(hi) / cost(lo)))
+    bs.sort(key=lambda ab: float(ab[0].split("/")[0]))
+    (lo_arg, lo), (hi_arg, hi) = bs[0], bs[-1]
+    rows.append((f"{base}: {hi_arg} vs {lo_arg} (time)", f"{cost(hi):.4g} vs {cost(lo):.4g} ns", cost(hi) / cost(lo)))
 
 width = max((len(r[0]) for r in rows), default=10)
 for label, detail, ratio in rows:
