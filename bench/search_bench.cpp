@@ -244,6 +244,7 @@ std::uint32_t fingerprint_of(const std::vector<float>& v, std::uint32_t h) {
   return h;
 }
 
+// glibc malloc's bytes in use (0 under AddressSanitizer, which replaces malloc: the Bytes rows are then 0).
 std::size_t heap_in_use() { return mallinfo2().uordblks; }
 
 // Times: this thread's CPU time for everything that runs in this process (the machines these run on are shared, and
