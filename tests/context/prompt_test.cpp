@@ -258,8 +258,8 @@ TEST_CASE("relevant_to: the catalog shows the bound artifacts most relevant firs
                                                  "office plants", "team photos"};
   for (std::size_t i = 0; i < descriptions.size(); ++i) add(ctx, "a" + std::to_string(i), "data", 1, descriptions[i]);
   // in the store and tenant, holding the words, but not bound: never shown
-  (void)store->store(*ArtifactRecord::builder().tenant_id("acme").type("data").description("revenue by region")
-                          .value(1).build());
+  (void)store->store(
+      *ArtifactRecord::builder().tenant_id("acme").type("data").description("revenue by region").value(1).build());
 
   cairn::CatalogOptions options;
   options.relevant_to = "What was the revenue by region?";
@@ -270,8 +270,8 @@ TEST_CASE("relevant_to: the catalog shows the bound artifacts most relevant firs
                           entry("a1", descriptions[1]);
   REQUIRE(cairn::format_artifacts_catalog(ctx, options) == all);
   // the budget keeps the most relevant, and says how many less relevant ones it left out
-  const std::string two = heading + "\n(3 less relevant artifacts not shown)\n" + entry("a0", descriptions[0]) +
-                          "\n" + entry("a2", descriptions[2]);
+  const std::string two = heading + "\n(3 less relevant artifacts not shown)\n" + entry("a0", descriptions[0]) + "\n" +
+                          entry("a2", descriptions[2]);
   options.max_chars = two.size();
   REQUIRE(cairn::format_artifacts_catalog(ctx, options) == two);
   const std::string one = heading + "\n(4 less relevant artifacts not shown)\n" + entry("a0", descriptions[0]);
@@ -288,17 +288,16 @@ TEST_CASE("relevant_to: the catalog shows the bound artifacts most relevant firs
   add(busy, "forecast", "data", 1, "revenue forecast");
   add(busy, "plants", "data", 1, "office plants");
   for (int i = 0; i < 120; ++i) {  // shorter, so ranked above the forecast
-    (void)crowded->store(*ArtifactRecord::builder().tenant_id("acme").type("data").description("revenue").value(1).build());
+    (void)crowded->store(
+        *ArtifactRecord::builder().tenant_id("acme").type("data").description("revenue").value(1).build());
   }
   cairn::CatalogOptions deep;
   deep.relevant_to = "revenue";
-  CHECK(cairn::format_artifacts_catalog(busy, deep) == "Available Artifacts (2):\n" +
-                                                          entry("forecast", "revenue forecast") + "\n" +
-                                                          entry("plants", "office plants"));
+  CHECK(cairn::format_artifacts_catalog(busy, deep) ==
+        "Available Artifacts (2):\n" + entry("forecast", "revenue forecast") + "\n" + entry("plants", "office plants"));
   deep.relevant_depth = 100;  // one page: the forecast is the 121st hit
-  CHECK(cairn::format_artifacts_catalog(busy, deep) == "Available Artifacts (2):\n" +
-                                                          entry("plants", "office plants") + "\n" +
-                                                          entry("forecast", "revenue forecast"));
+  CHECK(cairn::format_artifacts_catalog(busy, deep) ==
+        "Available Artifacts (2):\n" + entry("plants", "office plants") + "\n" + entry("forecast", "revenue forecast"));
   options.max_chars = 0;
   // a text with no words ranks nothing: newest first, by relevance's rules
   options.relevant_to = "?!";
@@ -306,7 +305,8 @@ TEST_CASE("relevant_to: the catalog shows the bound artifacts most relevant firs
   // build_prompt passes it through
   cairn::PromptOptions prompt;
   prompt.catalog.relevant_to = "lunch";
-  prompt.catalog.max_chars = (heading + "\n(4 less relevant artifacts not shown)\n" + entry("a1", descriptions[1])).size();
+  prompt.catalog.max_chars =
+      (heading + "\n(4 less relevant artifacts not shown)\n" + entry("a1", descriptions[1])).size();
   CHECK(cairn::build_prompt("t", ctx, cairn::ToolRegistry{}, prompt)
             .find(heading + "\n(4 less relevant artifacts not shown)\n" + entry("a1", descriptions[1])) !=
         std::string::npos);
@@ -328,7 +328,8 @@ TEST_CASE("relevant_to: on a store with an embedder every bound artifact is rank
   for (std::size_t i : {0u, 1u, 3u}) {
     const auto r = ctx.get_artifact("a" + std::to_string(i));
     REQUIRE(r);
-    by_meaning.push_back({-cairn::detail::cosine(embedder->vector_of("sleep"), embedder->vector_of(embedder->text_of(*r))), i});
+    by_meaning.push_back(
+        {-cairn::detail::cosine(embedder->vector_of("sleep"), embedder->vector_of(embedder->text_of(*r))), i});
   }
   std::sort(by_meaning.begin(), by_meaning.end());
   // distinct similarities (ties would be ordered by the records' random ids)

@@ -250,12 +250,20 @@ std::vector<std::string> hit_ids(const json& result) {
 TEST_CASE("search_artifacts finds by words and filters, pages with a cursor, and says what matched") {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   ArtifactTools t(store, "acme");
-  ok(t, "artifact_store", {{"id", "q1"}, {"type", "dataset"}, {"title", "Revenue by region"},
-                           {"value", "emea revenue grew, apac revenue fell"}, {"metadata", {{"region", "emea"}, {"year", 2024}}}});
-  ok(t, "artifact_store", {{"id", "q2"}, {"type", "dataset"}, {"title", "Costs by region"},
-                           {"value", "emea costs and revenue"}, {"metadata", {{"region", "apac"}, {"year", 2025}}}});
-  ok(t, "artifact_store", {{"id", "memo"}, {"type", "document"}, {"title", "Memo"}, {"value", "revenue memo"},
-                           {"created_by", "writer"}});
+  ok(t, "artifact_store",
+     {{"id", "q1"},
+      {"type", "dataset"},
+      {"title", "Revenue by region"},
+      {"value", "emea revenue grew, apac revenue fell"},
+      {"metadata", {{"region", "emea"}, {"year", 2024}}}});
+  ok(t, "artifact_store",
+     {{"id", "q2"},
+      {"type", "dataset"},
+      {"title", "Costs by region"},
+      {"value", "emea costs and revenue"},
+      {"metadata", {{"region", "apac"}, {"year", 2025}}}});
+  ok(t, "artifact_store",
+     {{"id", "memo"}, {"type", "document"}, {"title", "Memo"}, {"value", "revenue memo"}, {"created_by", "writer"}});
   ok(t, "artifact_store", {{"id", "other"}, {"type", "document"}, {"title", "Lunch"}, {"value", "sandwiches"}});
 
   // words: the store's own search gives the order, the scores and what matched
@@ -289,9 +297,10 @@ TEST_CASE("search_artifacts finds by words and filters, pages with a cursor, and
                     {"filter", {{"metadata", {{{"pointer", "/year"}, {"op", "ge"}, {"value", 2025}}}}}}})) ==
         std::vector<std::string>{"q2"});
   CHECK(hit_ids(ok(t, "search_artifacts",
-                   {{"filter", {{"metadata", {{{"pointer", "/region"}, {"op", "in"}, {"value", json::array({"emea", "apac"})}},
-                                              {{"pointer", "/year"}, {"op", "exists"}}}}}}})) ==
-        std::vector<std::string>{"q1", "q2"});
+                   {{"filter",
+                     {{"metadata",
+                       {{{"pointer", "/region"}, {"op", "in"}, {"value", json::array({"emea", "apac"})}},
+                        {{"pointer", "/year"}, {"op", "exists"}}}}}}})) == std::vector<std::string>{"q1", "q2"});
   CHECK(hit_ids(ok(t, "search_artifacts", {{"query", "revenue"}, {"filter", {{"created_by", "writer"}}}})) ==
         std::vector<std::string>{"memo"});
   CHECK(hit_ids(ok(t, "search_artifacts", {{"filter", {{"id_prefix", "q"}, {"created_after", 0}}}})) ==
@@ -340,20 +349,28 @@ TEST_CASE("search_artifacts: bad input is an error result naming the field, and 
   ok(t, "artifact_store", {{"id", "a"}, {"type", "document"}, {"title", "A"}, {"value", "alpha"}});
   fails(t, "search_artifacts", json::object(), "search_artifacts: search: nothing to search by");
   fails(t, "search_artifacts", {{"query", 5}}, "search_artifacts: query must be a string");
-  fails(t, "search_artifacts", {{"query", "a"}, {"limit", 0}}, "search_artifacts: limit must be an integer from 1 to 100");
+  fails(t, "search_artifacts", {{"query", "a"}, {"limit", 0}},
+        "search_artifacts: limit must be an integer from 1 to 100");
   fails(t, "search_artifacts", {{"query", "a"}, {"limit", 101}}, "limit must be an integer from 1 to 100 (got 101)");
   fails(t, "search_artifacts", {{"query", "a"}, {"mode", "fuzzy"}},
         "search_artifacts: mode must be \"automatic\", \"text\", \"similarity\" or \"hybrid\" (got \"fuzzy\")");
   fails(t, "search_artifacts", {{"query", "a"}, {"mode", "similarity"}},
         "search_artifacts: search: mode similarity and mode hybrid need a vector");
-  fails(t, "search_artifacts", {{"query", "\"unclosed"}}, "search_artifacts: search: query text: the quote at byte 0 is not closed");
-  fails(t, "search_artifacts", {{"query", std::string(5000, 'a')}}, "query text is 5000 bytes, more than the limit of 4096");
-  fails(t, "search_artifacts", {{"query", "a"}, {"cursor", "made-up"}}, "search_artifacts: search: cursor is not one this query gave");
+  fails(t, "search_artifacts", {{"query", "\"unclosed"}},
+        "search_artifacts: search: query text: the quote at byte 0 is not closed");
+  fails(t, "search_artifacts", {{"query", std::string(5000, 'a')}},
+        "query text is 5000 bytes, more than the limit of 4096");
+  fails(t, "search_artifacts", {{"query", "a"}, {"cursor", "made-up"}},
+        "search_artifacts: search: cursor is not one this query gave");
   fails(t, "search_artifacts", {{"query", "a"}, {"sort", "new"}}, "search_artifacts: unknown argument 'sort'");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", "dataset"}}, "search_artifacts: filter must be an object (got string)");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"kind", "x"}}}}, "search_artifacts: filter: unknown argument 'kind'");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"type", 3}}}}, "search_artifacts: filter.type must be a string (got number)");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"type", "Bad Type"}}}}, "search_artifacts: filter.type: 'Bad Type' is not an artifact type");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", "dataset"}},
+        "search_artifacts: filter must be an object (got string)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"kind", "x"}}}},
+        "search_artifacts: filter: unknown argument 'kind'");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"type", 3}}}},
+        "search_artifacts: filter.type must be a string (got number)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"type", "Bad Type"}}}},
+        "search_artifacts: filter.type: 'Bad Type' is not an artifact type");
   fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"created_after", "yesterday"}}}},
         "search_artifacts: filter.created_after must be an integer (milliseconds since 1970; got \"yesterday\")");
   fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"created_after", 5}, {"created_before", 5}}}},
@@ -364,15 +381,19 @@ TEST_CASE("search_artifacts: bad input is an error result naming the field, and 
         "search_artifacts: filter.metadata[0] must be an object (got number)");
   fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"op", "eq"}, {"value", 1}}}}}}},
         "search_artifacts: filter.metadata[0].pointer is required (a string)");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "like"}, {"value", 1}}}}}}},
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "like"}, {"value", 1}}}}}}},
         "search_artifacts: filter.metadata[0].op must be one of eq, ne, lt, le, gt, ge, in, exists (got \"like\")");
   fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "eq"}}}}}}},
         "search_artifacts: filter.metadata[0].value is required for eq");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "eq"}, {"value", 1}, {"x", 1}}}}}}},
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "eq"}, {"value", 1}, {"x", 1}}}}}}},
         "search_artifacts: filter.metadata[0]: unknown argument 'x'");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "a"}, {"op", "eq"}, {"value", 1}}}}}}},
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "a"}, {"op", "eq"}, {"value", 1}}}}}}},
         "search_artifacts: search: filter.metadata[0] ('a'): not a JSON pointer");
-  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "in"}, {"value", json::array()}}}}}}},
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "in"}, {"value", json::array()}}}}}}},
         "filter.metadata[0] ('/a'): in takes a non-empty array of values");
   fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"tenant_id", "globex"}}}},
         "tenant_id is not an argument: the tenant is fixed by the server");

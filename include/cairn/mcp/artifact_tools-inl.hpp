@@ -354,7 +354,8 @@ CAIRN_INLINE SearchFilter ArtifactTools::search_filter(Args f) {
     const auto it = f.find(key);
     if (it == f.end() || it->is_null()) return std::nullopt;
     if (!it->is_string()) {
-      throw invalid_argument(fmt::format("search_artifacts: filter.{} must be a string (got {})", key, it->type_name()));
+      throw invalid_argument(
+          fmt::format("search_artifacts: filter.{} must be a string (got {})", key, it->type_name()));
     }
     return it->get<std::string>();
   };

@@ -280,7 +280,8 @@ for (const a of all.artifacts) assert.equal(a.tenant_id, 'acme');
 await call('artifact_store', { id: 'memo-1', type: 'document', title: 'Sales memo', value: 'sales grew in the north',
                                metadata: { region: 'north', quarter: 3 } });
 await call('artifact_store', { id: 'memo-2', type: 'document', title: 'Costs memo',
-                               value: 'sales, sales and more sales; costs grew', metadata: { region: 'south', quarter: 4 } });
+                               value: 'sales, sales and more sales; costs grew',
+                               metadata: { region: 'south', quarter: 4 } });
 let found = await call('search_artifacts', { query: 'sales' });
 assert.deepEqual(found.hits.map((h) => h.id), ['memo-2', 'memo-1', 'report']);  // sales 3 times, twice, once
 assert.deepEqual(Object.keys(found.hits[0]).sort(), ['id', 'matched', 'score', 'title', 'type', 'version']);
@@ -289,10 +290,12 @@ assert.equal(found.hits[0].type, 'document');
 assert.equal(found.hits[2].version, 2);
 assert.deepEqual(found.hits[0].matched, { words: ['sales'], fields: ['value'], text_rank: 1 });
 assert.deepEqual(found.hits[1].matched.fields, ['title', 'value']);
-assert.ok(found.hits[0].score > found.hits[1].score && found.hits[1].score > found.hits[2].score, JSON.stringify(found));
+assert.ok(found.hits[0].score > found.hits[1].score && found.hits[1].score > found.hits[2].score,
+          JSON.stringify(found));
 assert.equal(found.next_cursor, undefined);
 found = await call('search_artifacts', { query: 'sales grew', filter: { id_prefix: 'memo-',
-  metadata: [{ pointer: '/quarter', op: 'ge', value: 4 }, { pointer: '/region', op: 'in', value: ['south', 'west'] }] } });
+  metadata: [{ pointer: '/quarter', op: 'ge', value: 4 },
+             { pointer: '/region', op: 'in', value: ['south', 'west'] }] } });
 assert.deepEqual(found.hits.map((h) => h.id), ['memo-2']);
 found = await call('search_artifacts', { query: '"sales grew"', mode: 'text' });  // a phrase
 assert.deepEqual(found.hits.map((h) => h.id), ['memo-1']);
@@ -307,12 +310,17 @@ do {
   next = page.next_cursor;
 } while (next);
 assert.deepEqual(searched, ['memo-2', 'memo-1', 'report']);
-await callFails('search_artifacts', { query: 'sales', filter: { metadata: [{ pointer: '/quarter', op: 'between', value: 1 }] } },
+await callFails('search_artifacts',
+                { query: 'sales', filter: { metadata: [{ pointer: '/quarter', op: 'between', value: 1 }] } },
                 /search_artifacts: filter\.metadata\[0\]\.op must be one of eq, ne, lt, le, gt, ge, in, exists/);
-await callFails('search_artifacts', { query: 'sales', limit: 500 }, /search_artifacts: limit must be an integer from 1 to 100/);
-await callFails('search_artifacts', { query: '"sales' }, /search_artifacts: search: query text: the quote at byte 0 is not closed/);
-await callFails('search_artifacts', { query: 'sales', cursor: 'abc' }, /search_artifacts: search: cursor is not one this query gave/);
-await callFails('search_artifacts', { query: 'sales', mode: 'similarity' }, /search_artifacts: search: mode similarity/);
+await callFails('search_artifacts', { query: 'sales', limit: 500 },
+                /search_artifacts: limit must be an integer from 1 to 100/);
+await callFails('search_artifacts', { query: '"sales' },
+                /search_artifacts: search: query text: the quote at byte 0 is not closed/);
+await callFails('search_artifacts', { query: 'sales', cursor: 'abc' },
+                /search_artifacts: search: cursor is not one this query gave/);
+await callFails('search_artifacts', { query: 'sales', mode: 'similarity' },
+                /search_artifacts: search: mode similarity/);
 await callFails('search_artifacts', {}, /search_artifacts: search: nothing to search by/);
 
 // --- error paths -------------------------------------------------------------------------------------------------
