@@ -85,7 +85,7 @@ CAIRN_INLINE std::vector<std::string> GoalEngine::handle_turn(const std::string&
     ~Reset() { *p = nullptr; }
   } reset{&said_};
   ctx_.add_message(Role::user, message);
-  apply(in);
+  apply(in, message);
   // A goal blocked at the top gets one more try each turn: the missing tool may have been registered since.
   if (const Goal* top = stack_.peek(); top && top->status == GoalStatus::blocked) {
     set_status(top->id, GoalStatus::active, "retrying");
@@ -343,7 +343,7 @@ CAIRN_INLINE void GoalEngine::escape_references(nlohmann::json& v) {
   }
 }
 
-CAIRN_INLINE void GoalEngine::apply(const Interpretation& in) {
+CAIRN_INLINE void GoalEngine::apply(const Interpretation& in, const std::string& message) {
   const Goal* current = stack_.peek();
   switch (in.action) {
     case Interpretation::Action::new_goal: {
@@ -355,7 +355,7 @@ CAIRN_INLINE void GoalEngine::apply(const Interpretation& in) {
       Goal g;
       g.id = new_id();
       g.gloss = in.gloss;
-      g.provenance = {{"source", "user"}};
+      g.provenance = {{"source", "user"}, {"request", message}};  // the words SopPlanner retrieval searches by
       const Goal& pushed = stack_.push(std::move(g));
       notify(pushed, std::nullopt);
       const std::string id = pushed.id;

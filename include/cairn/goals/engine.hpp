@@ -243,7 +243,7 @@ class GoalEngine : private RunParticipant {
 
   // ---- applying an interpretation ---------------------------------------------------------------------------------
 
-  void apply(const Interpretation& in);
+  void apply(const Interpretation& in, const std::string& message);
 
   // ---- finishing goals and what follows ---------------------------------------------------------------------------
 
