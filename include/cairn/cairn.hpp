@@ -23,6 +23,7 @@
 #include "cairn/artifact/message_part.hpp"
 #include "cairn/artifact/a2a.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/artifact/relevance.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/handoff/artifact_block.hpp"
 #include "cairn/handoff/reference.hpp"

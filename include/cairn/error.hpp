@@ -39,6 +39,7 @@ enum class errc : int {
   invalid_goal = 12,        ///< cairn::invalid_goal (goals/goal.hpp)
   call_in_doubt = 13,       ///< cairn::call_in_doubt (context/tool.hpp; also a state_error)
   script_error = 14,        ///< cairn::testing::script_error (testing/scripted_model.hpp)
+  call_in_flight = 15,      ///< cairn::call_in_flight (context/execution_context.hpp; also a conflict)
 };
 
 /// The code's name, spelled as its enumerator ("not_found"); "unknown" for a value that is not an enumerator (a code
@@ -59,6 +60,7 @@ constexpr std::string_view to_string(errc code) noexcept {
     case errc::invalid_goal: return "invalid_goal";
     case errc::call_in_doubt: return "call_in_doubt";
     case errc::script_error: return "script_error";
+    case errc::call_in_flight: return "call_in_flight";
   }
   return "unknown";
 }
@@ -140,6 +142,10 @@ class conflict : public error {
       : error(what, errc::conflict), expected_(expected), actual_(actual) {}
   std::uint64_t expected() const noexcept { return expected_; }
   std::uint64_t actual() const noexcept { return actual_; }
+
+ protected:
+  conflict(const std::string& what, std::uint64_t expected, std::uint64_t actual, errc code)
+      : error(what, code), expected_(expected), actual_(actual) {}
 
  private:
   std::uint64_t expected_;

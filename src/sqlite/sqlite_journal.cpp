@@ -3,9 +3,15 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <limits>
+#include <mutex>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -183,13 +189,96 @@ struct SqliteRunJournal::Impl {
       : path(std::move(p)),
         options(std::move(o)),
         where(fmt::format("sqlite journal '{}'", detail::excerpt(path, 200))),
-        pool(options.max_connections, [this] { return open(); }) {}
+        pool(options.max_connections, [this] { return open(); }),
+        owner(::getpid()) {}
 
-  std::unique_ptr<Connection> open() const {
-    return std::make_unique<Connection>(
+  ~Impl() {
+    if (!checkpointer.joinable()) return;
+    if (::getpid() != owner) {
+      // A forked child: the thread is the parent's (it does not exist here); never join it.
+      new std::thread(std::move(checkpointer));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mutex);
+      stopping = true;
+    }
+    checkpoint_wanted.notify_one();
+    checkpointer.join();
+  }
+
+  std::unique_ptr<Connection> open() {
+    auto conn = std::make_unique<Connection>(
         detail::SqliteOpen{path, where, options.busy_timeout_ms,
                            options.synchronous == SqliteJournalOptions::Synchronous::full},
         [](std::size_t s) { return std::string(statement_sql(static_cast<Stmt>(s))); });
+    if (options.checkpoint_pages > 0) {
+      conn->exec("PRAGMA wal_autocheckpoint = 0");
+      sqlite3_wal_hook(conn->db(), &Impl::wal_committed, this);
+    }
+    return conn;
+  }
+
+  // SQLite calls this after every commit of a journal connection, with the pages now in the WAL. At the threshold
+  // it wakes the checkpoint thread; at the limit (the thread cannot make the WAL start over while writers commit
+  // without a pause, or this is a forked child without the thread) it checkpoints here, as SQLite's own
+  // automatic checkpoint would.
+  static int wal_committed(void* arg, sqlite3* db, const char* name, int pages) {
+    auto* self = static_cast<Impl*>(arg);
+    const auto n = static_cast<std::size_t>(pages);
+    const std::size_t every = self->options.checkpoint_pages;
+    if (n < every) return SQLITE_OK;
+    const std::size_t limit = every * std::max<std::size_t>(self->options.checkpoint_limit_factor, 1);
+    if (n >= limit || ::getpid() != self->owner) {
+      sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      return SQLITE_OK;
+    }
+    self->request_checkpoint(n);
+    return SQLITE_OK;
+  }
+
+  // Wakes the checkpoint thread when the WAL holds `checkpoint_pages` more pages than it copied last time (a WAL
+  // that started over holds fewer than that: counted from 0 again).
+  void request_checkpoint(std::size_t pages) {
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mutex);
+      if (stopping || requested) return;
+      if (pages < checkpointed) checkpointed = 0;
+      if (pages < checkpointed + options.checkpoint_pages) return;
+      requested = true;
+      if (!checkpointer.joinable()) {
+        try {
+          checkpointer = std::thread([this] { checkpoint_loop(); });
+        } catch (...) {
+          requested = false;
+          return;  // no thread: the commit at the limit checkpoints instead
+        }
+      }
+    }
+    checkpoint_wanted.notify_one();
+  }
+
+  // The checkpoint thread: a PASSIVE checkpoint each time a commit asks for one, on a connection of its own (it
+  // never waits for a writer or a reader; what it cannot copy now the next request copies). Errors are dropped:
+  // the WAL keeps the pages and the next checkpoint (or the limit's, in a commit) copies them.
+  void checkpoint_loop() {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
+      sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0", nullptr, nullptr, nullptr);
+    }
+    std::unique_lock<std::mutex> lock(checkpoint_mutex);
+    for (;;) {
+      checkpoint_wanted.wait(lock, [this] { return requested || stopping; });
+      if (stopping) break;
+      requested = false;
+      lock.unlock();
+      int log = 0, copied = 0;
+      if (db) sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      lock.lock();
+      checkpointed = static_cast<std::size_t>(std::max(copied, 0));
+    }
+    lock.unlock();
+    sqlite3_close_v2(db);
   }
 
   [[noreturn]] void damaged_run(const std::string& tenant_id, const std::string& run_id, const char* what) const {
@@ -231,6 +320,13 @@ struct SqliteRunJournal::Impl {
   SqliteJournalOptions options;
   std::string where;
   detail::ConnectionPool<Connection> pool;
+  const pid_t owner;  // the process that may use the checkpoint thread
+  std::mutex checkpoint_mutex;
+  std::condition_variable checkpoint_wanted;
+  bool requested = false;
+  bool stopping = false;
+  std::size_t checkpointed = 0;  // the WAL's pages the thread's last checkpoint copied
+  std::thread checkpointer;  // started by the first commit that reaches checkpoint_pages
 };
 
 SqliteRunJournal::SqliteRunJournal(std::string path, SqliteJournalOptions options) : RunJournal(options.clock) {

@@ -46,11 +46,12 @@ TEST_CASE("the numeric value of every error code is pinned (they are a stable in
   CHECK(static_cast<int>(errc::invalid_goal) == 12);
   CHECK(static_cast<int>(errc::call_in_doubt) == 13);
   CHECK(static_cast<int>(errc::script_error) == 14);
+  CHECK(static_cast<int>(errc::call_in_flight) == 15);
 }
 
 TEST_CASE("every code has a distinct name spelled as its enumerator; an unknown value is 'unknown'") {
   std::set<std::string_view> names;
-  for (int v = 1; v <= 14; ++v) {
+  for (int v = 1; v <= 15; ++v) {
     auto name = cairn::to_string(static_cast<cairn::errc>(v));
     INFO(v);
     CHECK(name != "unknown");
@@ -59,7 +60,7 @@ TEST_CASE("every code has a distinct name spelled as its enumerator; an unknown 
   CHECK(cairn::to_string(cairn::errc::not_found) == "not_found");
   CHECK(cairn::to_string(cairn::errc::storage_error) == "storage_error");
   CHECK(cairn::to_string(cairn::errc{}) == "unknown");
-  CHECK(cairn::to_string(static_cast<cairn::errc>(15)) == "unknown");
+  CHECK(cairn::to_string(static_cast<cairn::errc>(16)) == "unknown");
   static_assert(cairn::to_string(cairn::errc::conflict) == "conflict", "to_string is usable at compile time");
 }
 
@@ -80,6 +81,11 @@ TEST_CASE("each exception class reports its own code, the most specific one") {
   CHECK(cairn::testing::script_error("x").code() == errc::script_error);
   cairn::call_in_doubt in_doubt("x", cairn::RecordedCall{});
   CHECK(in_doubt.code() == errc::call_in_doubt);
+  cairn::call_in_flight in_flight("x", cairn::RecordedCall{}, 7, 1000);
+  CHECK(in_flight.code() == errc::call_in_flight);
+  CHECK(in_flight.expected() == 7);
+  CHECK(in_flight.lease_ends_at() == 1000);
+  CHECK(dynamic_cast<const cairn::conflict*>(&in_flight) != nullptr);  // a host that reopens on conflict is right
   // Caught through a base, the code is still the thrown class's.
   try {
     throw cairn::artifact_not_found("x");

@@ -16,6 +16,7 @@
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/search.hpp"
 #include "cairn/observe.hpp"
+#include "cairn/testing/embedder.hpp"
 #include "cairn/testing/store_conformance.hpp"
 #include "catch.hpp"
 
@@ -246,32 +247,7 @@ TEST_CASE("an observed store forwards search to the store it wraps and reports i
   CHECK(searches == 1);
 }
 
-namespace {
-// A deterministic embedder: each word adds 1 to one of 8 dimensions (by a hash of the word). Texts with the same
-// words point the same way.
-class WordHashEmbedder final : public cairn::Embedder {
- public:
-  std::string model() const override { return "word-hash-8"; }
-  std::size_t dimension() const override { return 8; }
-  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
-    ++calls;
-    std::vector<std::vector<float>> out;
-    for (const auto& t : texts) {
-      std::vector<float> v(8, 0.0f);
-      v[7] = 0.01f;  // never all zero
-      cairn::detail::for_each_word(t, [&v](const std::string& w) { v[std::hash<std::string>{}(w) % 7] += 1.0f; });
-      out.push_back(std::move(v));
-    }
-    if (broken == 1) out.pop_back();
-    if (broken == 2) out[0].pop_back();
-    if (broken == 3) out[0][2] = std::numeric_limits<float>::infinity();
-    if (broken == 4) throw std::runtime_error("the model is down");
-    return out;
-  }
-  std::atomic<int> calls{0};  // the store embeds on whichever thread stores: several at once
-  std::atomic<int> broken{0};
-};
-}  // namespace
+using cairn::testing::WordHashEmbedder;
 
 TEST_CASE("an in-memory store with an embedder keeps a vector per version and searches by meaning") {
   auto embedder = std::make_shared<WordHashEmbedder>();
@@ -319,9 +295,11 @@ TEST_CASE("an embedder that fails or returns bad vectors fails the store with it
   (void)store.store(*doc("kept", "still here").build());
   const char* reasons[] = {"", "returned 0 vectors for 1 texts", "vector 0 has 7 dimensions, not 8",
                            "vector 0 [2] is not a finite number"};
+  using Fault = WordHashEmbedder::Fault;
+  const Fault faults[] = {Fault::none, Fault::missing_vector, Fault::short_vector, Fault::infinite, Fault::throws};
   for (int broken = 1; broken <= 4; ++broken) {
     INFO(broken);
-    embedder->broken = broken;
+    embedder->fault = faults[broken];
     if (broken == 4) {
       CHECK_THROWS_WITH(store.store(*doc("new", "x").build()), "the model is down");
       CHECK_THROWS_WITH(store.store(*doc("kept", "x").build()), "the model is down");
@@ -332,7 +310,7 @@ TEST_CASE("an embedder that fails or returns bad vectors fails the store with it
     CHECK_FALSE(store.fetch("new", "acme"));
     CHECK(store.versions("kept", "acme") == std::vector<std::uint64_t>{1});
   }
-  embedder->broken = 4;
+  embedder->fault = Fault::throws;
   SearchQuery q;
   q.text = "still";
   CHECK_THROWS_WITH(store.search("acme", q), "the model is down");  // the query's text is embedded too

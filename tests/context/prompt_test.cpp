@@ -1,11 +1,12 @@
 // Prompt text, pinned to the character: conversation history, artifact catalog (with its size words and the
-// optional budget), the tools section and the whole prompt.
+// optional budget, newest or most relevant first), the tools section and the whole prompt.
 #include <memory>
 #include <string>
 
 #include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/prompt.hpp"
+#include "cairn/testing/embedder.hpp"
 
 using cairn::ArtifactRecord;
 using cairn::ExecutionContext;
@@ -241,4 +242,103 @@ TEST_CASE("the catalog budget counts Unicode code points, not bytes") {
   CHECK(cairn::format_artifacts_catalog(ctx, options) == full);
   options.max_chars = chars - 1;
   CHECK(cairn::format_artifacts_catalog(ctx, options).find("(1 older artifact not shown)") != std::string::npos);
+}
+
+namespace {
+std::string entry(const std::string& name, const std::string& description) {
+  return "- @" + name + " (data): " + description + "\n  Purpose: " + description +
+         "\n  Created: 2024-05-01T12:00:00.000Z\n  Size: number";
+}
+}  // namespace
+
+TEST_CASE("relevant_to: the catalog shows the bound artifacts most relevant first, by words") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();  // no embedder: words only
+  ExecutionContext ctx(store, "acme");
+  const std::vector<std::string> descriptions = {"quarterly revenue by region", "lunch menu", "revenue forecast",
+                                                 "office plants", "team photos"};
+  for (std::size_t i = 0; i < descriptions.size(); ++i) add(ctx, "a" + std::to_string(i), "data", 1, descriptions[i]);
+  // in the store and tenant, holding the words, but not bound: never shown
+  (void)store->store(
+      *ArtifactRecord::builder().tenant_id("acme").type("data").description("revenue by region").value(1).build());
+
+  cairn::CatalogOptions options;
+  options.relevant_to = "What was the revenue by region?";
+  const std::string heading = "Available Artifacts (5):";
+  // a0 holds revenue, by and region; a2 revenue; the others none of the words: newest first
+  const std::string all = heading + "\n" + entry("a0", descriptions[0]) + "\n" + entry("a2", descriptions[2]) + "\n" +
+                          entry("a4", descriptions[4]) + "\n" + entry("a3", descriptions[3]) + "\n" +
+                          entry("a1", descriptions[1]);
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == all);
+  // the budget keeps the most relevant, and says how many less relevant ones it left out
+  const std::string two = heading + "\n(3 less relevant artifacts not shown)\n" + entry("a0", descriptions[0]) + "\n" +
+                          entry("a2", descriptions[2]);
+  options.max_chars = two.size();
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == two);
+  const std::string one = heading + "\n(4 less relevant artifacts not shown)\n" + entry("a0", descriptions[0]);
+  options.max_chars = two.size() - 1;
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == one);
+  // without relevant_to: the newest, as before
+  options.relevant_to.clear();
+  const std::string newest = heading + "\n(4 older artifacts not shown)\n" + entry("a4", descriptions[4]);
+  options.max_chars = newest.size();
+  REQUIRE(cairn::format_artifacts_catalog(ctx, options) == newest);
+  // relevant_depth: bound artifacts found only after that many hits count as not ranked
+  auto crowded = std::make_shared<cairn::InMemoryArtifactStore>();
+  ExecutionContext busy(crowded, "acme");
+  add(busy, "forecast", "data", 1, "revenue forecast");
+  add(busy, "plants", "data", 1, "office plants");
+  for (int i = 0; i < 120; ++i) {  // shorter, so ranked above the forecast
+    (void)crowded->store(
+        *ArtifactRecord::builder().tenant_id("acme").type("data").description("revenue").value(1).build());
+  }
+  cairn::CatalogOptions deep;
+  deep.relevant_to = "revenue";
+  CHECK(cairn::format_artifacts_catalog(busy, deep) ==
+        "Available Artifacts (2):\n" + entry("forecast", "revenue forecast") + "\n" + entry("plants", "office plants"));
+  deep.relevant_depth = 100;  // one page: the forecast is the 121st hit
+  CHECK(cairn::format_artifacts_catalog(busy, deep) ==
+        "Available Artifacts (2):\n" + entry("plants", "office plants") + "\n" + entry("forecast", "revenue forecast"));
+  options.max_chars = 0;
+  // a text with no words ranks nothing: newest first, by relevance's rules
+  options.relevant_to = "?!";
+  CHECK(cairn::format_artifacts_catalog(ctx, options).rfind(heading + "\n" + entry("a4", descriptions[4]), 0) == 0);
+  // build_prompt passes it through
+  cairn::PromptOptions prompt;
+  prompt.catalog.relevant_to = "lunch";
+  prompt.catalog.max_chars =
+      (heading + "\n(4 less relevant artifacts not shown)\n" + entry("a1", descriptions[1])).size();
+  CHECK(cairn::build_prompt("t", ctx, cairn::ToolRegistry{}, prompt)
+            .find(heading + "\n(4 less relevant artifacts not shown)\n" + entry("a1", descriptions[1])) !=
+        std::string::npos);
+}
+
+TEST_CASE("relevant_to: on a store with an embedder every bound artifact is ranked, by words and meaning") {
+  auto embedder = std::make_shared<cairn::testing::WordHashEmbedder>(64);
+  cairn::InMemoryStoreOptions store_options;
+  store_options.embedder = embedder;
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>(store_options);
+  ExecutionContext ctx(store, "acme");
+  const std::vector<std::string> descriptions = {"cats purr", "dogs bark loudly", "cats sleep and purr all day",
+                                                 "birds sing at dawn"};
+  for (std::size_t i = 0; i < descriptions.size(); ++i) add(ctx, "a" + std::to_string(i), "data", 1, descriptions[i]);
+  cairn::CatalogOptions options;
+  options.relevant_to = "sleep";
+  // a2 holds the word (first in both lists); the others are ranked by the cosine of their text and "sleep"
+  std::vector<std::pair<double, std::size_t>> by_meaning;
+  for (std::size_t i : {0u, 1u, 3u}) {
+    const auto r = ctx.get_artifact("a" + std::to_string(i));
+    REQUIRE(r);
+    by_meaning.push_back(
+        {-cairn::detail::cosine(embedder->vector_of("sleep"), embedder->vector_of(embedder->text_of(*r))), i});
+  }
+  std::sort(by_meaning.begin(), by_meaning.end());
+  // distinct similarities (ties would be ordered by the records' random ids)
+  REQUIRE(by_meaning[0].first != by_meaning[1].first);
+  REQUIRE(by_meaning[1].first != by_meaning[2].first);
+  std::string expected = "Available Artifacts (4):\n" + entry("a2", descriptions[2]);
+  for (const auto& [score, i] : by_meaning) expected += "\n" + entry("a" + std::to_string(i), descriptions[i]);
+  CHECK(cairn::format_artifacts_catalog(ctx, options) == expected);
+  // an embedder that fails fails the catalog with its reason
+  embedder->fault = cairn::testing::WordHashEmbedder::Fault::throws;
+  CHECK_THROWS_WITH(cairn::format_artifacts_catalog(ctx, options), "the model is down");
 }

@@ -10,6 +10,7 @@
 #include "cairn/goals/sop.hpp"
 #include "cairn/run/memory_journal.hpp"
 #include "cairn/run/run.hpp"
+#include "cairn/testing/clock.hpp"
 #include "goals_test_support.hpp"
 
 using cairn::ExecutionContext;
@@ -203,6 +204,42 @@ TEST_CASE("the engine's in-doubt policy decides a re-sent turn's call: give up, 
   Agent c(w2, "booking");
   CHECK(c.ctx.in_doubt_calls().empty());
   CHECK(c.engine.to_json().dump() == b.engine.to_json().dump());
+}
+
+TEST_CASE("a re-sent turn whose call was claimed within the call lease stops with call_in_flight, asking nothing") {
+  World w, w2;
+  crash_before_booking_finished(w, w2);  // the booking's intended entry was stamped just now, by the system clock
+  cairn::RunOptions leased;
+  leased.call_lease = std::chrono::hours(1);
+  int asked = 0;
+  auto turn = [&](bool in_flight) {
+    Run run(w2.journal, "acme", "booking", leased);
+    ExecutionContext ctx(w2.store, "acme");
+    ctx.attach(run);
+    GoalEngine engine(ctx, w2.tools, {std::make_shared<goals_test::TextInterpreter>(), w2.planner});
+    engine.set_in_doubt([&](const cairn::RecordedCall&) {
+      ++asked;
+      return cairn::InDoubtAction::retry();
+    });
+    engine.attach(run);
+    CHECK(ctx.in_doubt_calls().size() == (in_flight ? 0U : 1U));
+    CHECK(ctx.in_flight_calls().size() == (in_flight ? 1U : 0U));
+    const auto seq = run.seq();
+    if (in_flight) {
+      CHECK_THROWS_AS(engine.handle(conversation.back()), cairn::call_in_flight);
+      CHECK(w2.journal->info("acme", "booking")->last_seq == seq);  // nothing of the turn was committed
+    } else {
+      (void)engine.handle(conversation.back());
+    }
+  };
+  turn(true);
+  CHECK(asked == 0);
+  CHECK(w2.bookings->empty());
+  // Two hours on by the journal's clock, the lease has ended: the call is in doubt and the policy decides.
+  w2.journal->set_clock(std::make_shared<cairn::testing::ManualClock>(cairn::detail::now_ms() + 2 * 3600 * 1000));
+  turn(false);
+  CHECK(asked == 1);
+  CHECK(w2.bookings->size() == 1);
 }
 
 TEST_CASE("a conflict in a turn with a tool call reaches the host, and the tool never fires") {

@@ -367,6 +367,9 @@ TEST_CASE("the vanilla decomposition of seed 002 §13.2 runs to the end in one t
   REQUIRE(engine.goals().goal_count() == 5);
   for (const auto& g : engine.goals().goals()) REQUIRE(g.status == GoalStatus::achieved);
   REQUIRE(engine.goals().find("g2")->provenance["source"] == "vanilla");
+  // a goal the user asked for keeps the user's words (SopPlanner retrieval searches by them)
+  REQUIRE(engine.goals().find("g1")->provenance ==
+          json{{"source", "user"}, {"request", "new: Create a caching layer"}});
   REQUIRE(engine.goals().find("g2")->reason == "executed");
   REQUIRE(engine.goals().find("g1")->reason == "all 4 subgoals were achieved");
 }

@@ -1,5 +1,6 @@
 // SOPs: reading (the showcase's file, and every malformed field), the verb table, done_when keys that the step's
-// own action produces, the lexical match, a host matcher, and the fallback planner for unmatched goals.
+// own action produces, the lexical match, a host matcher, the fallback planner for unmatched goals, and SOPs
+// retrieved by search (words only, and words and meaning with a deterministic embedder).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "catch.hpp"
 #include "cairn/goals/sop.hpp"
+#include "cairn/testing/embedder.hpp"
 #include "goals_test_support.hpp"
 
 using cairn::Condition;
@@ -266,4 +268,141 @@ TEST_CASE("SopPlanner: a host matcher replaces the lexical match") {
   REQUIRE(planner.plan(goal("Dinner"), {{"food", true}}).subgoals[0].gloss == "Ask which pizza");
   REQUIRE(seen == json{{"gloss", "Dinner"}, {"evidence", {{"food", true}}}});
   REQUIRE(planner.match(goal("Find me a train to Paris"), json::object()) == nullptr);
+}
+
+namespace {
+
+Goal asked(std::string gloss, std::string request) {
+  Goal g = goal(std::move(gloss));
+  g.provenance = {{"source", "user"}, {"request", std::move(request)}};
+  return g;
+}
+
+std::shared_ptr<goals_test::FnPlanner> thinking_fallback() {
+  return std::make_shared<goals_test::FnPlanner>([](const Goal& g, const json&) {
+    return goals_test::plan_of(cairn::Decomposition::Kind::all, {goals_test::sub("Think about " + g.gloss, "execute")});
+  });
+}
+
+}  // namespace
+
+TEST_CASE("SopRegistry::index stores each SOP as a searchable artifact and mirrors the registry") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  const auto r = registry();
+  REQUIRE(r->index(*store, "acme") == 2);
+  const auto train = store->fetch("sop:train-booking", "acme");
+  REQUIRE(train);
+  CHECK(train->type() == "sop");
+  CHECK(train->title() == "Book a train ticket");
+  CHECK(train->description() == "Find and book a train journey between two cities");
+  CHECK(train->metadata() == json{{"sop_id", "train-booking"}});
+  const std::string text = train->value().get<std::string>();
+  CHECK(text.find("search the timetable") != std::string::npos);         // the description
+  CHECK(text.find("Input origin: City the journey starts from") != std::string::npos);
+  CHECK(text.find("Show the booking reference") != std::string::npos);    // a step
+  CHECK_FALSE(store->fetch("sop:train-booking", "other"));
+
+  // again: nothing changed, nothing stored
+  REQUIRE(r->index(*store, "acme") == 0);
+  CHECK(store->versions("sop:train-booking", "acme") == std::vector<std::uint64_t>{1});
+
+  // a registry without the pizza SOP removes its artifact; an SOP that changed gets a new version
+  SopRegistry smaller;
+  smaller.add(Sop::parse(R"({"id": "train-booking", "title": "Book a train ticket", "intent": "Trains",
+                             "steps": [{"gloss": "Ask which train"}]})"));
+  REQUIRE(smaller.index(*store, "acme") == 2);
+  CHECK_FALSE(store->fetch("sop:order-a-pizza", "acme"));
+  CHECK(store->fetch("sop:train-booking", "acme")->version() == 2);
+  CHECK(store->fetch("sop:train-booking", "acme")->description() == "Trains");
+}
+
+TEST_CASE("SopPlanner retrieves an SOP by words when none matches by name") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();  // no embedder: words only
+  const auto r = registry();
+  r->index(*store, "acme");
+  (void)store->store(*cairn::ArtifactRecord::builder()  // not an SOP: never retrieved, though it holds the words
+                          .tenant_id("acme").id("notes").type("document").title("timetable notes")
+                          .value("travel plans: check the timetable").build());
+  const Goal travel = asked("Travel plans", "I need a seat from Oslo to Bergen, check the timetable");
+
+  cairn::SopPlannerOptions options;
+  options.fallback = thinking_fallback();
+  // the lexical match alone finds nothing ("travel" and "timetable" are in no title or intent)
+  REQUIRE(SopPlanner(r, options).plan(travel, json::object()).subgoals[0].gloss == "Think about Travel plans");
+
+  options.retrieve = cairn::SopRetrieval{store, "acme", 5, 0.25};
+  SopPlanner planner(r, options);
+  // words: travel, plans, seat, oslo, bergen, check, timetable; the train SOP holds "travel" (an input) and
+  // "timetable" (its description): 2 of 7
+  const cairn::SopMatch m = planner.retrieve(travel);
+  REQUIRE(m.sop == r->find("train-booking"));
+  CHECK(m.score == Approx(2.0 / 7.0));
+  CHECK(planner.plan(travel, json::object()).source == "sop");
+  // the gloss alone when the goal has no request: "Check the timetable" -> check, timetable: 1 of 2
+  CHECK(planner.retrieve(goal("Check the timetable")).score == Approx(0.5));
+  // "food" is in the pizza SOP's intent; "delivered" is not "delivery" (no stemming)
+  CHECK(planner.match(goal("Dinner"), json::object()) == nullptr);
+  CHECK(planner.match(asked("Dinner", "some food delivered"), json::object()) == r->find("order-a-pizza"));
+
+  // below min_score: the fallback, as without retrieval
+  options.retrieve->min_score = 0.3;
+  REQUIRE(SopPlanner(r, options).plan(travel, json::object()).subgoals[0].gloss == "Think about Travel plans");
+  // a name match still comes first, without a search
+  options.retrieve->store = std::make_shared<cairn::InMemoryArtifactStore>();  // empty: retrieval finds nothing
+  CHECK(SopPlanner(r, options).match(goal("Find a train"), json::object()) == r->find("train-booking"));
+  CHECK(SopPlanner(r, options).retrieve(travel).sop == nullptr);
+  // another tenant's SOP artifacts are never seen
+  options.retrieve = cairn::SopRetrieval{store, "other", 5, 0.0};
+  CHECK(SopPlanner(r, options).retrieve(travel).sop == nullptr);
+  // an artifact of an SOP the registry no longer has is passed over
+  SopRegistry only_pizza;
+  only_pizza.add(*r->find("order-a-pizza"));
+  options.retrieve = cairn::SopRetrieval{store, "acme", 5, 0.0};
+  CHECK(SopPlanner(std::make_shared<SopRegistry>(only_pizza), options).retrieve(travel).sop == nullptr);
+}
+
+TEST_CASE("SopPlanner retrieves by words and meaning on a store with an embedder") {
+  auto embedder = std::make_shared<cairn::testing::WordHashEmbedder>(64);
+  cairn::InMemoryStoreOptions store_options;
+  store_options.embedder = embedder;
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>(store_options);
+  const auto r = registry();
+  r->index(*store, "acme");
+  const Goal travel = asked("Travel plans", "I need a seat from Oslo to Bergen, check the timetable");
+
+  cairn::SopPlannerOptions options;
+  options.fallback = thinking_fallback();
+  options.retrieve = cairn::SopRetrieval{store, "acme", 5, 0.0};
+  const cairn::SopMatch m = SopPlanner(r, options).retrieve(travel);
+  REQUIRE(m.sop == r->find("train-booking"));
+  // the score is the cosine similarity of the goal's text and the SOP artifact's text, as the embedder sees them
+  const auto record = store->fetch("sop:train-booking", "acme");
+  const double expected =
+      cairn::detail::cosine(embedder->vector_of("Travel plans\nI need a seat from Oslo to Bergen, check the timetable"),
+                            embedder->vector_of(embedder->text_of(*record)));
+  CHECK(m.score == Approx(expected));
+  CHECK(expected > 0.0);
+  CHECK(expected < 1.0);
+
+  // a min_score just above it: no SOP counts, the fallback plans
+  options.retrieve->min_score = expected + 1e-6;
+  CHECK(SopPlanner(r, options).plan(travel, json::object()).subgoals[0].gloss == "Think about Travel plans");
+
+  // an embedder that fails fails the planning with its reason (the engine abandons the goal with it)
+  options.retrieve->min_score = 0.0;
+  embedder->fault = cairn::testing::WordHashEmbedder::Fault::throws;
+  CHECK_THROWS_WITH(SopPlanner(r, options).plan(travel, json::object()), "the model is down");
+}
+
+TEST_CASE("SopPlanner: bad retrieval options are refused when the planner is made") {
+  cairn::SopPlannerOptions options;
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  options.retrieve = cairn::SopRetrieval{nullptr, "acme", 5, 0.5};
+  CHECK_THROWS_WITH(SopPlanner(registry(), options), "SopPlanner: retrieve.store must not be null");
+  options.retrieve = cairn::SopRetrieval{store, "", 5, 0.5};
+  CHECK_THROWS_WITH(SopPlanner(registry(), options), "SopPlanner: retrieve.tenant must not be empty");
+  options.retrieve = cairn::SopRetrieval{store, "acme", 0, 0.5};
+  CHECK_THROWS_WITH(SopPlanner(registry(), options), "SopPlanner: retrieve.k must be between 1 and 100 (got 0)");
+  options.retrieve = cairn::SopRetrieval{store, "acme", 101, 0.5};
+  CHECK_THROWS_WITH(SopPlanner(registry(), options), "SopPlanner: retrieve.k must be between 1 and 100 (got 101)");
 }

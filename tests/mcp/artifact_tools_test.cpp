@@ -1,4 +1,5 @@
-// mcp::ArtifactTools over a real InMemoryArtifactStore: every tool, its argument errors, and tenant isolation.
+// mcp::ArtifactTools over a real InMemoryArtifactStore: every tool, its argument errors, and tenant isolation
+// (search_artifacts also on a store with a deterministic embedder).
 #include "cairn/mcp/artifact_tools.hpp"
 
 #include <memory>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "cairn/artifact/memory_store.hpp"
+#include "cairn/testing/embedder.hpp"
 #include "catch.hpp"
 
 using cairn::mcp::ArtifactTools;
@@ -33,7 +35,7 @@ std::string fails(const ArtifactTools& t, const std::string& name, const json& a
 
 }  // namespace
 
-TEST_CASE("the five tools, with object input schemas") {
+TEST_CASE("the six tools, with object input schemas") {
   ArtifactTools t(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
   std::vector<std::string> names;
   for (const auto& tool : t.tools()) {
@@ -43,7 +45,7 @@ TEST_CASE("the five tools, with object input schemas") {
     CHECK_FALSE(tool.input_schema.at("properties").contains("tenant_id"));
   }
   CHECK(names == std::vector<std::string>{"artifact_store", "artifact_fetch", "artifact_list", "artifact_versions",
-                                          "artifact_delete"});
+                                          "artifact_delete", "search_artifacts"});
   fails(t, "artifact_nope", json::object(), "unknown tool 'artifact_nope'");
 }
 
@@ -206,6 +208,7 @@ TEST_CASE("no argument reaches another tenant, and another tenant's ids read as 
       {"artifact_list", json::object()},
       {"artifact_versions", {{"id", "secret"}}},
       {"artifact_delete", {{"id", "secret"}}},
+      {"search_artifacts", {{"query", "globex"}}},
   };
   for (const auto& [name, base] : calls) {
     for (const json& tenant : {json("globex"), json("acme"), json(nullptr), json(5)}) {
@@ -230,4 +233,169 @@ TEST_CASE("no argument reaches another tenant, and another tenant's ids read as 
             .at("version") == 1);
   CHECK(store->fetch("secret", "globex")->value() == "globex only");
   CHECK(store->versions("secret", "globex") == std::vector<std::uint64_t>{1});
+  // search_artifacts sees acme's artifacts only: globex's words are found nowhere
+  CHECK(ok(acme, "search_artifacts", {{"query", "globex"}}).at("hits") == json::array());
+  CHECK(ok(acme, "search_artifacts", {{"filter", {{"id_prefix", "sec"}}}}).at("hits").size() == 1);
+  CHECK(ok(globex, "search_artifacts", {{"query", "globex"}}).at("hits").at(0).at("id") == "secret");
+}
+
+namespace {
+std::vector<std::string> hit_ids(const json& result) {
+  std::vector<std::string> out;
+  for (const auto& h : result.at("hits")) out.push_back(h.at("id"));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("search_artifacts finds by words and filters, pages with a cursor, and says what matched") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  ArtifactTools t(store, "acme");
+  ok(t, "artifact_store",
+     {{"id", "q1"},
+      {"type", "dataset"},
+      {"title", "Revenue by region"},
+      {"value", "emea revenue grew, apac revenue fell"},
+      {"metadata", {{"region", "emea"}, {"year", 2024}}}});
+  ok(t, "artifact_store",
+     {{"id", "q2"},
+      {"type", "dataset"},
+      {"title", "Costs by region"},
+      {"value", "emea costs and revenue"},
+      {"metadata", {{"region", "apac"}, {"year", 2025}}}});
+  ok(t, "artifact_store",
+     {{"id", "memo"}, {"type", "document"}, {"title", "Memo"}, {"value", "revenue memo"}, {"created_by", "writer"}});
+  ok(t, "artifact_store", {{"id", "other"}, {"type", "document"}, {"title", "Lunch"}, {"value", "sandwiches"}});
+
+  // words: the store's own search gives the order, the scores and what matched
+  cairn::SearchQuery q;
+  q.text = "revenue";
+  const auto expected = store->search("acme", q);
+  const auto r = ok(t, "search_artifacts", {{"query", "revenue"}});
+  REQUIRE(r.at("hits").size() == expected.hits.size());
+  REQUIRE(expected.hits.size() == 3);
+  for (std::size_t i = 0; i < expected.hits.size(); ++i) {
+    const auto& h = r.at("hits").at(i);
+    const auto& e = expected.hits[i];
+    CHECK(h.at("id") == e.record->id());
+    CHECK(h.at("version") == e.record->version());
+    CHECK(h.at("title") == e.record->title());
+    CHECK(h.at("type") == e.record->type().str());
+    CHECK(h.at("score").get<double>() == e.score);
+    CHECK(h.at("matched").at("words") == json{"revenue"});
+    CHECK(h.at("matched").at("text_rank") == i + 1);
+    CHECK_FALSE(h.at("matched").contains("similarity"));
+  }
+  CHECK(r.at("hits").at(0).at("id") == "q1");  // twice in a short text
+  CHECK(r.at("hits").at(0).at("matched").at("fields") == json{"title", "value"});
+  CHECK_FALSE(r.contains("next_cursor"));
+
+  // filters: type, metadata conditions, creator, id prefix, time
+  CHECK(hit_ids(ok(t, "search_artifacts", {{"query", "revenue"}, {"filter", {{"type", "dataset"}}}})) ==
+        std::vector<std::string>{"q1", "q2"});
+  CHECK(hit_ids(ok(t, "search_artifacts",
+                   {{"query", "revenue"},
+                    {"filter", {{"metadata", {{{"pointer", "/year"}, {"op", "ge"}, {"value", 2025}}}}}}})) ==
+        std::vector<std::string>{"q2"});
+  CHECK(hit_ids(ok(t, "search_artifacts",
+                   {{"filter",
+                     {{"metadata",
+                       {{{"pointer", "/region"}, {"op", "in"}, {"value", json::array({"emea", "apac"})}},
+                        {{"pointer", "/year"}, {"op", "exists"}}}}}}})) == std::vector<std::string>{"q1", "q2"});
+  CHECK(hit_ids(ok(t, "search_artifacts", {{"query", "revenue"}, {"filter", {{"created_by", "writer"}}}})) ==
+        std::vector<std::string>{"memo"});
+  CHECK(hit_ids(ok(t, "search_artifacts", {{"filter", {{"id_prefix", "q"}, {"created_after", 0}}}})) ==
+        std::vector<std::string>{"q1", "q2"});
+  CHECK(ok(t, "search_artifacts", {{"query", "revenue"}, {"filter", {{"created_before", 1}}}}).at("hits") ==
+        json::array());
+  CHECK(hit_ids(ok(t, "search_artifacts", {{"query", "revenue -memo"}, {"mode", "text"}})) ==
+        std::vector<std::string>{"q1", "q2"});
+
+  // pages: limit 1, then the cursor, until no next_cursor; the same hits as one page
+  std::vector<std::string> paged;
+  json args = {{"query", "revenue"}, {"limit", 1}};
+  for (int page = 0; page < 5; ++page) {
+    const auto p = ok(t, "search_artifacts", args);
+    for (const auto& id : hit_ids(p)) paged.push_back(id);
+    if (!p.contains("next_cursor")) break;
+    args["cursor"] = p.at("next_cursor");
+  }
+  CHECK(paged == hit_ids(r));
+}
+
+TEST_CASE("search_artifacts ranks by meaning when the store has an embedder") {
+  cairn::InMemoryStoreOptions options;
+  auto embedder = std::make_shared<cairn::testing::WordHashEmbedder>(64);
+  options.embedder = embedder;
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>(options);
+  ArtifactTools t(store, "acme");
+  ok(t, "artifact_store", {{"id", "cats"}, {"type", "document"}, {"title", "cats"}, {"value", "cats purr and sleep"}});
+  ok(t, "artifact_store", {{"id", "dogs"}, {"type", "document"}, {"title", "dogs"}, {"value", "dogs bark and run"}});
+  const auto r = ok(t, "search_artifacts", {{"query", "sleep purr"}, {"mode", "similarity"}});
+  REQUIRE(hit_ids(r) == std::vector<std::string>{"cats", "dogs"});
+  const double expected = cairn::detail::cosine(embedder->vector_of("sleep purr"),
+                                                embedder->vector_of(embedder->text_of(*store->fetch("cats", "acme"))));
+  CHECK(r.at("hits").at(0).at("matched").at("similarity").get<double>() == Approx(expected));
+  CHECK(r.at("hits").at(0).at("matched").at("vector_rank") == 1);
+  // automatic on such a store: words and meaning (hybrid), so both lists rank the cat
+  const auto hybrid = ok(t, "search_artifacts", {{"query", "purr"}});
+  CHECK(hit_ids(hybrid).at(0) == "cats");
+  CHECK(hybrid.at("hits").at(0).at("matched").at("text_rank") == 1);
+  CHECK(hybrid.at("hits").at(0).at("matched").at("vector_rank") == 1);
+}
+
+TEST_CASE("search_artifacts: bad input is an error result naming the field, and changes nothing") {
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  ArtifactTools t(store, "acme");
+  ok(t, "artifact_store", {{"id", "a"}, {"type", "document"}, {"title", "A"}, {"value", "alpha"}});
+  fails(t, "search_artifacts", json::object(), "search_artifacts: search: nothing to search by");
+  fails(t, "search_artifacts", {{"query", 5}}, "search_artifacts: query must be a string");
+  fails(t, "search_artifacts", {{"query", "a"}, {"limit", 0}},
+        "search_artifacts: limit must be an integer from 1 to 100");
+  fails(t, "search_artifacts", {{"query", "a"}, {"limit", 101}}, "limit must be an integer from 1 to 100 (got 101)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"mode", "fuzzy"}},
+        "search_artifacts: mode must be \"automatic\", \"text\", \"similarity\" or \"hybrid\" (got \"fuzzy\")");
+  fails(t, "search_artifacts", {{"query", "a"}, {"mode", "similarity"}},
+        "search_artifacts: search: mode similarity and mode hybrid need a vector");
+  fails(t, "search_artifacts", {{"query", "\"unclosed"}},
+        "search_artifacts: search: query text: the quote at byte 0 is not closed");
+  fails(t, "search_artifacts", {{"query", std::string(5000, 'a')}},
+        "query text is 5000 bytes, more than the limit of 4096");
+  fails(t, "search_artifacts", {{"query", "a"}, {"cursor", "made-up"}},
+        "search_artifacts: search: cursor is not one this query gave");
+  fails(t, "search_artifacts", {{"query", "a"}, {"sort", "new"}}, "search_artifacts: unknown argument 'sort'");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", "dataset"}},
+        "search_artifacts: filter must be an object (got string)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"kind", "x"}}}},
+        "search_artifacts: filter: unknown argument 'kind'");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"type", 3}}}},
+        "search_artifacts: filter.type must be a string (got number)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"type", "Bad Type"}}}},
+        "search_artifacts: filter.type: 'Bad Type' is not an artifact type");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"created_after", "yesterday"}}}},
+        "search_artifacts: filter.created_after must be an integer (milliseconds since 1970; got \"yesterday\")");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"created_after", 5}, {"created_before", 5}}}},
+        "filter.created_after must be before filter.created_before");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{"pointer", "/a"}}}}}},
+        "search_artifacts: filter.metadata must be an array (got object)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {5}}}}},
+        "search_artifacts: filter.metadata[0] must be an object (got number)");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"op", "eq"}, {"value", 1}}}}}}},
+        "search_artifacts: filter.metadata[0].pointer is required (a string)");
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "like"}, {"value", 1}}}}}}},
+        "search_artifacts: filter.metadata[0].op must be one of eq, ne, lt, le, gt, ge, in, exists (got \"like\")");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "eq"}}}}}}},
+        "search_artifacts: filter.metadata[0].value is required for eq");
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "eq"}, {"value", 1}, {"x", 1}}}}}}},
+        "search_artifacts: filter.metadata[0]: unknown argument 'x'");
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "a"}, {"op", "eq"}, {"value", 1}}}}}}},
+        "search_artifacts: search: filter.metadata[0] ('a'): not a JSON pointer");
+  fails(t, "search_artifacts",
+        {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "in"}, {"value", json::array()}}}}}}},
+        "filter.metadata[0] ('/a'): in takes a non-empty array of values");
+  fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"tenant_id", "globex"}}}},
+        "tenant_id is not an argument: the tenant is fixed by the server");
+  CHECK(store->versions("a", "acme") == std::vector<std::uint64_t>{1});
 }

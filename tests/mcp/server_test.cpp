@@ -173,7 +173,7 @@ TEST_CASE("malformed messages get JSON-RPC errors with the id when it can be rea
   CHECK(must_reply(s, R"({"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"})").at("id") ==
         18446744073709551615ull);
   // Still serving.
-  CHECK(must_reply(s, request(7, "tools/list").dump()).at("result").at("tools").size() == 11);
+  CHECK(must_reply(s, request(7, "tools/list").dump()).at("result").at("tools").size() == 12);
 }
 
 TEST_CASE("too large and too deep messages are refused") {
@@ -227,7 +227,7 @@ TEST_CASE("tools/list lists every tool with its input schema") {
   CHECK(names == std::vector<std::string>{"workflow_start", "workflow_set_tasks", "workflow_status",
                                           "workflow_advance", "workflow_context", "register_artefacts",
                                           "artifact_store", "artifact_fetch", "artifact_list", "artifact_versions",
-                                          "artifact_delete"});
+                                          "artifact_delete", "search_artifacts"});
   CHECK_FALSE(r.at("result").contains("nextCursor"));
   check_error(must_reply(s, request(2, "tools/list", {{"cursor", "abc"}}).dump()), 2, ec::invalid_params, "cursor");
   CHECK(must_reply(s, request(3, "tools/list", {{"cursor", nullptr}}).dump()).contains("result"));
@@ -381,7 +381,7 @@ TEST_CASE("serve reads line by line, skips an oversized line and keeps serving")
   check_error(replies[1], nullptr, ec::parse_error);
   check_error(replies[2], nullptr, ec::invalid_request, "longer than the limit of 4096 bytes");
   CHECK(replies[3].at("id") == 3);
-  CHECK(replies[3].at("result").at("tools").size() == 11);
+  CHECK(replies[3].at("result").at("tools").size() == 12);
   CHECK(replies[4] == json{{"jsonrpc", "2.0"}, {"id", 4}, {"result", json::object()}});
   bool skipped = false;
   for (const auto& l : logged) skipped = skipped || l.find("skipped a message longer than 4096") != std::string::npos;

@@ -10,11 +10,11 @@
 // (a conflict makes a worker reopen the run and carry on); both must end with the run complete and the same state.
 //
 // On SQLite (a file) and PostgreSQL (CAIRN_TEST_PG_CONNINFO; skipped with a message when it is unset).
-// CAIRN_FLEET_KILLS (default 10) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 0) the split-brain
-// rounds per backend (the suite runs none: about 1 round in 100 still fires a non-idempotent effect twice, see
-// docs/runs.md, which would make the suite fail at random; scripts/kill-test runs 100 and reports it); CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run); CAIRN_FLEET_WORKER
-// names another worker executable (default: this build's). scripts/kill-test
-// runs 1,000 kills and 100 split-brain rounds per backend.
+// CAIRN_FLEET_KILLS (default 10) sets the random-time kills and CAIRN_FLEET_SPLIT_ROUNDS (default 3) the split-brain
+// rounds per backend; CAIRN_FLEET_SEED fixes the seed of the kill moments (printed on every run); CAIRN_FLEET_WORKER
+// names another worker executable (default: this build's). The workers run with a call lease of 1000 ms
+// (RunOptions::call_lease): a worker that finds a call claimed less than that ago waits, then reopens the run.
+// scripts/kill-test runs 1,000 kills and 100 split-brain rounds per backend.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -452,7 +452,7 @@ void fleet(const std::string& url, const std::string& backend) {
   Fleet f(url, backend);
   f.measure();
   f.random_kills(env_count("CAIRN_FLEET_KILLS", 10));
-  f.split_brain(env_count("CAIRN_FLEET_SPLIT_ROUNDS", 0));
+  f.split_brain(env_count("CAIRN_FLEET_SPLIT_ROUNDS", 3));
   WARN(f.report());
   const Tally& t = f.tally();
   CHECK(t.mismatches == 0);

@@ -6,14 +6,17 @@
 // idempotency key, to an outside ledger (a file opened O_APPEND and fsynced). Everything is deterministic: a fixed
 // clock everywhere, ids the host chooses where it chooses them.
 //
-//   cairn_fleet_worker <url> <run-id> <ledger-file> [--snapshot-every N]
+//   cairn_fleet_worker <url> <run-id> <ledger-file> [--snapshot-every N] [--call-lease MS]
 //
 // On success it prints one line `final <json>`: the whole state of every participant and every version of every
 // artifact of the run's tenant, nothing stripped. A journal conflict (another worker moved the run on) makes it
-// drop everything and reopen the run, as docs/runs.md tells a host to. Exit 0 when the run is complete, 2 on error.
+// drop everything and reopen the run, as docs/runs.md tells a host to; a call in flight (claimed by another worker
+// less than the call lease ago, RunOptions::call_lease, default here 1000 ms) makes it wait until the lease ends,
+// then reopen. Exit 0 when the run is complete, 2 on error.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -22,6 +25,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cairn/cairn.hpp"
@@ -43,6 +47,7 @@ struct Args {
   std::string run_id;
   std::string ledger;
   std::size_t snapshot_every = 8;
+  std::chrono::milliseconds call_lease{1000};  // far above a tool's run time here (a few ms, fsync included)
 };
 Args args;
 
@@ -265,6 +270,7 @@ struct Worker {
     const std::string tenant = args.run_id;  // one tenant per run: the run's artifacts are the tenant's
     cairn::RunOptions run_options;
     run_options.snapshot_every = args.snapshot_every;
+    run_options.call_lease = args.call_lease;
     cairn::Run run(journal, tenant, args.run_id, run_options);
     cairn::ExecutionContext ctx(store, tenant, clock);
     ctx.attach(run);
@@ -369,13 +375,18 @@ std::shared_ptr<cairn::ArtifactStore> open_fixed_clock_store(const std::string& 
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.size() < 3) throw std::invalid_argument("usage: cairn_fleet_worker <url> <run-id> <ledger> [--snapshot-every N]");
+    if (a.size() < 3) {
+      throw std::invalid_argument(
+          "usage: cairn_fleet_worker <url> <run-id> <ledger> [--snapshot-every N] [--call-lease MS]");
+    }
     args.url = a[0];
     args.run_id = a[1];
     args.ledger = a[2];
     for (std::size_t i = 3; i + 1 < a.size(); i += 2) {
       if (a[i] == "--snapshot-every") {
         args.snapshot_every = std::stoul(a[i + 1]);
+      } else if (a[i] == "--call-lease") {
+        args.call_lease = std::chrono::milliseconds(std::stol(a[i + 1]));
       } else {
         throw std::invalid_argument("unknown argument " + a[i]);
       }
@@ -389,6 +400,14 @@ int main(int argc, char** argv) {
         const json state = w.session();
         std::cout << "final " << state.dump() << std::endl;
         return 0;
+      } catch (const cairn::call_in_flight& e) {
+        // Another worker claimed a call less than the lease ago and may be running it: wait for the lease to end
+        // (by the journal's clock, the system's here), then reopen the run, which then holds its outcome or holds it
+        // in doubt.
+        const std::int64_t wait = e.lease_ends_at() - w.journal->now_ms();
+        std::cerr << "fleet_worker: call in flight (" << e.what() << "), waiting " << wait << " ms\n";
+        if (wait > 0) std::this_thread::sleep_for(std::chrono::milliseconds(wait + 1));
+        if (attempt >= 1000) throw;
       } catch (const cairn::conflict& e) {
         // Another worker appended first: this worker's objects are stale. Reopen the run and carry on.
         std::cerr << "fleet_worker: conflict (" << e.what() << "), reopening the run\n";

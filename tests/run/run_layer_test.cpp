@@ -616,7 +616,8 @@ const std::vector<std::string> conversation = {"new: Find me a train to Paris", 
 }  // namespace
 
 TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq, nothing stripped") {
-  for (const double factor : {1.0, 0.25}) {
+  // Factor 0: never checkpointed, so a restore applies every patch of the engine and the machine since attach.
+  for (const double factor : {1.0, 0.25, 0.0}) {
     World w;
     const RunOptions options{0, factor};
     // The whole state after every append that a crash can leave: seq -> dump. Inside a goal turn the tool's
@@ -657,10 +658,16 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
     }
     INFO("factor " << factor);
     const auto entries = w.journal->read("acme", "all");
-    if (factor < 1) {
+    if (factor > 0 && factor < 1) {
       CHECK(count_kind(entries, "goals.state") > 1);
       CHECK(count_kind(entries, "workflow.state") > 1);
       CHECK(count_kind(entries, "tally.state") > 1);
+    }
+    if (factor == 0) {
+      CHECK(count_kind(entries, "goals.state") == 1);
+      CHECK(count_kind(entries, "workflow.state") == 1);
+      CHECK(count_kind(entries, "goals.patch") > 5);
+      CHECK(count_kind(entries, "workflow.patch") > 5);
     }
     CHECK(count_kind(entries, "context.state") == 1);
     CHECK(count_kind(entries, snapshot_kind) == 0);
@@ -670,6 +677,7 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
     for (std::uint64_t seq = 1; factor < 1 && seq <= entries.size(); ++seq) {
       INFO("seq " << seq << " (" << entries[seq - 1].kind << ")");
       Agent b(w, "all", seq, options);
+      CHECK(b.run.loaded_entries() == 0);  // every participant attached: what the restore read is released
       const auto it = at_seq.find(seq);
       if (it == at_seq.end()) continue;
       CHECK(b.dump() == it->second);
@@ -692,4 +700,41 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
       CHECK(d.dump() == c.dump());
     }
   }
+}
+
+TEST_CASE("a run releases what it read once every participant in it is attached; one attached again later is "
+          "rebuilt from the journal as it is now") {
+  Fixture f;
+  {
+    Run run(f.journal, "acme", "r");
+    ExecutionContext ctx(f.store, "acme");
+    Tally tally;
+    ctx.attach(run);
+    tally.attach(run);
+    ctx.add_message(said(Role::user, "hello", 1));
+    tally.add("a");
+  }
+  Run run(f.journal, "acme", "r");
+  CHECK(run.loaded_entries() == 4);  // context.state, tally.state, the message, the add
+  ExecutionContext ctx(f.store, "acme");
+  ctx.attach(run);
+  CHECK(run.loaded_entries() == 4);  // the tally's entries are still needed
+  auto tally = std::make_unique<Tally>();
+  tally->attach(run);
+  CHECK(run.loaded_entries() == 0);
+  CHECK(tally->participant_state() == json{{"items", {"a"}}, {"total", 1}});
+  ctx.add_message(said(Role::assistant, "hi", 2));
+  tally->add("bc");
+  const json live = tally->participant_state();
+  CHECK(live == json{{"items", {"a", "bc"}}, {"total", 3}});
+  tally.reset();  // detaches
+  Tally again;
+  again.attach(run);  // read from the journal again: with "bc", recorded after the run was opened
+  CHECK(again.participant_state() == live);
+  CHECK(run.loaded_entries() == 0);
+  again.add("d");
+  Run reopened(f.journal, "acme", "r");
+  Tally last;
+  last.attach(reopened);
+  CHECK(last.participant_state() == again.participant_state());
 }

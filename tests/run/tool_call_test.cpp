@@ -480,3 +480,401 @@ TEST_CASE("an idempotent tool in doubt is retried (claimed) without asking in_do
   const auto k = kinds(*w.journal, "r");
   CHECK(std::count(k.begin(), k.end(), "context.tool_retry") == 1);  // the idempotent retry's claim; give_up needs none
 }
+
+// ---- the call lease (RunOptions::call_lease): a claim younger than the lease is in flight, not in doubt ----------
+
+namespace {
+
+// Two workers on one run: one in-memory journal and store shared, or two connections to one SQLite file. Every
+// journal and store reads the same manual clock.
+struct TwoWorkers {
+  std::shared_ptr<testing::ManualClock> clock = std::make_shared<testing::ManualClock>();
+  std::shared_ptr<RunJournal> journal_a, journal_b;
+  std::shared_ptr<ArtifactStore> store_a, store_b;
+  std::unique_ptr<TempFile> tmp;
+
+  explicit TwoWorkers(bool sqlite) {
+    if (!sqlite) {
+      journal_a = journal_b = std::make_shared<InMemoryRunJournal>(clock);
+      InMemoryStoreOptions o;
+      o.clock = clock;
+      store_a = store_b = std::make_shared<InMemoryArtifactStore>(o);
+      return;
+    }
+    tmp = std::make_unique<TempFile>();
+    const std::string path = tmp->file("agents.db");
+    SqliteJournalOptions jo;
+    jo.clock = clock;
+    journal_a = std::make_shared<SqliteRunJournal>(path, jo);
+    journal_b = std::make_shared<SqliteRunJournal>(path, jo);
+    SqliteOptions so;
+    so.clock = clock;
+    store_a = std::make_shared<SqliteArtifactStore>(path, so);
+    store_b = std::make_shared<SqliteArtifactStore>(path, so);
+  }
+};
+
+RunOptions leased(std::chrono::milliseconds lease) {
+  RunOptions o;
+  o.call_lease = lease;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("call lease: a worker reopening a run while another's claimed retry runs gets call_in_flight, never fires") {
+  const bool sqlite = GENERATE(false, true);
+  INFO((sqlite ? "SQLite file, two connections" : "in-memory journal and store"));
+  TwoWorkers w(sqlite);
+  const auto lease = std::chrono::milliseconds(30000);
+  const ToolCall call = email("ada@example.com", "receipt", "mail-1");
+  std::vector<std::string> ledger;  // the outside world: a key per effect that happened
+  std::function<void()> while_running;
+  ToolRegistry registry;
+  registry.add(Tool{"send_email", "sends an email", json{{"type", "object"}},
+                    [&](const json& in, const ToolInvocation& inv) {
+                      if (while_running) std::exchange(while_running, nullptr)();
+                      ledger.push_back(inv.idempotency_key);  // the effect lands after b's first look
+                      return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
+                    }});
+  int asked_b = 0;
+  // The fleet's policy: the effect in the ledger: done; not there: retry.
+  auto policy = [&ledger](int& asked) {
+    ExecuteOptions o;
+    o.in_doubt = [&ledger, &asked](const RecordedCall& c) {
+      ++asked;
+      const std::string key = detail::call_key("acme", "order-42", c.call_id);
+      if (std::find(ledger.begin(), ledger.end(), key) != ledger.end()) {
+        return InDoubtAction::done(ToolResult::ok(json{{"receipt", "found in the ledger"}}));
+      }
+      return InDoubtAction::retry();
+    };
+    return o;
+  };
+  {
+    Run run(w.journal_a, "acme", "order-42", leased(lease));
+    ExecutionContext ctx(w.store_a, "acme", w.clock);
+    ctx.attach(run);
+    ctx.record_call_intended("mail-1", "send_email", detail::input_hash(call.inputs));  // and the worker dies
+  }
+  w.clock->advance(lease + std::chrono::milliseconds(1));  // the first attempt's lease has ended: in doubt
+  Run run_a(w.journal_a, "acme", "order-42", leased(lease));
+  ExecutionContext ctx_a(w.store_a, "acme", w.clock);
+  ctx_a.attach(run_a);
+  REQUIRE(ctx_a.in_doubt_calls().size() == 1);
+  CHECK(ctx_a.in_flight_calls().empty());
+  const std::int64_t claimed = w.clock->peek();
+
+  std::string b_state, b_error;
+  std::int64_t b_lease_end = 0;
+  while_running = [&] {
+    // a's claim (attempt 2) is committed and its tool is running; b reopens the run 1 ms before the lease ends.
+    w.clock->advance(lease - std::chrono::milliseconds(1));
+    Run run_b(w.journal_b, "acme", "order-42", leased(lease));
+    ExecutionContext ctx_b(w.store_b, "acme", w.clock);
+    ctx_b.attach(run_b);
+    CHECK(ctx_b.in_doubt_calls().empty());
+    REQUIRE(ctx_b.in_flight_calls().size() == 1);
+    CHECK(ctx_b.in_flight_calls()[0].attempt == 2);
+    CHECK(ctx_b.lease_end(*ctx_b.recorded_call("mail-1")) == claimed + lease.count());
+    b_state = ctx_b.state().dump();
+    auto o = policy(asked_b);
+    try {
+      (void)execute(call, ctx_b, registry, o);
+      b_error = "none";
+    } catch (const call_in_flight& e) {
+      b_error = e.what();
+      b_lease_end = e.lease_ends_at();
+      CHECK(e.code() == errc::call_in_flight);
+      CHECK(e.call().call_id == "mail-1");
+    }
+    CHECK(ctx_b.state().dump() == b_state);  // b changed nothing
+    CHECK_THROWS_AS(ctx_b.record_call_retry("mail-1", 3), call_in_flight);  // nor can it claim
+    CHECK(ctx_b.state().dump() == b_state);
+  };
+  int asked_a = 0;
+  auto a_opts = policy(asked_a);  // a's own policy: retry (the ledger is empty)
+  auto r = execute(call, ctx_a, registry, a_opts);
+  CHECK(r.success);
+  CHECK(r.attempt == 2);
+  CHECK(asked_a == 1);
+  CHECK(asked_b == 0);  // b's policy was never asked: it would have found no effect and retried
+  CHECK(b_lease_end == claimed + lease.count());
+  CHECK(b_error.find("call 'mail-1' of send_email in run 'order-42' is in flight") != std::string::npos);
+  CHECK(b_error.find("claimed 29999 ms ago") != std::string::npos);
+  CHECK(b_error.find("ends in 1 ms") != std::string::npos);
+  REQUIRE(ledger.size() == 1);  // fired once
+  const auto k = kinds(*w.journal_a, "order-42");
+  CHECK(std::count(k.begin(), k.end(), "context.tool_retry") == 1);
+  CHECK(k.back() == "context.tool_finished");
+}
+
+TEST_CASE("call lease: after the lease, a second worker decides about a claimed call that never finished") {
+  const bool sqlite = GENERATE(false, true);
+  INFO((sqlite ? "SQLite file, two connections" : "in-memory journal and store"));
+  TwoWorkers w(sqlite);
+  const auto lease = std::chrono::milliseconds(5000);
+  const ToolCall call = email("ada@example.com", "receipt", "mail-1");
+  const std::string key = detail::call_key("acme", "order-42", "mail-1");
+  std::vector<std::string> ledger;
+  std::function<void()> while_running;
+  ToolRegistry registry;
+  registry.add(Tool{"send_email", "sends an email", json{{"type", "object"}},
+                    [&](const json& in, const ToolInvocation& inv) {
+                      ledger.push_back(inv.idempotency_key);  // the effect happens ...
+                      if (while_running) std::exchange(while_running, nullptr)();  // ... and a is slow after it
+                      return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
+                    }});
+  int asked = 0;  // by b
+  ExecuteOptions policy;
+  policy.in_doubt = [&](const RecordedCall& c) {
+    ++asked;
+    CHECK(c.call_id == "mail-1");
+    if (std::find(ledger.begin(), ledger.end(), key) != ledger.end()) {
+      return InDoubtAction::done(ToolResult::ok(json{{"receipt", "found in the ledger"}}));
+    }
+    return InDoubtAction::retry();
+  };
+  const bool retried = GENERATE(false, true);  // a's attempt is the first one, or a claimed retry
+  INFO((retried ? "a's attempt is a claimed retry" : "a's attempt is the first one"));
+  if (retried) {
+    Run run(w.journal_a, "acme", "order-42", leased(lease));
+    ExecutionContext ctx(w.store_a, "acme", w.clock);
+    ctx.attach(run);
+    ctx.record_call_intended("mail-1", "send_email", detail::input_hash(call.inputs));  // and the worker dies
+    w.clock->advance(lease);  // exactly at the lease's end: in doubt
+  }
+  Run run_a(w.journal_a, "acme", "order-42", leased(lease));
+  ExecutionContext ctx_a(w.store_a, "acme", w.clock);
+  ctx_a.attach(run_a);
+  std::string b_saw;
+  while_running = [&] {
+    for (const int after : {0, 4999, 5000}) {
+      w.clock->advance(std::chrono::milliseconds(after == 0 ? 0 : after == 4999 ? 4999 : 1));
+      Run run_b(w.journal_b, "acme", "order-42", leased(lease));
+      ExecutionContext ctx_b(w.store_b, "acme", w.clock);
+      ctx_b.attach(run_b);
+      try {
+        auto r = execute(call, ctx_b, registry, policy);
+        CHECK(r.success);
+        CHECK(r.outputs.at(0).record->value() == "found in the ledger");
+        b_saw += "done@" + std::to_string(after);
+        CHECK(ctx_b.in_doubt_calls().empty());
+      } catch (const call_in_flight&) {
+        b_saw += "in-flight@" + std::to_string(after) + " ";
+        CHECK(asked == 0);
+      }
+    }
+  };
+  ExecuteOptions retry;
+  retry.in_doubt = [](const RecordedCall&) { return InDoubtAction::retry(); };
+  CHECK_THROWS_AS(execute(call, ctx_a, registry, retry), conflict);  // b recorded the outcome first
+  CHECK(b_saw == "in-flight@0 in-flight@4999 done@5000");
+  CHECK(asked == 1);
+  CHECK(ledger.size() == 1);  // fired once: b found a's effect
+  const auto k = kinds(*w.journal_a, "order-42");
+  CHECK(std::count(k.begin(), k.end(), "context.tool_retry") == (retried ? 2 : 1));
+  CHECK(std::count(k.begin(), k.end(), "context.tool_intended") == 1);
+  CHECK(k.back() == "context.tool_finished");
+  // Reopened, the run answers the call with b's outcome, from the store.
+  Run later(w.journal_b, "acme", "order-42", leased(lease));
+  ExecutionContext again(w.store_b, "acme", w.clock);
+  again.attach(later);
+  auto replay = execute(call, again, registry, policy);
+  CHECK(replay.replayed);
+  CHECK(replay.outputs.at(0).record->value() == "found in the ledger");
+}
+
+TEST_CASE("call lease: 0 (the default) leaves every unsettled call in doubt at once") {
+  World w;
+  {
+    Run run(w.journal, "acme", "r");
+    auto ctx = w.context();
+    ctx.attach(run);
+    ctx.record_call_intended("mail-1", "send_email", detail::input_hash(json{{"to", "ada"}}));
+  }
+  Run run(w.journal, "acme", "r");
+  CHECK(run.options().call_lease.count() == 0);
+  auto ctx = w.context();
+  ctx.attach(run);
+  CHECK(ctx.in_doubt_calls().size() == 1);
+  CHECK(ctx.in_flight_calls().empty());
+  CHECK_FALSE(ctx.lease_end(*ctx.recorded_call("mail-1")));
+}
+
+// ---- add_artifact in a run (ExecutionContext::store_to_bind): a step done again after a crash stores what an
+// uninterrupted run stored --------------------------------------------------------------------------------------------
+
+namespace {
+
+ArtifactRecord::Builder note(const std::string& text, std::string id = {}) {
+  auto b = ArtifactRecord::builder();
+  b.type(ArtifactType::data).description("a note").value(text);
+  if (!id.empty()) b.id(std::move(id));
+  return b;
+}
+
+// The step `add` done by a worker that crashes before its binding is committed (its batch is abandoned), then done
+// again by a worker that resumes the run; and the same step done once, uninterrupted, on a fresh backend. Returns
+// the resumed run's context state and store beside the uninterrupted one's.
+struct Redone {
+  std::string state, expected_state;
+  std::vector<std::string> store, expected_store;
+};
+
+Redone redo(bool sqlite, const std::function<void(ExecutionContext&)>& before,
+            const std::function<void(ExecutionContext&)>& lost, const std::function<void(ExecutionContext&)>& again) {
+  Redone out;
+  {
+    TwoWorkers ref(sqlite);
+    Run run(ref.journal_a, "acme", "order-42");
+    ExecutionContext ctx(ref.store_a, "acme", ref.clock);
+    ctx.attach(run);
+    before(ctx);
+    again(ctx);
+    out.expected_state = ctx.state().dump();
+    out.expected_store = store_contents(*ref.store_a);
+  }
+  TwoWorkers w(sqlite);
+  {
+    Run run(w.journal_a, "acme", "order-42");
+    ExecutionContext ctx(w.store_a, "acme", w.clock);
+    ctx.attach(run);
+    before(ctx);
+    try {
+      auto group = run.batch();
+      lost(ctx);
+      throw std::runtime_error("the worker dies before the batch commits");
+    } catch (const std::runtime_error&) {
+    }
+  }
+  Run run(w.journal_b, "acme", "order-42");
+  ExecutionContext ctx(w.store_b, "acme", w.clock);
+  ctx.attach(run);
+  again(ctx);
+  out.state = ctx.state().dump();
+  out.store = store_contents(*w.store_b);
+  // A third worker reopening the run sees the same.
+  Run reopened(w.journal_a, "acme", "order-42");
+  ExecutionContext third(w.store_a, "acme", w.clock);
+  third.attach(reopened);
+  CHECK(third.state().dump() == out.state);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("add_artifact in a run derives a missing id from the tenant, the run, the name and the ordering key") {
+  World w;
+  Run run(w.journal, "acme", "order-42");
+  auto ctx = w.context();
+  ctx.attach(run);
+  auto first = ctx.add_artifact("notes", note("one"));
+  auto second = ctx.add_artifact("notes", note("two"));
+  const json s = ctx.state();
+  REQUIRE(s["bindings"].size() == 1);
+  const std::string write = std::to_string(s["bindings"][0]["write"].get<std::uint64_t>());
+  auto documented = [](const std::string& key) {
+    const std::string text = "cairn.binding.v14:acme8:order-425:notes" + std::to_string(key.size()) + ":" + key;
+    return "bind-" + detail::hex_prefix(detail::sha256(text), 16);
+  };
+  CHECK(second->id() == documented(write));
+  CHECK(second->version() == 1);
+  CHECK(first->id() != second->id());  // another binding, another ordering key
+  CHECK(first->id() == documented(std::to_string(s["bindings"][0]["first"].get<std::uint64_t>())));
+  // Without a run, the store's own ids.
+  auto plain = w.context();
+  CHECK(plain.add_artifact("notes", note("one"))->id().rfind("bind-", 0) == std::string::npos);
+}
+
+TEST_CASE("add_artifact done again after a crash reuses what the lost attempt stored, or replaces it") {
+  const bool sqlite = GENERATE(false, true);
+  INFO((sqlite ? "SQLite file" : "in-memory store and journal"));
+  auto before = [](ExecutionContext& ctx) { ctx.add_message(Role::user, "take notes"); };
+  SECTION("the same content: the lost attempt's record is bound") {
+    auto r = redo(
+        sqlite, before, [](ExecutionContext& ctx) { (void)ctx.add_artifact("notes", note("the minutes")); },
+        [](ExecutionContext& ctx) { (void)ctx.add_artifact("notes", note("the minutes")); });
+    CHECK(r.state == r.expected_state);
+    CHECK(r.store == r.expected_store);
+    CHECK(r.store.size() == 1);
+  }
+  SECTION("other content (the step is not deterministic): the lost attempt's record is replaced") {
+    auto r = redo(
+        sqlite, before, [](ExecutionContext& ctx) { (void)ctx.add_artifact("notes", note("a first draft")); },
+        [](ExecutionContext& ctx) { (void)ctx.add_artifact("notes", note("the minutes")); });
+    CHECK(r.state == r.expected_state);
+    CHECK(r.store == r.expected_store);
+    CHECK(r.store.size() == 1);
+  }
+  SECTION("a host's own id: its identical, unbound latest version is reused, not stored as version 2") {
+    auto r = redo(
+        sqlite, before, [](ExecutionContext& ctx) { (void)ctx.add_artifact("brief", note("ship 2.0", "brief-1")); },
+        [](ExecutionContext& ctx) { (void)ctx.add_artifact("brief", note("ship 2.0", "brief-1")); });
+    CHECK(r.state == r.expected_state);
+    CHECK(r.store == r.expected_store);
+    REQUIRE(r.store.size() == 1);
+    CHECK(r.store[0].rfind("brief-1 v1 ", 0) == 0);
+  }
+  SECTION("a host's own id bound to its latest version already: the same content added again is version 2") {
+    auto first = [&before](ExecutionContext& ctx) {
+      before(ctx);
+      (void)ctx.add_artifact("brief", note("ship 2.0", "brief-1"));  // committed: bound to version 1
+    };
+    auto again = [](ExecutionContext& ctx) { (void)ctx.add_artifact("brief", note("ship 2.0", "brief-1")); };
+    auto r = redo(sqlite, first, again, again);
+    CHECK(r.state == r.expected_state);
+    CHECK(r.store == r.expected_store);
+    REQUIRE(r.store.size() == 2);
+    CHECK(r.store[1].rfind("brief-1 v2 ", 0) == 0);
+  }
+}
+
+TEST_CASE("a first attempt stores its outputs create-only: a worker that lost the call adds no second version") {
+  const bool sqlite = GENERATE(false, true);
+  INFO((sqlite ? "SQLite file, two connections" : "in-memory journal and store"));
+  const ToolCall call = email("ada@example.com", "receipt", "mail-1");
+  std::function<void()> while_running;
+  int fired = 0;
+  ToolRegistry registry;
+  registry.add(Tool{"send_email", "sends an email", json{{"type", "object"}}, [&](const json& in) {
+                      ++fired;
+                      if (while_running) std::exchange(while_running, nullptr)();
+                      return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
+                    }});
+  ExecuteOptions retry;
+  retry.in_doubt = [](const RecordedCall&) { return InDoubtAction::retry(); };
+  std::string expected_state;
+  std::vector<std::string> expected_store;
+  {
+    TwoWorkers ref(sqlite);
+    Run run(ref.journal_a, "acme", "order-42");
+    ExecutionContext ctx(ref.store_a, "acme", ref.clock);
+    ctx.attach(run);
+    (void)execute(call, ctx, registry);
+    expected_state = ctx.state().dump();
+    expected_store = store_contents(*ref.store_a);
+  }
+  fired = 0;
+  TwoWorkers w(sqlite);
+  Run run_b(w.journal_b, "acme", "order-42");  // the first worker: its first attempt is slow
+  ExecutionContext ctx_b(w.store_b, "acme", w.clock);
+  ctx_b.attach(run_b);
+  while_running = [&] {
+    // Meanwhile a second worker (no lease) finds the call in doubt, claims it, runs it and records its outcome.
+    Run run_a(w.journal_a, "acme", "order-42");
+    ExecutionContext ctx_a(w.store_a, "acme", w.clock);
+    ctx_a.attach(run_a);
+    REQUIRE(ctx_a.in_doubt_calls().size() == 1);
+    auto r = execute(call, ctx_a, registry, retry);
+    CHECK(r.success);
+    CHECK(r.attempt == 2);
+  };
+  CHECK_THROWS_AS(execute(call, ctx_b, registry), conflict);  // its late store conflicts: nothing added
+  CHECK(fired == 2);  // without a lease both fired (the key is the outside system's to deduplicate)
+  CHECK(store_contents(*w.store_a) == expected_store);
+  Run reopened(w.journal_b, "acme", "order-42");
+  ExecutionContext again(w.store_b, "acme", w.clock);
+  again.attach(reopened);
+  CHECK(again.state().dump() == expected_state);
+}

@@ -5,7 +5,7 @@
 //     cairn::SearchQuery q;
 //     q.text = "quarterly revenue";
 //     q.filter.type = cairn::ArtifactType::dataset;
-//     q.filter.metadata.push_back({"/region", cairn::FieldOp::in, {"emea", "apac"}});
+//     q.filter.metadata.push_back({"/region", cairn::FieldOp::in, nlohmann::json::array({"emea", "apac"})});
 //     cairn::SearchPage page = store->search("acme", q);
 #pragma once
 

@@ -303,19 +303,70 @@ CAIRN_INLINE std::optional<RecordedCall> ExecutionContext::recorded_call(const s
   return it->second;
 }
 
+CAIRN_INLINE std::optional<std::int64_t> ExecutionContext::lease_end(const RecordedCall& c) const {
+  if (!run_ || c.status != RecordedCall::Status::intended || c.claimed_at == 0) return std::nullopt;
+  const auto lease = run_->options().call_lease.count();
+  if (lease <= 0) return std::nullopt;
+  const std::int64_t ends = c.claimed_at + static_cast<std::int64_t>(lease);
+  if (run_->now_ms() >= ends) return std::nullopt;
+  return ends;
+}
+
+CAIRN_INLINE void ExecutionContext::check_not_in_flight(const RecordedCall& c, std::string_view what) const {
+  const auto ends = lease_end(c);
+  if (!ends) return;
+  const std::int64_t now = run_->now_ms();
+  throw call_in_flight(
+      fmt::format("{}: call '{}' of {} in run '{}' is in flight: its attempt {} was claimed {} ms ago and its lease "
+                  "(RunOptions::call_lease, {} ms) ends in {} ms, at {} ms by the journal's clock; another worker may "
+                  "be running it. Wait until then and reopen the run",
+                  what, detail::excerpt(c.call_id), c.tool, detail::excerpt(run_->run_id()), c.attempt,
+                  now - c.claimed_at, run_->options().call_lease.count(), *ends - now, *ends),
+      c, run_->seq(), *ends);
+}
+
 CAIRN_INLINE std::vector<RecordedCall> ExecutionContext::in_doubt_calls() const {
   std::vector<RecordedCall> out;
   for (const auto& [id, call] : calls_) {
-    if (call.status == RecordedCall::Status::intended) out.push_back(call);
+    if (call.status == RecordedCall::Status::intended && !lease_end(call)) out.push_back(call);
   }
   return out;
+}
+
+CAIRN_INLINE std::vector<RecordedCall> ExecutionContext::in_flight_calls() const {
+  std::vector<RecordedCall> out;
+  for (const auto& [id, call] : calls_) {
+    if (lease_end(call)) out.push_back(call);
+  }
+  return out;
+}
+
+CAIRN_INLINE void ExecutionContext::set_call(RecordedCall c) {
+  const bool settled = c.status != RecordedCall::Status::intended;
+  auto [it, added] = calls_.try_emplace(c.call_id);
+  const bool was_settled = !added && it->second.status != RecordedCall::Status::intended;
+  it->second = std::move(c);
+  if (settled && !was_settled) ++settled_calls_;
+  if (!settled && was_settled) --settled_calls_;
+}
+
+CAIRN_INLINE JournalEntry ExecutionContext::claim_entry(const char* kind, nlohmann::json data) const {
+  JournalEntry e = entry(kind, std::move(data));
+  e.time = run_->now_ms();  // kept by append: the lease is counted from the time the journal holds
+  return e;
 }
 
 CAIRN_INLINE void ExecutionContext::record_call_intended(const std::string& call_id, const std::string& tool,
                                                          const std::string& input_hash) {
   RecordedCall c{call_id, tool, input_hash, RecordedCall::Status::intended, {}, {}};
-  if (run_) run_->record("context", "tool_intended", call_json(c), /*sync=*/true);  // committed before it runs
-  calls_[call_id] = std::move(c);
+  if (run_) {
+    std::vector<JournalEntry> entries;
+    entries.push_back(claim_entry("tool_intended", call_json(c)));
+    c.claimed_at = entries.front().time;
+    entries.front().data = call_json(c);
+    run_->record_entries(std::move(entries), /*sync=*/true);  // committed before it runs
+  }
+  set_call(std::move(c));
 }
 
 CAIRN_INLINE void ExecutionContext::record_call_retry(const std::string& call_id, std::uint32_t attempt) {
@@ -324,17 +375,16 @@ CAIRN_INLINE void ExecutionContext::record_call_retry(const std::string& call_id
     throw state_error(fmt::format("call '{}': only a call in doubt can be claimed for another attempt",
                                   detail::excerpt(call_id)));
   }
+  check_not_in_flight(it->second, "claiming a retry");
+  std::int64_t claimed_at = it->second.claimed_at;
   if (run_) {
-    run_->record("context", "tool_retry", nlohmann::json{{"call", call_id}, {"attempt", attempt}},
-                 /*sync=*/true);  // committed before the attempt does anything
+    std::vector<JournalEntry> entries;
+    entries.push_back(claim_entry("tool_retry", nlohmann::json{{"call", call_id}, {"attempt", attempt}}));
+    claimed_at = entries.front().time;
+    run_->record_entries(std::move(entries), /*sync=*/true);  // committed before the attempt does anything
   }
   it->second.attempt = attempt;
-}
-
-CAIRN_INLINE std::string ExecutionContext::next_call_id() const {
-  std::size_t settled = 0;
-  for (const auto& [id, c] : calls_) settled += c.status != RecordedCall::Status::intended ? 1 : 0;
-  return fmt::format("call-{}", settled + 1);
+  it->second.claimed_at = claimed_at;
 }
 
 CAIRN_INLINE void ExecutionContext::record_call_finished(const std::string& call_id, const std::string& tool,
@@ -363,7 +413,7 @@ CAIRN_INLINE void ExecutionContext::record_call_finished(const std::string& call
     if (parent_id_ != 0) written_.push_back(name);
   }
   for (const auto& m : messages) log_.push_back(m);
-  calls_[call_id] = std::move(c);
+  set_call(std::move(c));
 }
 
 CAIRN_INLINE void ExecutionContext::record_call_failed(const std::string& call_id, const std::string& tool,
@@ -376,7 +426,7 @@ CAIRN_INLINE void ExecutionContext::record_call_failed(const std::string& call_i
     run_->record("context", "tool_failed", std::move(data));
   }
   log_.push_back(message);
-  calls_[call_id] = std::move(c);
+  set_call(std::move(c));
 }
 
 CAIRN_INLINE void ExecutionContext::check_name(const std::string& name) {
@@ -419,9 +469,10 @@ CAIRN_INLINE nlohmann::json ExecutionContext::call_json(const RecordedCall& c) {
   nlohmann::json j = {{"call", c.call_id}, {"tool", c.tool}, {"input_hash", c.input_hash},
                       {"status", to_string(c.status)}, {"outputs", std::move(outputs)}};
   if (!c.error.empty()) j["error"] = c.error;
-  // Only an unsettled call needs its attempt (the next one is one more); a settled call looks as it would have in a
-  // run that never crashed.
+  // Only an unsettled call needs its attempt (the next one is one more) and when it was claimed (its lease); a
+  // settled call looks as it would have in a run that never crashed.
   if (c.attempt > 1 && c.status == RecordedCall::Status::intended) j["attempt"] = c.attempt;
+  if (c.claimed_at != 0 && c.status == RecordedCall::Status::intended) j["claimed_at"] = c.claimed_at;
   return j;
 }
 
@@ -479,6 +530,9 @@ CAIRN_INLINE RecordedCall ExecutionContext::call_from_json(const nlohmann::json&
   }
   if (j.contains("error")) c.error = recorded(j, "error", value_t::string, where).get<std::string>();
   if (j.contains("attempt")) c.attempt = recorded(j, "attempt", value_t::number_unsigned, where).get<std::uint32_t>();
+  if (status == RecordedCall::Status::intended && j.contains("claimed_at")) {
+    c.claimed_at = recorded(j, "claimed_at", value_t::number_integer, where).get<std::int64_t>();
+  }
   return c;
 }
 
@@ -537,6 +591,7 @@ CAIRN_INLINE void ExecutionContext::restore_participant(const nlohmann::json& st
   written_.clear();
   merged_messages_ = 0;
   calls_.clear();
+  settled_calls_ = 0;
   restoring_.clear();
   std::size_t i = 0;
   try {
@@ -562,7 +617,7 @@ CAIRN_INLINE void ExecutionContext::restore_participant(const nlohmann::json& st
       throw state_error(fmt::format("{}: call '{}' is recorded under '{}'", where, detail::excerpt(call.call_id),
                                     detail::excerpt(id)));
     }
-    calls_[id] = std::move(call);
+    set_call(std::move(call));
   }
 }
 
@@ -575,23 +630,25 @@ CAIRN_INLINE void ExecutionContext::apply_participant_entry(std::string_view kin
     log_.push_back(message_from_json(d, "context.message"));
   } else if (kind == "tool_intended") {
     auto c = call_from_json(d, RecordedCall::Status::intended);
-    calls_[c.call_id] = std::move(c);
+    c.claimed_at = e.time;  // the lease counts from the journal's time (a journal of an older cairn has no field)
+    set_call(std::move(c));
   } else if (kind == "tool_finished") {
     const auto& bindings = recorded(d, "bindings", value_t::array, "context.tool_finished");
     const auto& messages = recorded(d, "messages", value_t::array, "context.tool_finished");
     auto c = call_from_json(d, RecordedCall::Status::finished);
     for (const auto& b : bindings) apply_bind(b, "context.tool_finished: bindings");
     for (const auto& m : messages) log_.push_back(message_from_json(m, "context.tool_finished: messages"));
-    calls_[c.call_id] = std::move(c);
+    set_call(std::move(c));
   } else if (kind == "tool_retry") {
     const auto it = calls_.find(d.at("call").get<std::string>());
     if (it == calls_.end()) throw state_error("a retry claim of a call the run never recorded as intended");
     it->second.attempt = d.at("attempt").get<std::uint32_t>();
+    it->second.claimed_at = e.time;
   } else if (kind == "tool_failed") {
     auto c = call_from_json(d, RecordedCall::Status::failed);
     log_.push_back(message_from_json(recorded(d, "message", value_t::object, "context.tool_failed"),
                                      "context.tool_failed: message"));
-    calls_[c.call_id] = std::move(c);
+    set_call(std::move(c));
   } else {
     throw state_error(fmt::format("context: unknown journal entry kind 'context.{}'", kind));
   }
@@ -610,6 +667,7 @@ CAIRN_INLINE void ExecutionContext::take(ExecutionContext&& other) noexcept {
   written_ = std::move(other.written_);
   merged_messages_ = other.merged_messages_;
   calls_ = std::move(other.calls_);
+  settled_calls_ = std::exchange(other.settled_calls_, 0);
   restoring_ = std::move(other.restoring_);
   run_ = std::exchange(other.run_, nullptr);
   if (run_) run_->moved(static_cast<const RunParticipant&>(other), static_cast<RunParticipant&>(*this));

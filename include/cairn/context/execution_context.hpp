@@ -76,6 +76,26 @@ struct RecordedCall {
   std::string error;                                                                    ///< why it failed
   /// The attempts claimed so far: 1 for the first run, one more for each claimed retry (context.tool_retry).
   std::uint32_t attempt = 1;
+  /// For a call not settled yet: when its latest attempt was claimed (its `tool_intended` or `tool_retry` entry's
+  /// journal time, ms since the Unix epoch; 0 when unknown). RunOptions::call_lease counts from here.
+  std::int64_t claimed_at = 0;
+};
+
+/// A call whose latest attempt was claimed less than RunOptions::call_lease ago: another worker may be running it
+/// right now, so it is in flight, not in doubt, and execute() neither runs it nor asks the in-doubt policy about it.
+/// A cairn::conflict (the run is another worker's for now): wait until lease_ends_at() (by the journal's clock),
+/// then reopen the run, which then holds the call's outcome, or holds it in doubt.
+class call_in_flight : public conflict {
+ public:
+  call_in_flight(const std::string& what, RecordedCall call, std::uint64_t seq, std::int64_t lease_ends_at)
+      : conflict(what, seq, seq, errc::call_in_flight), call_(std::move(call)), lease_ends_at_(lease_ends_at) {}
+  const RecordedCall& call() const noexcept { return call_; }
+  /// When the lease ends, in ms since the Unix epoch by the journal's clock.
+  std::int64_t lease_ends_at() const noexcept { return lease_ends_at_; }
+
+ private:
+  RecordedCall call_;
+  std::int64_t lease_ends_at_;
 };
 
 std::string_view to_string(RecordedCall::Status s) noexcept;
@@ -250,9 +270,19 @@ class ExecutionContext : private RunParticipant {
 
   /// The tool call `call_id` as the attached run recorded it, or nothing.
   std::optional<RecordedCall> recorded_call(const std::string& call_id) const;
-  /// Calls that were recorded as intended but never as finished or failed: the process running them stopped in
-  /// between, and whether the tool's effect happened is unknown. execute() will not run them again by itself.
+  /// Calls that were recorded as intended but never as finished or failed, and whose lease (RunOptions::call_lease)
+  /// has ended: the process running them stopped in between, and whether the tool's effect happened is unknown.
+  /// execute() will not run them again by itself.
   std::vector<RecordedCall> in_doubt_calls() const;
+  /// Calls recorded as intended, not settled, whose latest attempt was claimed less than RunOptions::call_lease ago
+  /// by the journal's clock: another worker may be running them (see call_in_flight).
+  std::vector<RecordedCall> in_flight_calls() const;
+  /// When the lease of unsettled call `c` ends (ms since the Unix epoch, by the journal's clock), if it is in flight
+  /// now; nothing when it is in doubt (or settled, or the context has no run).
+  std::optional<std::int64_t> lease_end(const RecordedCall& c) const;
+  /// Throws cairn::call_in_flight, naming the call, the run, how long ago it was claimed and when its lease ends,
+  /// when call `c` is in flight (lease_end()). `what` names the operation refused.
+  void check_not_in_flight(const RecordedCall& c, std::string_view what) const;
 
   /// For execute(): records that `call` is about to run, before it runs.
   void record_call_intended(const std::string& call_id, const std::string& tool, const std::string& input_hash);
@@ -266,12 +296,13 @@ class ExecutionContext : private RunParticipant {
   /// For execute(): claims call `call_id`, which is in doubt, for attempt `attempt` (a retry, or a host's "done")
   /// with a `context.tool_retry {call, attempt}` entry committed now (even inside a batch), before anything of the
   /// attempt happens: of two workers resuming the run, the second gets cairn::conflict here. Throws
-  /// cairn::state_error when the call is not in doubt.
+  /// cairn::state_error when the call is not in doubt, cairn::call_in_flight while its lease holds.
   void record_call_retry(const std::string& call_id, std::uint32_t attempt);
   /// A fresh call id for a call that came without one: `call-<n>`, n one more than the calls this context recorded
   /// as finished or failed. A call in doubt is not counted, so re-executing it after a resume gets its id again,
-  /// and a resumed run numbers its later calls as an uninterrupted one does.
-  std::string next_call_id() const;
+  /// and a resumed run numbers its later calls as an uninterrupted one does. O(1): the settled calls are counted
+  /// as they settle.
+  std::string next_call_id() const { return fmt::format("call-{}", settled_calls_ + 1); }
   /// The idempotency key a tool is given for call `call_id` of this context (ToolInvocation::idempotency_key): the
   /// same in every process and worker of the attached run; without a run, derived from the tenant and the id only.
   std::string call_key(const std::string& call_id) const {
@@ -368,6 +399,11 @@ class ExecutionContext : private RunParticipant {
 
   void take(ExecutionContext&& other) noexcept;
 
+  // Records `c` in calls_, keeping settled_calls_ right.
+  void set_call(RecordedCall c);
+  // A `context.<kind>` entry stamped now by the journal's clock (a claim's time is its lease's start).
+  JournalEntry claim_entry(const char* kind, nlohmann::json data) const;
+
   // The attempt a call has claimed (1 when it has no record yet).
   std::uint32_t attempt_of(const std::string& call_id) const {
     const auto it = calls_.find(call_id);
@@ -387,6 +423,7 @@ class ExecutionContext : private RunParticipant {
   std::vector<std::string> written_;  // names bound since the fork or the last merge into the parent
   std::size_t merged_messages_ = 0;   // messages up to here are the parent's, or were merged already
   std::map<std::string, RecordedCall> calls_;  // tool calls recorded while attached to a run
+  std::size_t settled_calls_ = 0;              // of calls_, those finished or failed (next_call_id())
   struct RecordedBinding {
     std::string id;
     std::uint64_t version;

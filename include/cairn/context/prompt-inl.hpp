@@ -63,17 +63,46 @@ CAIRN_INLINE std::string format_artifacts_catalog(const ExecutionContext& ctx, c
   entries.reserve(artifacts.size());
   for (const NamedArtifact& a : artifacts) entries.push_back(format_catalog_entry(a.name, *a.record));
 
-  auto note = [](std::size_t omitted) {
-    return fmt::format("({} older artifact{} not shown)", omitted, omitted == 1 ? "" : "s");
+  // The entries in the order they earn a place: newest first, or most relevant first.
+  std::vector<std::size_t> order(entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+  const bool by_relevance = !options.relevant_to.empty();
+  if (by_relevance) {
+    std::unordered_map<std::string, std::size_t> rank;  // id -> place in the search's results
+    SearchQuery q = relevance_query(*ctx.store(), options.relevant_to);
+    if (!q.text.empty()) {
+      std::unordered_set<std::string> bound;
+      for (const NamedArtifact& a : artifacts) bound.insert(a.record->id());
+      q.limit = SearchQuery::max_limit;
+      for (std::size_t read = 0;;) {
+        const SearchPage page = ctx.store()->search(ctx.tenant_id(), q);
+        for (const SearchHit& h : page.hits) {
+          if (bound.count(h.record->id())) rank.emplace(h.record->id(), read);
+          ++read;
+        }
+        if (!page.next_cursor || rank.size() == bound.size() || read >= options.relevant_depth) break;
+        q.cursor = *page.next_cursor;
+      }
+    }
+    const auto place = [&](std::size_t i) {
+      const auto it = rank.find(artifacts[i].record->id());
+      return it == rank.end() ? SIZE_MAX : it->second;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return place(a) < place(b); });
+  }
+
+  auto note = [by_relevance](std::size_t omitted) {
+    return fmt::format("({} {} artifact{} not shown)", omitted, by_relevance ? "less relevant" : "older",
+                       omitted == 1 ? "" : "s");
   };
   std::size_t kept = entries.size();
   if (options.max_chars != 0) {
-    // Keep the longest run of newest entries that fits, counting the heading, the note and the newlines, all in
-    // code points (the heading and the note are ASCII).
+    // Keep the longest run of the first entries of `order` that fits, counting the heading, the note and the
+    // newlines, all in code points (the heading and the note are ASCII).
     kept = 0;
     std::size_t body = 0;
     while (kept < entries.size()) {
-      const std::size_t next_body = body + 1 + detail::utf8_length(entries[entries.size() - 1 - kept]);
+      const std::size_t next_body = body + 1 + detail::utf8_length(entries[order[kept]]);
       const std::size_t omitted = entries.size() - kept - 1;
       const std::size_t total = heading.size() + next_body + (omitted ? 1 + note(omitted).size() : 0);
       if (total > options.max_chars) break;
@@ -81,13 +110,14 @@ CAIRN_INLINE std::string format_artifacts_catalog(const ExecutionContext& ctx, c
       ++kept;
     }
   }
+  order.resize(kept);
+  if (!by_relevance) std::reverse(order.begin(), order.end());  // the newest kept, shown in insertion order
   std::string out = heading;
-  const std::size_t first = entries.size() - kept;
-  if (first > 0) {
+  if (const std::size_t omitted = entries.size() - kept; omitted > 0) {
     out.push_back('\n');
-    out += note(first);
+    out += note(omitted);
   }
-  for (std::size_t i = first; i < entries.size(); ++i) {
+  for (const std::size_t i : order) {
     out.push_back('\n');
     out += entries[i];
   }

@@ -12,7 +12,11 @@
 //       Size: 14 chars
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/artifact/relevance.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/tool.hpp"
 #include "cairn/detail/text.hpp"
@@ -46,14 +51,24 @@ struct CatalogOptions {
   /// cut) and a line `(N older artifacts not shown)` follows the heading. The heading and that line are always
   /// shown, even when they alone exceed the limit.
   std::size_t max_chars = 0;
+  /// When not empty (the current goal, the task), the bound artifacts are ranked by how relevant they are to this
+  /// text: the context's store searches its tenant with relevance_query (any of the text's words, BM25; and the
+  /// text's meaning too when the store has an embedder: hybrid), and the entries are shown most relevant first,
+  /// then those the search did not rank (none of the words, no vector), newest first. Over max_chars the least
+  /// relevant are left out, and the line says `(N less relevant artifacts not shown)`. A bound artifact is ranked
+  /// by its id (the latest version of it). Throws what the store's search throws.
+  std::string relevant_to;
+  /// At most this many hits are read while looking for the bound artifacts (pages of SearchQuery::max_limit); bound
+  /// artifacts ranked lower count as not ranked.
+  std::size_t relevant_depth = 1000;
 };
 
 /// One catalog entry (four lines, no trailing newline). A record with no description shows its title; the purpose
 /// defaults to what the description line shows.
 std::string format_catalog_entry(const std::string& name, const ArtifactRecord& r);
 
-/// `Available Artifacts (N):` and one entry per binding in insertion order; `No artifacts available.` when the
-/// context holds none.
+/// `Available Artifacts (N):` and one entry per binding in insertion order (most relevant first with
+/// CatalogOptions::relevant_to); `No artifacts available.` when the context holds none.
 std::string format_artifacts_catalog(const ExecutionContext& ctx, const CatalogOptions& options = {});
 
 /// Options of build_prompt.

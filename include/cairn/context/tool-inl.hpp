@@ -256,6 +256,9 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
         }
         return out;
       }
+      // Claimed less than RunOptions::call_lease ago: in flight on another worker (or one that died within the
+      // lease), not in doubt. Nothing is decided, nothing is asked, nothing runs.
+      ctx.check_not_in_flight(*seen, "execute");
       // In doubt: the intended entry is there, its outcome is not. Idempotent tools are retried without asking.
       InDoubtAction action = InDoubtAction::retry();
       if (!tool->idempotent) {
@@ -358,6 +361,20 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
     // In a run, the ids follow from the call, so a resumed run stores what an uninterrupted one would have.
     if (durable) builder.id(detail::call_output_id(ctx.tenant_id(), ctx.run()->run_id(), out.call_id, spec.name));
     records.push_back(builder.build());
+  }
+  if (claimed_retry) {
+    // What lies under the output ids is an earlier attempt's orphan only while no other worker has moved the run on
+    // since this attempt's claim: one that has (it claimed the call after this worker's lease ended and may have
+    // bound its own outputs there) must not have them removed by this late attempt. The check and the removal are
+    // not one step; a late attempt that stores at the very moment the other stores conflicts in store_if instead.
+    const auto head = ctx.run()->journal()->info(ctx.tenant_id(), ctx.run()->run_id());
+    if (head && head->last_seq != ctx.run()->seq()) {
+      throw conflict(fmt::format("call '{}': another worker moved run '{}' on (to seq {}) while attempt {} ran; its "
+                                 "outputs are not stored (reopen the run)",
+                                 detail::excerpt(out.call_id), detail::excerpt(ctx.run()->run_id()), head->last_seq,
+                                 out.attempt),
+                     ctx.run()->seq(), head->last_seq);
+    }
   }
   std::vector<ArtifactPtr> stored;
   stored.reserve(records.size());

@@ -357,10 +357,13 @@ std::string input_hash(const nlohmann::json& inputs);
 /// is in doubt: an idempotent tool runs again, anything else goes to `options.in_doubt` (retry, give up, or done
 /// with a host-supplied result), or throws call_in_doubt. A retry (and a done) first commits a claim
 /// (`context.tool_retry`), so of two workers resuming one run only one goes on; the other gets cairn::conflict
-/// before anything runs. Outputs of a call in a run are stored under ids derived from the run, the call and the
-/// output name (detail::call_output_id), so a resumed run holds the same ids as an uninterrupted one; a claimed
-/// retry first removes what an earlier, unbound attempt left under them. The tool is given a ToolInvocation with
-/// the call id, its idempotency key and the attempt (docs/runs.md, "Tool calls").
+/// before anything runs. A call claimed (intended or retried) less than RunOptions::call_lease ago is in flight, not
+/// in doubt: execute() throws cairn::call_in_flight (a conflict) without running it or asking. Outputs of a call in
+/// a run are stored under ids derived from the run, the call and the output name (detail::call_output_id), so a
+/// resumed run holds the same ids as an uninterrupted one; a claimed retry first checks that no other worker moved
+/// the run on since its claim (else cairn::conflict), then removes what an earlier, unbound attempt left under them.
+/// The tool is given a ToolInvocation with the call id, its idempotency key and the attempt (docs/runs.md, "Tool
+/// calls").
 ///
 /// With an observer on the context (ExecutionContext::set_observer), the call is reported as one
 /// EventKind::tool_call event when it ends: subject the tool's name, operation "execute" ("replay" when answered from

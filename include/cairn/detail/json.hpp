@@ -6,6 +6,7 @@
 // which stops at the limit with a clear error instead.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -37,8 +38,19 @@ inline nlohmann::json parse_json(std::string_view text, const JsonLimits& limits
     throw limit_exceeded(
         fmt::format("{}: input is {} bytes, more than the limit of {} bytes", what, text.size(), limits.max_bytes));
   }
-  // The callback sees the depth of every container start; stopping there keeps the partial value shallow.
   const int max_depth = limits.max_depth;
+  // Text with fewer '[' and '{' bytes than the limit (in strings too) cannot nest that deep: parsed without the
+  // callback, which costs a call per value (most of what a journal or a store reads: small objects).
+  std::size_t opens = 0;
+  for (const char c : text) opens += (c == '[' || c == '{') ? 1 : 0;
+  if (opens < static_cast<std::size_t>(std::max(max_depth, 0))) {
+    try {
+      return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::exception&) {
+      // the same text again, below, for the same error as ever
+    }
+  }
+  // The callback sees the depth of every container start; stopping there keeps the partial value shallow.
   auto guard = [max_depth, what](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
     if ((event == nlohmann::json::parse_event_t::object_start ||
          event == nlohmann::json::parse_event_t::array_start) &&

@@ -85,7 +85,7 @@ CAIRN_INLINE std::vector<std::string> GoalEngine::handle_turn(const std::string&
     ~Reset() { *p = nullptr; }
   } reset{&said_};
   ctx_.add_message(Role::user, message);
-  apply(in);
+  apply(in, message);
   // A goal blocked at the top gets one more try each turn: the missing tool may have been registered since.
   if (const Goal* top = stack_.peek(); top && top->status == GoalStatus::blocked) {
     set_status(top->id, GoalStatus::active, "retrying");
@@ -105,13 +105,25 @@ CAIRN_INLINE void GoalEngine::record_change() {
 CAIRN_INLINE void GoalEngine::restore_participant(const nlohmann::json& state) {
   restore_state(state);
   recorded_ = state;
+  patched_seq_ = 0;
 }
 
+// A replay applies each patch to the recorded state in place (O(the patch)) and rebuilds the engine from it once,
+// when the replay ends (participant_restored): not the whole state per patch.
 CAIRN_INLINE void GoalEngine::apply_participant_entry(std::string_view kind, const JournalEntry& e) {
   if (kind != "patch") throw state_error(fmt::format("goals: unknown journal entry kind 'goals.{}'", kind));
-  nlohmann::json state = recorded_.patch(e.data);
-  restore_state(state);
-  recorded_ = std::move(state);
+  recorded_.patch_inplace(e.data);
+  patched_seq_ = e.seq;
+}
+
+CAIRN_INLINE void GoalEngine::participant_restored() {
+  const std::uint64_t seq = std::exchange(patched_seq_, 0);
+  if (seq == 0) return;
+  try {
+    restore_state(recorded_);
+  } catch (const std::exception& ex) {
+    throw state_error(fmt::format("entry {} (goals.patch) leaves a state the engine cannot take: {}", seq, ex.what()));
+  }
 }
 
 CAIRN_INLINE nlohmann::json GoalEngine::visible_evidence(const std::string& id) const {
@@ -343,7 +355,7 @@ CAIRN_INLINE void GoalEngine::escape_references(nlohmann::json& v) {
   }
 }
 
-CAIRN_INLINE void GoalEngine::apply(const Interpretation& in) {
+CAIRN_INLINE void GoalEngine::apply(const Interpretation& in, const std::string& message) {
   const Goal* current = stack_.peek();
   switch (in.action) {
     case Interpretation::Action::new_goal: {
@@ -355,7 +367,7 @@ CAIRN_INLINE void GoalEngine::apply(const Interpretation& in) {
       Goal g;
       g.id = new_id();
       g.gloss = in.gloss;
-      g.provenance = {{"source", "user"}};
+      g.provenance = {{"source", "user"}, {"request", message}};  // the words SopPlanner retrieval searches by
       const Goal& pushed = stack_.push(std::move(g));
       notify(pushed, std::nullopt);
       const std::string id = pushed.id;

@@ -155,6 +155,7 @@ class GoalEngine : private RunParticipant {
   nlohmann::json participant_state() const override { return to_json(); }
   CAIRN_INLINE void restore_participant(const nlohmann::json& state) override;
   CAIRN_INLINE void apply_participant_entry(std::string_view kind, const JournalEntry& e) override;
+  CAIRN_INLINE void participant_restored() override;
 
  public:
   /// All goals and the stack.
@@ -243,7 +244,7 @@ class GoalEngine : private RunParticipant {
 
   // ---- applying an interpretation ---------------------------------------------------------------------------------
 
-  void apply(const Interpretation& in);
+  void apply(const Interpretation& in, const std::string& message);
 
   // ---- finishing goals and what follows ---------------------------------------------------------------------------
 
@@ -298,6 +299,7 @@ class GoalEngine : private RunParticipant {
   std::vector<std::string>* said_ = nullptr;  // the messages of the turn being handled
   Run* run_ = nullptr;
   nlohmann::json recorded_;  // the state as the run last recorded it (the base of the next patch)
+  std::uint64_t patched_seq_ = 0;  // the last patch a replay applied to recorded_, not rebuilt from yet (0: none)
 };
 
 CAIRN_END_NAMESPACE

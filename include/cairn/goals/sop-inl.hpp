@@ -261,6 +261,56 @@ CAIRN_INLINE std::shared_ptr<const Sop> SopRegistry::find(std::string_view id) c
   return it == by_id_.end() ? nullptr : it->second;
 }
 
+CAIRN_INLINE ArtifactPtr SopRegistry::sop_record(const Sop& sop, const std::string& tenant) {
+  std::string text = sop.description;
+  for (const SopInput& i : sop.inputs) {
+    text += fmt::format("{}Input {}{}{}", text.empty() ? "" : "\n", i.name, i.description.empty() ? "" : ": ",
+                        i.description);
+  }
+  for (const SopStep& st : sop.steps) text += (text.empty() ? "" : "\n") + st.gloss;
+  return ArtifactRecord::builder()
+      .tenant_id(tenant)
+      .id(std::string(artifact_prefix) + sop.id)
+      .type(std::string(artifact_type))
+      .title(sop.title)
+      .description(sop.intent)
+      .value(std::move(text))
+      .metadata("sop_id", sop.id)
+      .build();
+}
+
+CAIRN_INLINE std::size_t SopRegistry::index(ArtifactStore& store, const std::string& tenant) const {
+  std::size_t changed = 0;
+  for (const auto& sop : order_) {
+    const ArtifactPtr record = sop_record(*sop, tenant);
+    const ArtifactPtr old = store.fetch(record->id(), tenant);
+    if (old && old->type() == record->type() && old->title() == record->title() &&
+        old->description() == record->description() && old->value() == record->value() &&
+        old->metadata() == record->metadata()) {
+      continue;
+    }
+    (void)store.store(*record);
+    ++changed;
+  }
+  ListQuery q;
+  q.prefix = std::string(artifact_prefix);
+  q.type = ArtifactType{std::string(artifact_type)};
+  std::vector<std::string> stale;
+  for (;;) {
+    const ListPage page = store.list(tenant, q);
+    for (const auto& r : page.items) {
+      if (!find(std::string_view(r->id()).substr(artifact_prefix.size()))) stale.push_back(r->id());
+    }
+    if (!page.next_cursor) break;
+    q.cursor = *page.next_cursor;
+  }
+  for (const auto& id : stale) {
+    store.remove(id, tenant);
+    ++changed;
+  }
+  return changed;
+}
+
 CAIRN_INLINE SopMatch lexical_match(std::string_view gloss, const SopRegistry& registry) {
   std::unordered_set<std::string> goal_words;
   for (std::string& w : detail::sop_words(gloss)) {
@@ -282,12 +332,53 @@ CAIRN_INLINE SopMatch lexical_match(std::string_view gloss, const SopRegistry& r
 CAIRN_INLINE SopPlanner::SopPlanner(std::shared_ptr<const SopRegistry> registry, SopPlannerOptions options)
     : registry_(std::move(registry)), options_(std::move(options)) {
   if (!registry_) throw invalid_argument("SopPlanner: registry must not be null");
+  if (const auto& r = options_.retrieve) {
+    if (!r->store) throw invalid_argument("SopPlanner: retrieve.store must not be null");
+    if (r->tenant.empty()) throw invalid_argument("SopPlanner: retrieve.tenant must not be empty");
+    if (r->k == 0 || r->k > SearchQuery::max_limit) {
+      throw invalid_argument(
+          fmt::format("SopPlanner: retrieve.k must be between 1 and {} (got {})", SearchQuery::max_limit, r->k));
+    }
+  }
 }
 
 CAIRN_INLINE std::shared_ptr<const Sop> SopPlanner::match(const Goal& goal, const nlohmann::json& evidence) const {
-  if (options_.matcher) return options_.matcher(goal, evidence, *registry_);
-  SopMatch m = lexical_match(goal.gloss, *registry_);
-  return m.score >= options_.min_score ? m.sop : nullptr;
+  std::shared_ptr<const Sop> found;
+  if (options_.matcher) {
+    found = options_.matcher(goal, evidence, *registry_);
+  } else {
+    SopMatch m = lexical_match(goal.gloss, *registry_);
+    if (m.score >= options_.min_score) found = std::move(m.sop);
+  }
+  if (!found && options_.retrieve) found = retrieve(goal).sop;
+  return found;
+}
+
+CAIRN_INLINE SopMatch SopPlanner::retrieve(const Goal& goal) const {
+  SopMatch best;
+  if (!options_.retrieve) return best;
+  const SopRetrieval& r = *options_.retrieve;
+  std::string text = goal.gloss;
+  if (const auto it = goal.provenance.find("request"); it != goal.provenance.end() && it->is_string()) {
+    text += "\n" + it->get<std::string>();
+  }
+  SearchQuery q = relevance_query(*r.store, text, [](std::string_view w) { return detail::is_sop_stopword(w); });
+  if (q.text.empty()) return best;
+  const std::size_t words = detail::parse_word_query(q.text).words().size();
+  q.filter.type = ArtifactType{std::string(SopRegistry::artifact_type)};
+  q.filter.id_prefix = std::string(SopRegistry::artifact_prefix);
+  q.limit = r.k;
+  const SearchPage page = r.store->search(r.tenant, q);
+  for (const SearchHit& hit : page.hits) {
+    const double score = hit.matched.similarity
+                             ? *hit.matched.similarity
+                             : static_cast<double>(hit.matched.words.size()) / static_cast<double>(words);
+    if (score < r.min_score) continue;
+    const auto id = hit.record->metadata().find("sop_id");
+    if (id == hit.record->metadata().end() || !id->is_string()) continue;
+    if (auto sop = registry_->find(id->get<std::string>())) return SopMatch{std::move(sop), score};
+  }
+  return best;
 }
 
 CAIRN_INLINE GoalPlan SopPlanner::plan_from(const Sop& sop, const nlohmann::json& evidence) {

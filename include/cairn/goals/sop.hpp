@@ -35,6 +35,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/artifact/relevance.hpp"
+#include "cairn/artifact/store.hpp"
 #include "cairn/context/resolve.hpp"
 #include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/json.hpp"
@@ -244,6 +246,21 @@ class SopRegistry {
 
   /// The SOP `id`, or null.
   std::shared_ptr<const Sop> find(std::string_view id) const;
+
+  /// The type of the artifacts index() stores, and the prefix of their ids ("sop:" + the SOP's id).
+  static constexpr std::string_view artifact_type = "sop";
+  static constexpr std::string_view artifact_prefix = "sop:";
+
+  /// Stores each SOP in `store` under `tenant` as an artifact that search can find (SopPlannerOptions::retrieve):
+  /// id `sop:<id>`, type `sop`, title the SOP's title, description its intent, value a text of its description,
+  /// inputs and steps, metadata `{"sop_id": <id>}` (embedded by the store's embedder, if it has one). An SOP whose
+  /// artifact already says the same is not stored again; `sop:` artifacts of SOPs no longer in the registry are
+  /// removed, so the store mirrors the registry. Returns how many artifacts were stored or removed. Throws what
+  /// the store throws (an embedder's failure, a storage error); what was stored before stays.
+  std::size_t index(ArtifactStore& store, const std::string& tenant) const;
+
+  /// The record index() stores for `sop` (in `tenant`).
+  static ArtifactPtr sop_record(const Sop& sop, const std::string& tenant);
   const std::vector<std::shared_ptr<const Sop>>& list() const noexcept { return order_; }
   std::size_t size() const noexcept { return order_.size(); }
 
@@ -267,10 +284,28 @@ SopMatch lexical_match(std::string_view gloss, const SopRegistry& registry);
 using SopMatcher = std::function<std::shared_ptr<const Sop>(const Goal& goal, const nlohmann::json& evidence,
                                                             const SopRegistry& registry)>;
 
+/// Where SopPlanner retrieves SOPs by search when none matches by name: the artifacts SopRegistry::index stored.
+///
+/// The query is the goal's gloss and, for a goal the user asked for, the user's request (the goal's
+/// `provenance.request`, which GoalEngine records): its content words joined by OR (so an SOP needs only some of
+/// them, BM25 ranks how many and how rare), and, when the store has an embedder, the vector of the same text
+/// (hybrid ranking by reciprocal rank fusion). A hit counts when its score reaches `min_score`: the cosine
+/// similarity to the query when the store keeps vectors, else the share of the query's content words the SOP holds
+/// (0 to 1, as lexical_match scores). Of the first `k` hits, the best that counts and names an SOP still in the
+/// registry is chosen.
+struct SopRetrieval {
+  std::shared_ptr<const ArtifactStore> store;
+  std::string tenant;
+  std::size_t k = 5;       ///< hits asked for (1 to SearchQuery::max_limit)
+  double min_score = 0.5;  ///< hits scoring lower do not count
+};
+
 struct SopPlannerOptions {
   double min_score = 0.5;  ///< lexical matches scoring lower do not count
   SopMatcher matcher;      ///< replaces the lexical match when set
   std::shared_ptr<GoalPlanner> fallback;  ///< plans goals no SOP fits
+  /// When set, goals no SOP matches by name (the matcher, else the lexical match) are matched by search.
+  std::optional<SopRetrieval> retrieve;
 };
 
 /// A GoalPlanner that follows SOPs, and hands goals no SOP fits to a fallback planner.
@@ -284,8 +319,12 @@ class SopPlanner : public GoalPlanner {
  public:
   explicit SopPlanner(std::shared_ptr<const SopRegistry> registry, SopPlannerOptions options = {});
 
-  /// The SOP chosen for `goal`, or null.
+  /// The SOP chosen for `goal`, or null: by the matcher (else the lexical match), then by retrieval when set.
+  /// Throws what the store's search throws (a store that is down, an embedder that fails).
   std::shared_ptr<const Sop> match(const Goal& goal, const nlohmann::json& evidence) const;
+
+  /// The SOP retrieval finds for `goal` and its score, or a null sop (also when retrieval is not set).
+  SopMatch retrieve(const Goal& goal) const;
 
   /// The plan an SOP gives for a goal with `evidence`: a gather_info subgoal for each required input the evidence
   /// lacks, then one subgoal per step, all of them needed (AND).

@@ -254,6 +254,176 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                         return nlohmann::json{{"deleted", id}, {+"versions_removed", count}};
                       });
                     }});
+
+  tools_.push_back(
+      {"search_artifacts",
+       "Find artifacts by words (all of them; \"a phrase\", -excluded, a OR b) and, when the server has an "
+       "embedder, by meaning; narrowed by filter. Hits come best first with their score and what matched; when "
+       "next_cursor is in the result, pass it as cursor (with the same query) to get the next page.",
+       {{"type", "object"},
+        {"properties",
+         {{"query", {{"type", "string"}, {"maxLength", SearchQuery::max_text_bytes},
+                     {"description", +"Words to find; omitted: the filter alone (in id order)."}}},
+          {"filter",
+           {{"type", "object"},
+            {"properties",
+             {{"type", {{"type", "string"}, {"description", +"Only artifacts of this type."}}},
+              {"mime_type", {{"type", "string"}, {"description", +"Only this mime type."}}},
+              {"created_by", {{"type", "string"}, {"description", +"Only artifacts made by this agent."}}},
+              {"id_prefix", {{"type", "string"}, {"description", +"Only ids starting with this."}}},
+              {"created_after", {{"type", "integer"}, {"description", +"Created at or after (ms since 1970)."}}},
+              {"created_before", {{"type", "integer"}, {"description", +"Created before (ms since 1970)."}}},
+              {"metadata",
+               {{"type", "array"},
+                {"maxItems", SearchQuery::max_conditions},
+                {"description", +"Conditions on metadata fields, all of which must hold."},
+                {"items",
+                 {{"type", "object"},
+                  {"properties",
+                   {{"pointer", {{"type", "string"}, {"description", +"JSON pointer to the field: /region"}}},
+                    {"op", {{"type", "string"}, {"enum", {"eq", "ne", "lt", "le", "gt", "ge", "in", "exists"}}}},
+                    {"value", {{"description", +"What to compare with (an array for in)."}}}}},
+                  {"required", {"pointer", "op"}},
+                  {+"additionalProperties", false}}}}}}},
+            {+"additionalProperties", false}}},
+          {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", SearchQuery::max_limit}, {"default", 10},
+                     {"description", "Hits per page."}}},
+          {"cursor", {{"type", "string"}, {"description", +"next_cursor of the previous page."}}},
+          {"mode", {{"type", "string"}, {"enum", {"automatic", "text", "similarity", "hybrid"}},
+                    {"default", "automatic"},
+                    {"description", +"automatic (words, and meaning when the server has an embedder), text "
+                                    "(words only), similarity (meaning only) or hybrid (both)."}}}}},
+        {+"additionalProperties", false}},
+       [impl](Args a) {
+         return guarded([&] {
+           constexpr std::string_view tool = "search_artifacts";
+           check_args(tool, a, {"query", "filter", "limit", "cursor", "mode"});
+           SearchQuery q;
+           q.text = opt_string(tool, a, "query").value_or("");
+           if (auto limit = opt_positive(tool, a, "limit", SearchQuery::max_limit)) q.limit = *limit;
+           q.cursor = opt_string(tool, a, "cursor").value_or("");
+           if (const auto mode = opt_string(tool, a, "mode")) {
+             if (*mode == "automatic") {
+               q.mode = SearchMode::automatic;
+             } else if (*mode == "text") {
+               q.mode = SearchMode::text;
+             } else if (*mode == "similarity") {
+               q.mode = SearchMode::similarity;
+             } else if (*mode == "hybrid") {
+               q.mode = SearchMode::hybrid;
+             } else {
+               throw invalid_argument(fmt::format(
+                   "search_artifacts: mode must be \"automatic\", \"text\", \"similarity\" or \"hybrid\" (got \"{}\")",
+                   detail::excerpt(*mode)));
+             }
+           }
+           if (!a.is_null() && a.contains("filter") && !a["filter"].is_null()) q.filter = search_filter(a.at("filter"));
+           SearchPage page;
+           try {
+             page = impl->store->search(impl->tenant, q);
+           } catch (const invalid_argument& e) {
+             throw invalid_argument(fmt::format("search_artifacts: {}", e.what()));
+           } catch (const limit_exceeded& e) {
+             throw limit_exceeded(fmt::format("search_artifacts: {}", e.what()));
+           }
+           nlohmann::json hits = nlohmann::json::array();
+           for (const auto& h : page.hits) {
+             nlohmann::json matched = {{"words", h.matched.words}, {"fields", h.matched.fields}};
+             if (h.matched.similarity) matched["similarity"] = *h.matched.similarity;
+             if (h.matched.text_rank) matched["text_rank"] = h.matched.text_rank;
+             if (h.matched.vector_rank) matched["vector_rank"] = h.matched.vector_rank;
+             hits.push_back({{"id", h.record->id()},
+                             {"version", h.record->version()},
+                             {"title", h.record->title()},
+                             {"type", h.record->type().str()},
+                             {"score", h.score},
+                             {"matched", std::move(matched)}});
+           }
+           nlohmann::json out = {{"hits", std::move(hits)}};
+           if (page.next_cursor) out["next_cursor"] = *page.next_cursor;
+           return out;
+         });
+       }});
+}
+
+CAIRN_INLINE SearchFilter ArtifactTools::search_filter(Args f) {
+  constexpr std::string_view where = "search_artifacts: filter";
+  if (!f.is_object()) throw invalid_argument(fmt::format("{} must be an object (got {})", where, f.type_name()));
+  check_args(where, f, {"type", "mime_type", "created_by", "id_prefix", "created_after", "created_before", "metadata"});
+  const auto str = [&f](const char* key) -> std::optional<std::string> {
+    const auto it = f.find(key);
+    if (it == f.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string()) {
+      throw invalid_argument(
+          fmt::format("search_artifacts: filter.{} must be a string (got {})", key, it->type_name()));
+    }
+    return it->get<std::string>();
+  };
+  const auto millis = [&f](const char* key) -> std::optional<std::int64_t> {
+    const auto it = f.find(key);
+    if (it == f.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<std::uint64_t>() > INT64_MAX)) {
+      throw invalid_argument(fmt::format(
+          "search_artifacts: filter.{} must be an integer (milliseconds since 1970; got {})", key,
+          detail::excerpt(it->dump())));
+    }
+    return it->get<std::int64_t>();
+  };
+  SearchFilter out;
+  if (auto t = str("type")) {
+    if (!ArtifactType::is_valid(*t)) {
+      throw invalid_argument(fmt::format(
+          "search_artifacts: filter.type: '{}' is not an artifact type (a lowercase token matching "
+          "[a-z][a-z0-9_-]{{0,63}})", detail::excerpt(*t)));
+    }
+    out.type = ArtifactType(std::move(*t));
+  }
+  out.mime_type = str("mime_type");
+  out.created_by = str("created_by");
+  out.id_prefix = str("id_prefix").value_or("");
+  out.created_after = millis("created_after");
+  out.created_before = millis("created_before");
+  const auto m = f.find("metadata");
+  if (m == f.end() || m->is_null()) return out;
+  if (!m->is_array()) {
+    throw invalid_argument(fmt::format("search_artifacts: filter.metadata must be an array (got {})", m->type_name()));
+  }
+  if (m->size() > SearchQuery::max_conditions) {
+    throw limit_exceeded(fmt::format("search_artifacts: filter.metadata has {} conditions, more than the limit of {}",
+                                     m->size(), SearchQuery::max_conditions));
+  }
+  for (std::size_t i = 0; i < m->size(); ++i) {
+    const auto& c = (*m)[i];
+    const std::string at = fmt::format("search_artifacts: filter.metadata[{}]", i);
+    if (!c.is_object()) throw invalid_argument(fmt::format("{} must be an object (got {})", at, c.type_name()));
+    check_args(at, c, {"pointer", "op", "value"});
+    FieldCondition cond;
+    const auto p = c.find("pointer");
+    if (p == c.end() || !p->is_string()) throw invalid_argument(at + ".pointer is required (a string)");
+    cond.pointer = p->get<std::string>();
+    const auto op = c.find("op");
+    if (op == c.end() || !op->is_string()) throw invalid_argument(at + ".op is required (a string)");
+    static constexpr FieldOp ops[] = {FieldOp::eq, FieldOp::ne, FieldOp::lt, FieldOp::le,
+                                      FieldOp::gt, FieldOp::ge, FieldOp::in, FieldOp::exists};
+    bool known = false;
+    for (const FieldOp o : ops) {
+      if (detail::field_op_name(o) == op->get_ref<const std::string&>()) {
+        cond.op = o;
+        known = true;
+      }
+    }
+    if (!known) {
+      throw invalid_argument(fmt::format("{}.op must be one of eq, ne, lt, le, gt, ge, in, exists (got \"{}\")", at,
+                                         detail::excerpt(op->get<std::string>())));
+    }
+    if (const auto v = c.find("value"); v != c.end()) {
+      cond.value = *v;
+    } else if (cond.op != FieldOp::exists) {
+      throw invalid_argument(fmt::format("{}.value is required for {}", at, op->get<std::string>()));
+    }
+    out.metadata.push_back(std::move(cond));
+  }
+  return out;
 }
 
 }

@@ -1,5 +1,5 @@
-// cairn — mcp::ArtifactTools: an ArtifactStore as five MCP tools (artifact_store, artifact_fetch, artifact_list,
-// artifact_versions, artifact_delete) for ONE tenant, fixed when the tools are made.
+// cairn — mcp::ArtifactTools: an ArtifactStore as six MCP tools (artifact_store, artifact_fetch, artifact_list,
+// artifact_versions, artifact_delete, search_artifacts) for ONE tenant, fixed when the tools are made.
 //
 // Shaped like the workflow tools ({name, description, input_schema, handler}, handlers returning a CallToolResult
 // and never throwing), so mcp::Server serves both alike. No argument names a tenant: `tenant_id` is refused with
@@ -64,6 +64,9 @@ class ArtifactTools {
   static std::optional<std::uint64_t> opt_positive(std::string_view tool, Args a, const char* key, std::uint64_t max);
 
   static nlohmann::json guarded(const std::function<nlohmann::json()>& body);
+
+  // search_artifacts' filter argument; throws cairn::invalid_argument naming the field (filter.metadata[1].op).
+  static SearchFilter search_filter(Args f);
 
   // What lists show of a record: everything but the value, which may be large.
   static nlohmann::json summary(const ArtifactRecord& r);

@@ -289,6 +289,9 @@ class RunJournal {
  public:
   /// The clock that stamps entries and run times (null: the system clock).
   void set_clock(std::shared_ptr<Clock> clock) { clock_ = std::move(clock); }
+  /// The time by that clock, in milliseconds since the Unix epoch: what append() stamps an entry with now (a Run
+  /// judges a tool call's lease by it, RunOptions::call_lease).
+  std::int64_t now_ms() const { return detail::now_ms(clock_.get()); }
 
   /// Reports every public call (append, read, read_for_restore, info, fork, remove, prune, sweep) to `observer` as
   /// one EventKind::journal event, for every backend alike (null: none; nothing is timed then). Set it before the

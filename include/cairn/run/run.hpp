@@ -20,6 +20,7 @@
 //     ctx.attach(run);                              // rebuilt from the journal when resuming
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -82,6 +83,12 @@ struct RunOptions {
   /// entries' bytes; at most 1 + 1/factor for a state that grows by what its entries add) and longer restores (up to
   /// about factor x the state's bytes of entries to apply).
   double checkpoint_factor = 1.0;
+  /// How long a tool call's claim holds (docs/runs.md "Two workers"): a call whose latest `tool_intended` or
+  /// `tool_retry` entry is younger than this, by the journal's clock, is in flight on some worker, not in doubt, and
+  /// execute() refuses to decide about it (cairn::call_in_flight) until the lease has ended. It must exceed the
+  /// slowest tool's run time (plus the clock skew between workers). 0, the default: no lease, every unsettled call
+  /// is in doubt at once; any deployment where two workers may resume one run must set it.
+  std::chrono::milliseconds call_lease{0};
 };
 
 /// A point of a run to open it at (see Run's constructors).
@@ -126,8 +133,15 @@ class Run {
   const std::string& run_id() const noexcept { return run_id_; }
   const std::shared_ptr<RunJournal>& journal() const noexcept { return journal_; }
   const RunOptions& options() const noexcept { return options_; }
+  /// The time by the journal's clock (what its entries are stamped with), in ms since the Unix epoch.
+  std::int64_t now_ms() const { return journal_->now_ms(); }
   /// The sequence number of the newest entry this run has seen (0 for a new run).
   std::uint64_t seq() const noexcept { return seq_; }
+
+  /// How many entries of what the run read when it was opened it still holds in memory: those of participants not
+  /// attached yet. Once every participant the journal holds is attached (each rebuilt from them) they are released
+  /// and this is 0; a participant attached again later is rebuilt from the journal.
+  std::size_t loaded_entries() const noexcept { return loaded_.size(); }
 
   /// True when the run, as loaded, holds entries of participant `name` (attaching one of that name restores it).
   bool holds(std::string_view name) const {
@@ -150,9 +164,13 @@ class Run {
     }
     Checkpoint track{&p, name, false, 0, 0};
     if (has_entries_of(name)) {
+      // What load() read was released once every participant it held was attached (see release_loaded()): a
+      // participant attached again after that is rebuilt from the journal as it is now.
+      if (released_) loaded_ = read_checked(seq_);
       replay(p, name, track);
       attached_.push_back(&p);
       if (p.participant_checkpointed()) tracks_.push_back(std::move(track));
+      release_loaded();
     } else {
       attached_.push_back(&p);
       if (p.participant_checkpointed()) tracks_.push_back(std::move(track));
@@ -328,8 +346,8 @@ class Run {
     abandoned_ = true;
   }
 
-  bool snapshot_possible() const {
-    if (attached_.empty()) return false;
+  // True when every participant with entries in what load() read is attached.
+  bool loaded_all_attached() const {
     for (const auto& name : loaded_names_) {
       bool present = false;
       for (const auto* p : attached_) present = present || p->participant_name() == name;
@@ -337,6 +355,8 @@ class Run {
     }
     return true;
   }
+
+  bool snapshot_possible() const { return !attached_.empty() && loaded_all_attached(); }
 
   bool snapshot_due(std::size_t since_snapshot) const {
     return options_.snapshot_every != 0 && since_snapshot >= options_.snapshot_every && snapshot_possible();
@@ -423,17 +443,25 @@ class Run {
     return seq_;
   }
 
+  // The entries a restore at `at_seq` needs (from the newest snapshot on), with a damaged snapshot refused.
+  std::vector<JournalEntry> read_checked(std::uint64_t at_seq) const {
+    auto entries = journal_->read_for_restore(tenant_id_, run_id_, at_seq);
+    for (const auto& e : entries) {
+      if (e.kind == snapshot_kind && (!e.data.is_object() || e.data.empty())) {
+        throw state_error(fmt::format("run '{}': the snapshot at seq {} is damaged: expected an object of "
+                                      "participant states, got {}",
+                                      run_id_, e.seq, detail::excerpt(e.data.dump(), 80)));
+      }
+    }
+    return entries;
+  }
+
   void load(std::uint64_t at_seq) {
-    loaded_ = journal_->read_for_restore(tenant_id_, run_id_, at_seq);
+    loaded_ = read_checked(at_seq);
     seq_ = at_seq;
     since_snapshot_ = 0;
     for (const auto& e : loaded_) {
       if (e.kind == snapshot_kind) {
-        if (!e.data.is_object() || e.data.empty()) {
-          throw state_error(fmt::format("run '{}': the snapshot at seq {} is damaged: expected an object of "
-                                        "participant states, got {}",
-                                        run_id_, e.seq, detail::excerpt(e.data.dump(), 80)));
-        }
         since_snapshot_ = 0;
         for (const auto& [name, state] : e.data.items()) remember(name);
       } else {
@@ -441,6 +469,13 @@ class Run {
         remember(e.kind.substr(0, e.kind.find('.')));
       }
     }
+  }
+
+  // Frees what load() read once every participant it holds is attached: nothing more will be rebuilt from it.
+  void release_loaded() {
+    if (!loaded_all_attached()) return;
+    std::vector<JournalEntry>().swap(loaded_);
+    released_ = true;
   }
 
   void remember(const std::string& name) {
@@ -509,13 +544,14 @@ class Run {
   RunOptions options_;
   std::uint64_t seq_ = 0;
   std::size_t since_snapshot_ = 0;
-  std::vector<JournalEntry> loaded_;       // what a restore needs, from the newest snapshot on
+  std::vector<JournalEntry> loaded_;       // what a restore needs, from the newest snapshot on (until released)
   std::vector<std::string> loaded_names_;  // participants with entries in loaded_
   std::vector<RunParticipant*> attached_;
   std::vector<Checkpoint> tracks_;     // of the attached checkpointed participants
   std::vector<JournalEntry> pending_;  // recorded inside a batch, not appended yet
   int batch_depth_ = 0;
   bool abandoned_ = false;  // a batch ended without committing: recording is refused
+  bool released_ = false;   // loaded_ was released (every participant in it was attached)
 };
 
 CAIRN_END_NAMESPACE

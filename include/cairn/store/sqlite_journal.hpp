@@ -39,6 +39,14 @@ struct SqliteJournalOptions {
   JsonLimits json_limits{};
   /// Stamps entries and run times (null: the system clock).
   std::shared_ptr<Clock> clock;
+  /// WAL checkpoints (copying the WAL's pages into the database file, with its fsyncs) are kept off the appending
+  /// call's path: once a commit leaves this many pages or more in the WAL, a thread of the journal's own runs a
+  /// PASSIVE checkpoint on a connection of its own (it never blocks a writer or a reader). While writers commit
+  /// without a pause the WAL cannot start over, so when it reaches `checkpoint_limit_factor` times this many pages
+  /// the commit that reaches it runs the checkpoint itself — by then it copies only what the thread has not. 0:
+  /// SQLite's own automatic checkpoint instead, run by the commit that crosses 1000 pages (the old behaviour).
+  std::size_t checkpoint_pages = 1000;
+  std::size_t checkpoint_limit_factor = 8;
 };
 
 /// A RunJournal kept in one SQLite file. Thread-safe; several processes may open the same file.

@@ -77,11 +77,27 @@ CAIRN_INLINE void WorkflowMachine::restore_participant(const nlohmann::json& sta
     state_ = std::move(m.state_);
   }
   recorded_ = state;
+  patched_seq_ = 0;
 }
 
+// A replay applies each patch to the recorded state in place (O(the patch)) and rebuilds the machine from it once,
+// when the replay ends (participant_restored): not the whole state per patch.
 CAIRN_INLINE void WorkflowMachine::apply_participant_entry(std::string_view kind, const JournalEntry& e) {
   if (kind != "patch") throw state_error(fmt::format("workflow: unknown journal entry kind 'workflow.{}'", kind));
-  restore_participant(recorded_.patch(e.data));
+  recorded_.patch_inplace(e.data);
+  patched_seq_ = e.seq;
+}
+
+CAIRN_INLINE void WorkflowMachine::participant_restored() {
+  const std::uint64_t seq = std::exchange(patched_seq_, 0);
+  if (seq == 0) return;
+  const nlohmann::json state = std::move(recorded_);
+  try {
+    restore_participant(state);
+  } catch (const std::exception& ex) {
+    throw state_error(
+        fmt::format("entry {} (workflow.patch) leaves a state the machine cannot take: {}", seq, ex.what()));
+  }
 }
 
 namespace detail {

@@ -183,7 +183,8 @@ class WorkflowMachine : private RunParticipant {
         event_observer_(std::move(o.event_observer_)),
         state_file_name_(std::move(o.state_file_name_)),
         run_(std::exchange(o.run_, nullptr)),
-        recorded_(std::move(o.recorded_)) {
+        recorded_(std::move(o.recorded_)),
+        patched_seq_(o.patched_seq_) {
     if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
   }
   WorkflowMachine& operator=(WorkflowMachine&& o) noexcept {
@@ -197,6 +198,7 @@ class WorkflowMachine : private RunParticipant {
       state_file_name_ = std::move(o.state_file_name_);
       run_ = std::exchange(o.run_, nullptr);
       recorded_ = std::move(o.recorded_);
+      patched_seq_ = o.patched_seq_;
       if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
     }
     return *this;
@@ -353,6 +355,7 @@ class WorkflowMachine : private RunParticipant {
   CAIRN_INLINE nlohmann::json participant_state() const override;
   CAIRN_INLINE void restore_participant(const nlohmann::json& state) override;
   CAIRN_INLINE void apply_participant_entry(std::string_view kind, const JournalEntry& e) override;
+  CAIRN_INLINE void participant_restored() override;
 
   WorkflowTemplate template_;
   std::filesystem::path workspace_root_;
@@ -362,6 +365,7 @@ class WorkflowMachine : private RunParticipant {
   std::string state_file_name_ = "workflow-state.json";
   Run* run_ = nullptr;
   nlohmann::json recorded_;  // the state the run holds (when attached)
+  std::uint64_t patched_seq_ = 0;  // the last patch a replay applied to recorded_, not rebuilt from yet (0: none)
 };
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -81,7 +81,8 @@ const { tools } = await client.listTools();
 assert.deepEqual(
   tools.map((t) => t.name),
   ['workflow_start', 'workflow_set_tasks', 'workflow_status', 'workflow_advance', 'workflow_context',
-   'register_artefacts', 'artifact_store', 'artifact_fetch', 'artifact_list', 'artifact_versions', 'artifact_delete'],
+   'register_artefacts', 'artifact_store', 'artifact_fetch', 'artifact_list', 'artifact_versions', 'artifact_delete',
+   'search_artifacts'],
 );
 for (const t of tools) {
   check(typeof t.description === 'string' && t.description.length > 20, `${t.name} has a description`);
@@ -265,6 +266,8 @@ for (const [name, args] of [
   ['artifact_list', { tenant_id: 'globex' }],
   ['artifact_versions', { id: 'report', tenant_id: 'globex' }],
   ['artifact_delete', { id: 'report', tenant_id: 'globex' }],
+  ['search_artifacts', { query: 'report', tenant_id: 'globex' }],
+  ['search_artifacts', { query: 'report', filter: { tenant_id: 'globex' } }],
 ]) {
   await callFails(name, args, /tenant_id is not an argument: the tenant is fixed by the server/);
 }
@@ -272,6 +275,53 @@ assert.deepEqual((await call('artifact_versions', { id: 'report' })).versions, [
 const all = await call('artifact_list', { limit: 1000 });
 assert.equal(all.artifacts.length, 4 + 1 + 1 + 4);  // files, report, the data, notes 1, 2, 4, 5
 for (const a of all.artifacts) assert.equal(a.tenant_id, 'acme');
+
+// search_artifacts: words ranked best first (BM25), filters, what matched, a cursor; this tenant's artifacts only.
+await call('artifact_store', { id: 'memo-1', type: 'document', title: 'Sales memo', value: 'sales grew in the north',
+                               metadata: { region: 'north', quarter: 3 } });
+await call('artifact_store', { id: 'memo-2', type: 'document', title: 'Costs memo',
+                               value: 'sales, sales and more sales; costs grew',
+                               metadata: { region: 'south', quarter: 4 } });
+let found = await call('search_artifacts', { query: 'sales' });
+assert.deepEqual(found.hits.map((h) => h.id), ['memo-2', 'memo-1', 'report']);  // sales 3 times, twice, once
+assert.deepEqual(Object.keys(found.hits[0]).sort(), ['id', 'matched', 'score', 'title', 'type', 'version']);
+assert.equal(found.hits[0].title, 'Costs memo');
+assert.equal(found.hits[0].type, 'document');
+assert.equal(found.hits[2].version, 2);
+assert.deepEqual(found.hits[0].matched, { words: ['sales'], fields: ['value'], text_rank: 1 });
+assert.deepEqual(found.hits[1].matched.fields, ['title', 'value']);
+assert.ok(found.hits[0].score > found.hits[1].score && found.hits[1].score > found.hits[2].score,
+          JSON.stringify(found));
+assert.equal(found.next_cursor, undefined);
+found = await call('search_artifacts', { query: 'sales grew', filter: { id_prefix: 'memo-',
+  metadata: [{ pointer: '/quarter', op: 'ge', value: 4 },
+             { pointer: '/region', op: 'in', value: ['south', 'west'] }] } });
+assert.deepEqual(found.hits.map((h) => h.id), ['memo-2']);
+found = await call('search_artifacts', { query: '"sales grew"', mode: 'text' });  // a phrase
+assert.deepEqual(found.hits.map((h) => h.id), ['memo-1']);
+found = await call('search_artifacts', { filter: { type: 'document', created_by: 'writer' } });  // filters alone
+assert.deepEqual(found.hits.map((h) => [h.id, h.score]), [['report', 0]]);
+const searched = [];
+let next;
+do {
+  const page = await call('search_artifacts', { query: 'sales', limit: 1, ...(next ? { cursor: next } : {}) });
+  assert.equal(page.hits.length, 1);
+  searched.push(page.hits[0].id);
+  next = page.next_cursor;
+} while (next);
+assert.deepEqual(searched, ['memo-2', 'memo-1', 'report']);
+await callFails('search_artifacts',
+                { query: 'sales', filter: { metadata: [{ pointer: '/quarter', op: 'between', value: 1 }] } },
+                /search_artifacts: filter\.metadata\[0\]\.op must be one of eq, ne, lt, le, gt, ge, in, exists/);
+await callFails('search_artifacts', { query: 'sales', limit: 500 },
+                /search_artifacts: limit must be an integer from 1 to 100/);
+await callFails('search_artifacts', { query: '"sales' },
+                /search_artifacts: search: query text: the quote at byte 0 is not closed/);
+await callFails('search_artifacts', { query: 'sales', cursor: 'abc' },
+                /search_artifacts: search: cursor is not one this query gave/);
+await callFails('search_artifacts', { query: 'sales', mode: 'similarity' },
+                /search_artifacts: search: mode similarity/);
+await callFails('search_artifacts', {}, /search_artifacts: search: nothing to search by/);
 
 // --- error paths -------------------------------------------------------------------------------------------------
 await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
@@ -298,7 +348,7 @@ assert.equal((await call('artifact_fetch', { id: 'report' })).version, 2);
 await client.ping();
 
 await client.close();
-check(stderrText.split('\n').some((l) => l.startsWith('cairn-mcp: serving 11 tools')), 'diagnostics go to stderr');
+check(stderrText.split('\n').some((l) => l.startsWith('cairn-mcp: serving 12 tools')), 'diagnostics go to stderr');
 
 // ---------------------------------------------------------------------------------------------------------------
 // Part 2: raw JSON-RPC, for what the SDK never sends. Every stdout line must be one JSON-RPC message.
@@ -427,7 +477,8 @@ assert.equal(batch[4].error.code, -32600);
 // Without --workflow there are only the artifact tools.
 reply = await old.request({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
 assert.deepEqual(reply.result.tools.map((t) => t.name),
-                 ['artifact_store', 'artifact_fetch', 'artifact_list', 'artifact_versions', 'artifact_delete']);
+                 ['artifact_store', 'artifact_fetch', 'artifact_list', 'artifact_versions', 'artifact_delete',
+                  'search_artifacts']);
 await old.close();
 checks++;
 
@@ -463,6 +514,8 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   assert.equal(reply.result.structuredContent.version, 1, JSON.stringify(reply.result));
   reply = await a.request(tool(3, 'artifact_list', {}));
   assert.deepEqual(reply.result.structuredContent.artifacts.map((r) => r.title), ["A plan"]);
+  reply = await b.request(tool(4, 'search_artifacts', { query: 'plan' }));  // the same words in both tenants
+  assert.deepEqual(reply.result.structuredContent.hits.map((h) => h.title), ['B plan'], JSON.stringify(reply));
   await a.close();
   await b.close();
   const a2 = new Raw(['--store', `sqlite:${db}`, '--tenant', 'tenant-a']);

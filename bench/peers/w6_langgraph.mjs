@@ -1,0 +1,191 @@
+// W6 (issue 27) on LangGraph's InMemoryStore, the JS peer of cairn's search: the corpus, the queries and the vectors
+// of bench/search_bench.cpp, made here bit for bit (the same xorshift32 draws, the same words, the same
+// feature-hashing embedder), stored with `index: {dims: 384, fields: ["text"], embeddings}` whose embeddings hand
+// back those precomputed vectors (no model call). Measured: put() per artifact (time to index), the heap each
+// stored artifact keeps, and `store.search([tenant], {query, limit: 10})` per query (top-10 similarity), best of 3
+// rounds of the 200 queries. Times are the process's CPU time (as search_bench's), the wall time beside it.
+//
+// Run: `cd bench/peers && npm install && node --expose-gc w6_langgraph.mjs [search_bench.json] [--out FILE]` (Node 20;
+// not part of the tests). Given search_bench's JSON result, it checks that its vectors are the same (the
+// fingerprint counter of BM_W6IndexMem_Floor) and stops if not. --out writes the rows in Google Benchmark's JSON
+// shape (BM_W6IndexMem_LangGraph, BM_W6Bytes_LangGraph, BM_W6Similar_LangGraph) for bench/ratios.py, which reads
+// both files: `python3 bench/ratios.py search_bench.json w6_langgraph.json`. CAIRN_W6_ARTIFACTS sets the corpus size
+// as for the C++ bench (default 100,000).
+import { readFileSync, writeFileSync } from "node:fs";
+import { InMemoryStore } from "@langchain/langgraph";
+
+const kTenants = 100, kDim = 384, kVocabulary = 5000, kQueries = 200, kLimit = 10;
+const kTypes = ["document", "dataset", "report"];
+const requested = Number(process.env.CAIRN_W6_ARTIFACTS ?? 100000);
+const N = Math.max(kTenants, requested - (requested % kTenants));
+
+class Rng { // xorshift32, seeded per (stream, item) as in search_bench.cpp
+  constructor(stream, item) {
+    this.x = (Math.imul(item + 1, 0x9e3779b1) ^ Math.imul(stream, 0x85ebca77)) >>> 0;
+    if (this.x === 0) this.x = 1;
+    for (let k = 0; k < 4; ++k) this.next();
+  }
+  next() {
+    let x = this.x;
+    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    this.x = x >>> 0;
+    return this.x;
+  }
+}
+function wordOf(k) {
+  const cons = "bdfgklmnprstvz", vows = "aeiou";
+  let w = "";
+  for (let n = k + 70; n !== 0; n = Math.floor(n / 70)) w += cons[Math.floor((n % 70) / 5)] + vows[(n % 70) % 5];
+  return w;
+}
+const vocabulary = Array.from({ length: kVocabulary }, (_, k) => wordOf(k));
+function drawWord(r) {
+  const a = r.next() % kVocabulary;
+  const b = r.next() % kVocabulary;
+  return vocabulary[Math.floor((a * b) / kVocabulary)];
+}
+function words(r, n) {
+  const out = [];
+  for (let k = 0; k < n; ++k) out.push(drawWord(r));
+  return out.join(" ");
+}
+function fnv1a(s, h = 2166136261) {
+  for (let i = 0; i < s.length; ++i) h = Math.imul(h ^ s.charCodeAt(i), 16777619) >>> 0;
+  return h;
+}
+// The host's embedder: feature hashing of the words, L2-normalised, rounded to float32 like the C++ floats.
+function embedText(text) {
+  const acc = new Float64Array(kDim);
+  for (const w of text.split(/[^a-z0-9]+/)) {
+    if (!w) continue;
+    const h = fnv1a(w);
+    acc[h % kDim] += (h >>> 31 ? -1 : 1) * (1 + ((h >>> 9) & 3));
+  }
+  let sq = 0;
+  for (const a of acc) sq += a * a;
+  const norm = Math.sqrt(sq);
+  const v = new Float32Array(kDim);
+  for (let d = 0; d < kDim; ++d) v[d] = acc[d] / norm;
+  return v;
+}
+function docOf(i) {
+  const r = new Rng(1, i);
+  const d = {
+    tenant: `tenant-${String(i % kTenants).padStart(3, "0")}`,
+    id: `doc-${String(i).padStart(6, "0")}`,
+    type: kTypes[Math.floor(i / kTenants) % 3],
+    title: words(r, 4),
+    description: words(r, 8),
+    body: "",
+  };
+  const body = []; // joined once: a string grown by += is a rope that V8 flattens later, which skews the heap figure
+  for (let length = 0; length < 1000; length += (body.length > 1 ? 1 : 0) + body[body.length - 1].length) {
+    body.push(drawWord(r));
+  }
+  d.body = body.join(" ");
+  return d;
+}
+function queryOf(q) {
+  const r = new Rng(2, q);
+  const tenant = q % kTenants;
+  const d = docOf(tenant + kTenants * (r.next() % (N / kTenants)));
+  const body = d.body.split(" ");
+  const pick = () => body[r.next() % body.length];
+  const w1 = pick(), w2 = pick();
+  const text = Array.from({ length: 12 }, pick).join(" ");
+  return { tenant: d.tenant, words: `${w1} ${w2}`, text, vector: embedText(text) };
+}
+function fingerprint(v, h) {
+  const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
+  for (const b of bits) h = Math.imul(h ^ b, 16777619) >>> 0;
+  return h;
+}
+
+const args = process.argv.slice(2);
+const outAt = args.indexOf("--out");
+const outFile = outAt >= 0 ? args[outAt + 1] : null;
+const checkFile = args.find((a, k) => !a.startsWith("--") && (outAt < 0 || k !== outAt + 1)) ?? null;
+
+const heap = async () => {
+  for (let k = 0; k < 3; ++k) { globalThis.gc?.(); await new Promise((done) => setTimeout(done, 20)); }
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
+const heap0 = await heap(); // before the corpus: what the store keeps of it is counted below, as cairn's store is
+
+// The corpus and its vectors, keyed by the text LangGraph hands its embeddings (the indexed field, or the query).
+const docs = [];
+const vectors = new Map();
+let print = 2166136261;
+for (let i = 0; i < N; ++i) {
+  const d = docOf(i);
+  const v = embedText(`${d.title}\n${d.description}\n${d.body}`);
+  print = fingerprint(v, print);
+  vectors.set(d.body, Array.from(v));
+  docs.push(d);
+}
+if (vectors.size !== N) throw new Error(`two artifacts have the same text (${vectors.size} of ${N})`);
+const queries = Array.from({ length: kQueries }, (_, q) => queryOf(q));
+for (const q of queries) {
+  print = fingerprint(q.vector, print);
+  vectors.set(q.text, Array.from(q.vector));
+}
+console.log(`w6 corpus: ${N} artifacts, ${kQueries} queries, vector fingerprint ${print}`);
+if (checkFile) {
+  const runs = JSON.parse(readFileSync(checkFile, "utf8")).benchmarks;
+  const floor = runs.find((b) => b.name.startsWith("BM_W6IndexMem_Floor"));
+  if (!floor) throw new Error(`${checkFile} has no BM_W6IndexMem_Floor row to check the vectors against`);
+  if (floor.fingerprint !== print || floor.artifacts !== N) {
+    throw new Error(`the vectors differ from search_bench's: fingerprint ${print} for ${N} artifacts here, ` +
+                    `${floor.fingerprint} for ${floor.artifacts} there`);
+  }
+  console.log(`w6 corpus: the same vectors as ${checkFile}`);
+}
+const lookup = (text) => {
+  const v = vectors.get(text);
+  if (!v) throw new Error(`no precomputed vector for a text of ${text.length} characters`);
+  return v;
+};
+const embeddings = {
+  embedDocuments: async (texts) => texts.map(lookup),
+  embedQuery: async (text) => lookup(text),
+};
+
+const rows = [];
+// real_time is the process's CPU time, as search_bench's in-process rows are its thread's (the machine is shared);
+// the wall time is the counter wall_us.
+const row = (name, wallUs, cpuUs, iterations, extra = {}) =>
+  rows.push({ name, run_name: name, run_type: "iteration", iterations, real_time: cpuUs, cpu_time: cpuUs, wall_us: wallUs, time_unit: "us", ...extra });
+
+// Time to index: every artifact put into its tenant's namespace, embedded through the index (a lookup here).
+const store = new InMemoryStore({ index: { dims: kDim, fields: ["text"], embeddings } });
+let c0 = process.cpuUsage(), t0 = process.hrtime.bigint();
+for (const d of docs) {
+  await store.put([d.tenant], d.id, { type: d.type, title: d.title, description: d.description, text: d.body });
+}
+let wall = Number(process.hrtime.bigint() - t0) / 1000, cpu = process.cpuUsage(c0);
+row("BM_W6IndexMem_LangGraph", wall / N, (cpu.user + cpu.system) / N, 1, { artifacts: N });
+console.log(`langgraph index: ${((cpu.user + cpu.system) / N).toFixed(3)} us cpu, ${(wall / N).toFixed(3)} us wall per artifact`);
+// The heap the store keeps: its items, their values and vectors (V8's heap and array buffers, after a GC when node
+// runs with --expose-gc), once the script has let go of its own references to the corpus and the artifacts' vectors.
+for (const d of docs) vectors.delete(d.body);
+docs.length = 0;
+const held = (await heap()) - heap0;
+row("BM_W6Bytes_LangGraph", 0, 0, 1, { artifacts: N, bytes_per_artifact: held / N, gc: globalThis.gc ? 1 : 0 });
+console.log(`langgraph heap: ${(held / N).toFixed(0)} bytes per artifact${globalThis.gc ? "" : " (no --expose-gc: not collected first)"}`);
+
+// Top-10 similarity per query, best of 3 rounds of the 200.
+let best = null;
+let found = 0;
+for (let round = 0; round < 3; ++round) {
+  c0 = process.cpuUsage(); t0 = process.hrtime.bigint();
+  found = 0;
+  for (const q of queries) found += (await store.search([q.tenant], { query: q.text, limit: kLimit })).length;
+  wall = Number(process.hrtime.bigint() - t0) / 1000; cpu = process.cpuUsage(c0);
+  const r = { wall: wall / kQueries, cpu: (cpu.user + cpu.system) / kQueries };
+  if (!best || r.cpu < best.cpu) best = r;
+}
+row("BM_W6Similar_LangGraph", best.wall, best.cpu, kQueries, { hits_per_query: found / kQueries });
+console.log(`langgraph similarity: ${best.cpu.toFixed(1)} us cpu, ${best.wall.toFixed(1)} us wall per query (${(found / kQueries).toFixed(1)} hits)`);
+
+if (outFile) writeFileSync(outFile, JSON.stringify({ context: { peer: "@langchain/langgraph InMemoryStore", node: process.version }, benchmarks: rows }, null, 1));

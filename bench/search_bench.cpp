@@ -1,0 +1,1048 @@
+// W6 (issue 27, docs/search.md "Benchmark W6"): search on every backend against its floors, side by side in one run.
+//
+// The corpus: N artifacts (CAIRN_W6_ARTIFACTS, default 100,000; rounded down to a multiple of 100) over 100 tenants,
+// each a title of 4 words, a description of 8 and a value that is a ~1 KB string of words drawn from a vocabulary of
+// 5,000 (a skewed draw, so some words are common and most are rare), with one of three types. Vectors come from a
+// deterministic host embedder: feature hashing of the words (FNV-1a 32, 384 dimensions, signed weights 1-4),
+// L2-normalised. bench/peers/w6_langgraph.mjs builds the same corpus, the same queries and the same vectors bit for
+// bit (both print the fingerprint of every vector: BM_W6IndexMem_Floor's counter `fingerprint`).
+//
+// 200 queries, cycled; each is drawn from one artifact of its tenant: two of its words, its type, and 12 of its
+// words embedded for the similarity query. Rows (ratios.py pairs each _<Variant> with the _Floor of its group):
+//   W6IndexMem/IndexSql/IndexPg  time to store all N, per artifact: cairn's store() (record, words, vector) against
+//                                a floor doing the same work by hand (in memory: plain structs, postings and
+//                                hnswlib; SQLite: one transaction per row into an FTS5 table and a vectors table;
+//                                PostgreSQL: one INSERT into a table with a tsvector column under GIN and the vector)
+//   W6Words / W6WordsPg          a filtered full-text query (type + two words, top 10, records read): cairn's
+//                                search(mode text) against raw FTS5 (MATCH, bm25(), WHERE on plain columns) and raw
+//                                PostgreSQL full text (@@, ts_rank_cd, GIN)
+//   W6Similar                    top-10 similarity in the tenant: cairn's search(vector) against hnswlib alone (one
+//                                index per tenant: InnerProductSpace, M 16, ef_construction 200, ef 64); Exact is the
+//                                brute-force scan; LangGraph comes from the peer script
+//   W6Hybrid / W6HybridPg        words and vector fused (reciprocal rank fusion of the top 40 of each, k 60): cairn's
+//                                search(mode hybrid) against the raw full text + hnswlib + the same fusion
+//   W6Bytes                      heap bytes per artifact kept by the in-memory store and by the in-memory floor
+//                                (mallinfo2 deltas over the build, malloc's headers included)
+//   W6DiskSql / W6DiskPg         bytes per artifact on disk: the SQLite file and its WAL; pg_database_size deltas
+//   W6Recall                     recall@10 of each approximate similarity against the exact top 10 (a hit counts when
+//                                it is in the exact top 10 or ties its 10th similarity within 1e-5)
+// PostgreSQL rows run only when CAIRN_BENCH_PG_CONNINFO or CAIRN_TEST_PG_CONNINFO names a server (scripts/bench
+// starts one); they use a database of their own, cairn_w6_bench, dropped and made again at the start, with
+// synchronous_commit off for the floor and cairn alike (as SQLite's synchronous = NORMAL on both).
+//
+// Times are this thread's CPU time (the machine is shared: wall time would measure the neighbours), except the
+// PostgreSQL rows, floor and cairn alike, which are wall time (their work runs in the server).
+//
+// cairn's rows go through the public API only (store(), search()), so they pick up the backends' indexes as they
+// are built; a backend without them answers by its exact scan. Where the SQLite and PostgreSQL options have no
+// `embedder` yet, those stores keep no vectors and their similarity, hybrid and recall rows say so instead of a time.
+#include <malloc.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <hnswlib/hnswlib.h>
+
+#include "cairn/artifact/memory_store.hpp"
+#include "cairn/artifact/search.hpp"
+#include "cairn/store/sqlite_store.hpp"
+
+#if defined(CAIRN_HAS_POSTGRES)
+#include <libpq-fe.h>
+
+#include "cairn/store/postgres_store.hpp"
+#endif
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kTenants = 100;
+constexpr std::size_t kDim = 384;
+constexpr std::uint32_t kVocabulary = 5000;
+constexpr int kQueries = 200;
+constexpr std::size_t kLimit = 10;
+constexpr std::size_t kFused = 4 * kLimit;  // candidates per list that hybrid fuses
+constexpr double kRrfK = 60;
+constexpr std::size_t kM = 16, kEfConstruction = 200, kEf = 64;
+const char* const kModel = "w6-feature-hash-384";
+const char* const kTypes[] = {"document", "dataset", "report"};
+
+// ---- what the stores are given -----------------------------------------------------------------------------------
+
+// The durable stores' options get an `embedder` like InMemoryStoreOptions'; until then they keep no vectors (and
+// their similarity rows say so), and once they do, these rows measure them with no change here.
+template <class O, class = void>
+struct has_embedder_field : std::false_type {};
+template <class O>
+struct has_embedder_field<O, std::void_t<decltype(std::declval<O&>().embedder)>> : std::true_type {};
+
+// ---- the corpus: the same in bench/peers/w6_langgraph.mjs, bit for bit -----------------------------------------
+
+struct Rng {  // xorshift32, seeded per (stream, item)
+  std::uint32_t x;
+  Rng(std::uint32_t stream, std::uint32_t item) : x(((item + 1u) * 0x9E3779B1u) ^ (stream * 0x85EBCA77u)) {
+    if (x == 0) x = 1;
+    for (int k = 0; k < 4; ++k) next();
+  }
+  std::uint32_t next() {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+  }
+};
+
+std::string word_of(std::uint32_t k) {  // syllables of k + 70 in base 70, least significant first: unique
+  static const char cons[] = "bdfgklmnprstvz";
+  static const char vows[] = "aeiou";
+  std::string w;
+  for (std::uint32_t n = k + 70; n != 0; n /= 70) {
+    w.push_back(cons[(n % 70) / 5]);
+    w.push_back(vows[(n % 70) % 5]);
+  }
+  return w;
+}
+
+const std::vector<std::string>& vocabulary() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> out;
+    for (std::uint32_t k = 0; k < kVocabulary; ++k) out.push_back(word_of(k));
+    return out;
+  }();
+  return v;
+}
+
+const std::string& draw_word(Rng& r) {  // the product of two uniform draws: low ranks are common
+  const std::uint64_t a = r.next() % kVocabulary;
+  const std::uint64_t b = r.next() % kVocabulary;
+  return vocabulary()[static_cast<std::size_t>(a * b / kVocabulary)];
+}
+
+std::string words(Rng& r, int n) {
+  std::string s;
+  for (int k = 0; k < n; ++k) (s.empty() ? s : s += ' ') += draw_word(r);
+  return s;
+}
+
+std::uint32_t fnv1a(std::string_view s, std::uint32_t h = 2166136261u) {
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+// The host's embedder: feature hashing of the text's words, L2-normalised. The sums are integers (exact in a
+// double), so JavaScript's doubles and Math.fround give the same floats.
+std::vector<float> embed_text(std::string_view text) {
+  double acc[kDim] = {};
+  cairn::detail::for_each_word(text, [&acc](const std::string& w) {
+    const std::uint32_t h = fnv1a(w);
+    acc[h % kDim] += ((h >> 31) != 0 ? -1.0 : 1.0) * static_cast<double>(1 + ((h >> 9) & 3));
+  });
+  double sq = 0;
+  for (double a : acc) sq += a * a;
+  const double norm = std::sqrt(sq);
+  std::vector<float> v(kDim);
+  for (std::size_t d = 0; d < kDim; ++d) v[d] = static_cast<float>(acc[d] / norm);
+  return v;
+}
+
+class W6Embedder final : public cairn::Embedder {
+ public:
+  std::string model() const override { return kModel; }
+  std::size_t dimension() const override { return kDim; }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    std::vector<std::vector<float>> out;
+    out.reserve(texts.size());
+    for (const auto& t : texts) out.push_back(embed_text(t));
+    return out;
+  }
+};
+
+struct Doc {
+  std::string tenant, id, type, title, description, body;
+  std::string embedded_text() const { return title + "\n" + description + "\n" + body; }  // Embedder::text_of
+};
+
+int artifact_count() {
+  static const int n = [] {
+    const char* s = std::getenv("CAIRN_W6_ARTIFACTS");
+    const int v = s ? std::atoi(s) : 100000;
+    return std::max(kTenants, v - v % kTenants);
+  }();
+  return n;
+}
+
+Doc doc_of(int i) {
+  Rng r(1, static_cast<std::uint32_t>(i));
+  Doc d;
+  d.tenant = fmt::format("tenant-{:03}", i % kTenants);
+  d.id = fmt::format("doc-{:06}", i);
+  d.type = kTypes[(i / kTenants) % 3];
+  d.title = words(r, 4);
+  d.description = words(r, 8);
+  while (d.body.size() < 1000) (d.body.empty() ? d.body : d.body += ' ') += draw_word(r);
+  return d;
+}
+int index_of(const std::string& id) { return std::atoi(id.c_str() + 4); }  // "doc-000123"
+
+struct Query {
+  int tenant = 0;
+  std::string tenant_name, type, words;  // words: two of the source artifact's, both required
+  std::vector<float> vector;            // 12 of its words, embedded
+};
+
+const std::vector<Query>& queries() {
+  static const std::vector<Query> qs = [] {
+    std::vector<Query> out;
+    const auto per_tenant = static_cast<std::uint32_t>(artifact_count() / kTenants);
+    for (int q = 0; q < kQueries; ++q) {
+      Rng r(2, static_cast<std::uint32_t>(q));
+      Query x;
+      x.tenant = q % kTenants;
+      const Doc d = doc_of(x.tenant + kTenants * static_cast<int>(r.next() % per_tenant));
+      const auto body = cairn::detail::words_of(d.body);
+      const auto pick = [&]() -> const std::string& { return body[r.next() % body.size()]; };
+      x.tenant_name = d.tenant;
+      x.type = d.type;
+      x.words = pick();
+      x.words += ' ';
+      x.words += pick();
+      std::string text;
+      for (int k = 0; k < 12; ++k) (text.empty() ? text : text += ' ') += pick();
+      x.vector = embed_text(text);
+      out.push_back(std::move(x));
+    }
+    return out;
+  }();
+  return qs;
+}
+
+std::uint32_t fingerprint_of(const std::vector<float>& v, std::uint32_t h) {
+  for (float f : v) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    h = (h ^ bits) * 16777619u;
+  }
+  return h;
+}
+
+// glibc malloc's bytes in use (0 under AddressSanitizer, which replaces malloc: the Bytes rows are then 0).
+std::size_t heap_in_use() { return mallinfo2().uordblks; }
+
+// Times: this thread's CPU time for everything that runs in this process (the machines these run on are shared, and
+// wall time there measures the neighbours); wall time for PostgreSQL, whose work runs in the server, for its floor
+// and cairn alike.
+enum class Timing { cpu, wall };
+double now_seconds(Timing t) {
+  if (t == Timing::wall) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string bench_dir() {
+  static const std::string dir = [] {
+    auto d = std::filesystem::temp_directory_path() / ("cairn-w6-bench-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(
+          std::filesystem::temp_directory_path() / ("cairn-w6-bench-" + std::to_string(::getpid())), ec);
+    });
+    return d.string();
+  }();
+  return dir;
+}
+
+std::uintmax_t file_bytes(const std::string& path) {
+  std::uintmax_t total = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path + suffix, ec);
+    if (!ec) total += n;
+  }
+  return total;
+}
+
+// What every built subject reports: seconds and heap (or disk) bytes of its build.
+struct Build {
+  double seconds = 0;
+  double bytes = 0;
+};
+
+// ---- the in-memory floor: plain structs, postings per word, one hnswlib index per tenant -----------------------
+
+struct Hit {  // what a floor returns: the artifact's number and what a caller reads of it
+  int index;
+  double score;
+};
+
+class MemFloor {
+ public:
+  MemFloor() : space_(kDim) {
+    const auto per_tenant = static_cast<std::size_t>(artifact_count() / kTenants);
+    for (auto& t : tenants_) {
+      t.index = std::make_unique<hnswlib::HierarchicalNSW<float>>(&space_, per_tenant, kM, kEfConstruction);
+      t.index->setEf(kEf);
+    }
+  }
+  void add(int i, Doc d) {
+    Tenant& t = tenants_[static_cast<std::size_t>(i % kTenants)];
+    const auto v = embed_text(d.embedded_text());
+    const auto local = static_cast<std::uint32_t>(t.docs.size());
+    std::unordered_map<std::string, std::uint32_t> tf;
+    cairn::detail::for_each_word(d.embedded_text(), [&tf](const std::string& w) { ++tf[w]; });
+    for (auto& [w, n] : tf) t.postings[w].emplace_back(local, n);
+    t.index->addPoint(v.data(), static_cast<hnswlib::labeltype>(i));
+    t.docs.push_back(std::move(d));
+  }
+  // hnswlib alone: the top 10 of the tenant, best first, and the artifacts they name.
+  std::vector<Hit> similar(int tenant, const std::vector<float>& q, std::size_t k) const {
+    const Tenant& t = tenants_[static_cast<std::size_t>(tenant)];
+    auto heap = t.index->searchKnn(q.data(), k);
+    std::vector<Hit> out(heap.size());
+    for (std::size_t n = heap.size(); n-- > 0; heap.pop()) {
+      out[n] = {static_cast<int>(heap.top().second), 1.0 - static_cast<double>(heap.top().first)};
+    }
+    return out;
+  }
+  // The exact top k: every vector of the tenant, scanned.
+  std::vector<Hit> exact(int tenant, const std::vector<float>& q, std::size_t k) const {
+    const auto& index = *tenants_[static_cast<std::size_t>(tenant)].index;
+    std::vector<Hit> all;
+    all.reserve(index.cur_element_count);
+    for (hnswlib::tableint id = 0; id < index.cur_element_count; ++id) {
+      const auto* v = reinterpret_cast<const float*>(index.getDataByInternalId(id));
+      float dot = 0;
+      for (std::size_t d = 0; d < kDim; ++d) dot += v[d] * q[d];
+      all.push_back({static_cast<int>(index.getExternalLabel(id)), static_cast<double>(dot)});
+    }
+    const auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.index < b.index); };
+    k = std::min(k, all.size());
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), better);
+    all.resize(k);
+    return all;
+  }
+  const Doc& doc(int i) const {
+    return tenants_[static_cast<std::size_t>(i % kTenants)].docs[static_cast<std::size_t>(i / kTenants)];
+  }
+  double similarity(int i, const std::vector<float>& q) const {
+    const auto v = tenants_[static_cast<std::size_t>(i % kTenants)].index->getDataByLabel<float>(
+        static_cast<hnswlib::labeltype>(i));
+    double dot = 0;
+    for (std::size_t d = 0; d < kDim; ++d) dot += static_cast<double>(v[d]) * q[d];
+    return dot;
+  }
+
+ private:
+  struct Tenant {
+    std::vector<Doc> docs;
+    std::unordered_map<std::string, std::vector<std::pair<std::uint32_t, std::uint32_t>>> postings;
+    std::unique_ptr<hnswlib::HierarchicalNSW<float>> index;
+  };
+  hnswlib::InnerProductSpace space_;
+  Tenant tenants_[kTenants];
+};
+
+// Reciprocal rank fusion of two best-first lists, the top `limit`.
+std::vector<Hit> fuse(const std::vector<Hit>& a, const std::vector<Hit>& b, std::size_t limit) {
+  std::unordered_map<int, double> score;
+  for (std::size_t r = 0; r < a.size(); ++r) score[a[r].index] += 1.0 / (kRrfK + static_cast<double>(r + 1));
+  for (std::size_t r = 0; r < b.size(); ++r) score[b[r].index] += 1.0 / (kRrfK + static_cast<double>(r + 1));
+  std::vector<Hit> out;
+  for (const auto& [i, s] : score) out.push_back({i, s});
+  const auto better = [](const Hit& x, const Hit& y) { return x.score > y.score || (x.score == y.score && x.index < y.index); };
+  limit = std::min(limit, out.size());
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(limit), out.end(), better);
+  out.resize(limit);
+  return out;
+}
+
+// ---- raw FTS5: one row per artifact, filters as WHERE on plain (UNINDEXED) columns -----------------------------
+
+struct Row {  // a record as the floors read it back
+  std::string id, title, body;
+  double score;
+};
+
+class FtsFloor {
+ public:
+  explicit FtsFloor(const std::string& path) : path_(path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("sqlite3_open " + path);
+    exec("PRAGMA journal_mode = WAL");
+    exec("PRAGMA synchronous = NORMAL");
+    exec("CREATE VIRTUAL TABLE docs USING fts5(tenant UNINDEXED, id UNINDEXED, type UNINDEXED, title, description, "
+         "body, tokenize = 'ascii')");
+    exec("CREATE TABLE vectors (tenant TEXT, id TEXT, vec BLOB, PRIMARY KEY (tenant, id)) WITHOUT ROWID");
+    begin_ = prepare("BEGIN IMMEDIATE");
+    commit_ = prepare("COMMIT");
+    insert_doc_ = prepare("INSERT INTO docs (rowid, tenant, id, type, title, description, body) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    insert_vec_ = prepare("INSERT INTO vectors VALUES (?1, ?2, ?3)");
+    words_ = prepare("SELECT id, title, body, bm25(docs) FROM docs WHERE docs MATCH ?1 AND tenant = ?2 AND "
+                     "type = ?3 ORDER BY bm25(docs) LIMIT ?4");
+    ranked_ = prepare("SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ?1 AND tenant = ?2 ORDER BY bm25(docs) "
+                      "LIMIT ?3");
+    row_ = prepare("SELECT id, title, body FROM docs WHERE rowid = ?1");
+  }
+  ~FtsFloor() {
+    for (auto* s : {begin_, commit_, insert_doc_, insert_vec_, words_, ranked_, row_}) sqlite3_finalize(s);
+    sqlite3_close(db_);
+  }
+  FtsFloor(const FtsFloor&) = delete;
+  FtsFloor& operator=(const FtsFloor&) = delete;
+
+  void add(int i, const Doc& d, const std::vector<float>& v) {
+    step(begin_);
+    sqlite3_bind_int64(insert_doc_, 1, i);
+    const std::string* cols[] = {&d.tenant, &d.id, &d.type, &d.title, &d.description, &d.body};
+    for (int c = 0; c < 6; ++c) bind(insert_doc_, c + 2, *cols[c]);
+    step(insert_doc_);
+    bind(insert_vec_, 1, d.tenant);
+    bind(insert_vec_, 2, d.id);
+    sqlite3_bind_blob(insert_vec_, 3, v.data(), static_cast<int>(v.size() * sizeof(float)), SQLITE_STATIC);
+    step(insert_vec_);
+    step(commit_);
+  }
+  // Two words, both required (each a quoted token: no query syntax reaches FTS5), in the tenant, of the type.
+  std::vector<Row> words(const Query& q, std::size_t limit) {
+    const std::string match = match_of(q.words);
+    bind(words_, 1, match);
+    bind(words_, 2, q.tenant_name);
+    bind(words_, 3, q.type);
+    sqlite3_bind_int64(words_, 4, static_cast<sqlite3_int64>(limit));
+    std::vector<Row> out;
+    while (sqlite3_step(words_) == SQLITE_ROW) out.push_back({text(words_, 0), text(words_, 1), text(words_, 2), sqlite3_column_double(words_, 3)});
+    sqlite3_reset(words_);
+    return out;
+  }
+  // The word list of hybrid: the top `limit` of the tenant, best first (bm25() is lower for better).
+  std::vector<Hit> ranked(const Query& q, std::size_t limit) {
+    bind(ranked_, 1, match_of(q.words));
+    bind(ranked_, 2, q.tenant_name);
+    sqlite3_bind_int64(ranked_, 3, static_cast<sqlite3_int64>(limit));
+    std::vector<Hit> out;
+    while (sqlite3_step(ranked_) == SQLITE_ROW) {
+      out.push_back({static_cast<int>(sqlite3_column_int64(ranked_, 0)), -sqlite3_column_double(ranked_, 1)});
+    }
+    sqlite3_reset(ranked_);
+    return out;
+  }
+  Row row(int i, double score) {
+    sqlite3_bind_int64(row_, 1, i);
+    Row r{{}, {}, {}, score};
+    if (sqlite3_step(row_) == SQLITE_ROW) r = {text(row_, 0), text(row_, 1), text(row_, 2), score};
+    sqlite3_reset(row_);
+    return r;
+  }
+  std::uintmax_t bytes() const { return file_bytes(path_); }
+
+ private:
+  static std::string match_of(const std::string& words) {
+    std::string m;
+    for (const auto& w : cairn::detail::words_of(words)) m += (m.empty() ? "\"" : " \"") + w + "\"";
+    return m;
+  }
+  static std::string text(sqlite3_stmt* s, int c) {
+    return {reinterpret_cast<const char*>(sqlite3_column_text(s, c)), static_cast<std::size_t>(sqlite3_column_bytes(s, c))};
+  }
+  static void bind(sqlite3_stmt* s, int at, const std::string& v) {
+    sqlite3_bind_text(s, at, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string m = err ? err : "?";
+      sqlite3_free(err);
+      throw std::runtime_error(m + " in " + sql);
+    }
+  }
+  sqlite3_stmt* prepare(const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) throw std::runtime_error(sqlite3_errmsg(db_));
+    return s;
+  }
+  void step(sqlite3_stmt* s) {
+    const int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) throw std::runtime_error(sqlite3_errmsg(db_));
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt *begin_, *commit_, *insert_doc_, *insert_vec_, *words_, *ranked_, *row_;
+};
+
+#if defined(CAIRN_HAS_POSTGRES)
+// ---- raw PostgreSQL full text: a tsvector column under GIN, @@ and ts_rank_cd ----------------------------------
+
+const char* pg_conninfo() {
+  if (const char* c = std::getenv("CAIRN_BENCH_PG_CONNINFO")) return c;
+  return std::getenv("CAIRN_TEST_PG_CONNINFO");
+}
+
+class Pg {
+ public:
+  explicit Pg(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str())) {
+    if (PQstatus(conn_) != CONNECTION_OK) throw std::runtime_error(std::string("PostgreSQL: ") + PQerrorMessage(conn_));
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  }
+  ~Pg() { PQfinish(conn_); }
+  Pg(const Pg&) = delete;
+  Pg& operator=(const Pg&) = delete;
+  PGresult* run(const char* sql) { return check(PQexec(conn_, sql), sql); }
+  void exec(const char* sql) { PQclear(run(sql)); }
+  void prepare(const char* name, const char* sql) { PQclear(check(PQprepare(conn_, name, sql, 0, nullptr), sql)); }
+  PGresult* call(const char* name, std::vector<const char*> values, std::vector<int> lengths = {},
+                 std::vector<int> formats = {}) {
+    return check(PQexecPrepared(conn_, name, static_cast<int>(values.size()), values.data(),
+                                lengths.empty() ? nullptr : lengths.data(), formats.empty() ? nullptr : formats.data(), 0),
+                 name);
+  }
+  double database_bytes() {
+    PGresult* r = run("SELECT pg_database_size(current_database())");
+    const double n = std::atof(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+  }
+
+ private:
+  PGresult* check(PGresult* r, const char* what) {
+    const auto s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+      const std::string m = PQresultErrorMessage(r);
+      PQclear(r);
+      throw std::runtime_error(fmt::format("PostgreSQL: {} ({})", m, what));
+    }
+    return r;
+  }
+  PGconn* conn_;
+};
+
+// The bench's own database, made afresh once per run.
+const std::string& pg_bench_conninfo() {
+  static const std::string c = [] {
+    Pg admin(pg_conninfo());
+    admin.exec("DROP DATABASE IF EXISTS cairn_w6_bench WITH (FORCE)");
+    admin.exec("CREATE DATABASE cairn_w6_bench");
+    // Commits that do not wait for the WAL flush, for the floor and cairn alike (as SQLite's synchronous = NORMAL
+    // on both): what is measured is the work, not this machine's fsync.
+    admin.exec("ALTER DATABASE cairn_w6_bench SET synchronous_commit = off");
+    return std::string(pg_conninfo()) + " dbname=cairn_w6_bench";
+  }();
+  return c;
+}
+
+class PgFloor {
+ public:
+  PgFloor() : pg_(pg_bench_conninfo()) {
+    pg_.exec("CREATE TABLE w6_floor (n integer PRIMARY KEY, tenant text NOT NULL, id text NOT NULL, type text NOT NULL, "
+             "title text NOT NULL, description text NOT NULL, body text NOT NULL, vec bytea NOT NULL, "
+             "tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || description || ' ' || body)) "
+             "STORED)");
+    pg_.exec("CREATE INDEX w6_floor_tsv ON w6_floor USING gin (tsv)");
+    pg_.prepare("ins", "INSERT INTO w6_floor VALUES ($1::integer, $2, $3, $4, $5, $6, $7, $8::bytea)");
+    pg_.prepare("words", "SELECT id, title, body, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
+                         "WHERE tsv @@ q AND tenant = $2 AND type = $3 ORDER BY r DESC, id LIMIT $4::integer");
+    pg_.prepare("ranked", "SELECT n, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
+                          "WHERE tsv @@ q AND tenant = $2 ORDER BY r DESC, n LIMIT $3::integer");
+    pg_.prepare("rows", "SELECT id, title, body FROM w6_floor WHERE n = ANY($1::integer[])");
+  }
+  void add(int i, const Doc& d, const std::vector<float>& v) {
+    const std::string n = std::to_string(i);
+    const char* bin = reinterpret_cast<const char*>(v.data());
+    const int vlen = static_cast<int>(v.size() * sizeof(float));
+    PQclear(pg_.call("ins", {n.c_str(), d.tenant.c_str(), d.id.c_str(), d.type.c_str(), d.title.c_str(),
+                             d.description.c_str(), d.body.c_str(), bin},
+                     {0, 0, 0, 0, 0, 0, 0, vlen}, {0, 0, 0, 0, 0, 0, 0, 1}));
+  }
+  std::vector<Row> words(const Query& q, std::size_t limit) {
+    const std::string tsq = tsquery_of(q.words), lim = std::to_string(limit);
+    PGresult* r = pg_.call("words", {tsq.c_str(), q.tenant_name.c_str(), q.type.c_str(), lim.c_str()});
+    std::vector<Row> out;
+    for (int k = 0; k < PQntuples(r); ++k) {
+      out.push_back({PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2), std::atof(PQgetvalue(r, k, 3))});
+    }
+    PQclear(r);
+    return out;
+  }
+  std::vector<Hit> ranked(const Query& q, std::size_t limit) {
+    const std::string tsq = tsquery_of(q.words), lim = std::to_string(limit);
+    PGresult* r = pg_.call("ranked", {tsq.c_str(), q.tenant_name.c_str(), lim.c_str()});
+    std::vector<Hit> out;
+    for (int k = 0; k < PQntuples(r); ++k) out.push_back({std::atoi(PQgetvalue(r, k, 0)), std::atof(PQgetvalue(r, k, 1))});
+    PQclear(r);
+    return out;
+  }
+  std::vector<Row> rows(const std::vector<Hit>& hits) {
+    std::string arr = "{";
+    for (const auto& h : hits) arr += (arr.size() > 1 ? "," : "") + std::to_string(h.index);
+    arr += "}";
+    PGresult* r = pg_.call("rows", {arr.c_str()});
+    std::vector<Row> out;
+    for (int k = 0; k < PQntuples(r); ++k) out.push_back({PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2), 0});
+    PQclear(r);
+    return out;
+  }
+  Pg& pg() { return pg_; }
+
+ private:
+  static std::string tsquery_of(const std::string& words) {  // quoted lexemes joined by &: no syntax reaches it
+    std::string t;
+    for (const auto& w : cairn::detail::words_of(words)) t += (t.empty() ? "'" : " & '") + w + "'";
+    return t;
+  }
+  Pg pg_;
+};
+#endif
+
+// ---- the subjects, each built once (by its Index benchmark, or by the first benchmark that needs it) -----------
+
+struct Subjects {
+  std::unique_ptr<MemFloor> mem_floor;
+  Build mem_floor_build;
+  std::uint32_t fingerprint = 2166136261u;
+  std::shared_ptr<cairn::InMemoryArtifactStore> mem_store;
+  Build mem_store_build;
+  std::unique_ptr<FtsFloor> fts_floor;
+  Build fts_floor_build;
+  std::shared_ptr<cairn::SqliteArtifactStore> sqlite_store;
+  Build sqlite_store_build;
+#if defined(CAIRN_HAS_POSTGRES)
+  std::unique_ptr<PgFloor> pg_floor;
+  Build pg_floor_build;
+  std::shared_ptr<cairn::PostgresArtifactStore> pg_store;
+  Build pg_store_build;
+#endif
+};
+Subjects& subjects() {
+  static Subjects s;
+  return s;
+}
+
+cairn::ArtifactPtr record_of(const Doc& d) {
+  return cairn::ArtifactRecord::builder().tenant_id(d.tenant).id(d.id).type(d.type).title(d.title)
+      .description(d.description).created_by("agent-w6").value(json(d.body)).build();
+}
+
+// Calls add(i, doc) for every artifact: the time of the calls alone (the corpus is made in chunks outside the
+// clock, and freed again), and the heap that is still in use after them, per artifact.
+template <class Add>
+Build build_all(Add&& add, Timing timing = Timing::cpu) {
+  const int n = artifact_count();
+  constexpr int kChunk = 1000;
+  Build b;
+  const std::size_t heap0 = heap_in_use();
+  for (int start = 0; start < n; start += kChunk) {
+    const int end = std::min(n, start + kChunk);
+    std::vector<Doc> docs;
+    for (int i = start; i < end; ++i) docs.push_back(doc_of(i));
+    const double t0 = now_seconds(timing);
+    for (int i = start; i < end; ++i) add(i, docs[static_cast<std::size_t>(i - start)]);
+    b.seconds += now_seconds(timing) - t0;
+  }
+  b.bytes = (static_cast<double>(heap_in_use()) - static_cast<double>(heap0)) / n;
+  return b;
+}
+
+MemFloor& mem_floor() {
+  auto& s = subjects();
+  if (!s.mem_floor) {
+    const std::size_t heap0 = heap_in_use();
+    s.mem_floor = std::make_unique<MemFloor>();
+    const double setup = static_cast<double>(heap_in_use() - heap0);  // the indexes' reserved capacity counts too
+    s.mem_floor_build = build_all([&](int i, Doc& d) { s.mem_floor->add(i, std::move(d)); });
+    s.mem_floor_build.bytes += setup / artifact_count();
+    for (int i = 0; i < artifact_count(); ++i) {
+      s.fingerprint = fingerprint_of(embed_text(doc_of(i).embedded_text()), s.fingerprint);
+    }
+    for (const auto& q : queries()) s.fingerprint = fingerprint_of(q.vector, s.fingerprint);
+  }
+  return *s.mem_floor;
+}
+
+cairn::InMemoryArtifactStore& mem_store() {
+  auto& s = subjects();
+  if (!s.mem_store) {
+    const std::size_t heap0 = heap_in_use();
+    cairn::InMemoryStoreOptions o;
+    o.embedder = std::make_shared<W6Embedder>();
+    s.mem_store = std::make_shared<cairn::InMemoryArtifactStore>(o);
+    const double setup = static_cast<double>(heap_in_use() - heap0);
+    s.mem_store_build = build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.mem_store->store(record_of(d))); });
+    s.mem_store_build.bytes += setup / artifact_count();
+  }
+  return *s.mem_store;
+}
+
+FtsFloor& fts_floor() {
+  auto& s = subjects();
+  if (!s.fts_floor) {
+    s.fts_floor = std::make_unique<FtsFloor>(bench_dir() + "/floor.db");
+    s.fts_floor_build = build_all([&](int i, Doc& d) { s.fts_floor->add(i, d, embed_text(d.embedded_text())); });
+    s.fts_floor_build.bytes = static_cast<double>(s.fts_floor->bytes()) / artifact_count();
+  }
+  return *s.fts_floor;
+}
+
+template <class Options>
+void give_embedder(Options& o) {
+  if constexpr (has_embedder_field<Options>::value) o.embedder = std::make_shared<W6Embedder>();
+}
+
+cairn::SqliteArtifactStore& sqlite_store() {
+  auto& s = subjects();
+  if (!s.sqlite_store) {
+    cairn::SqliteOptions o;
+    o.synchronous = cairn::SqliteOptions::Synchronous::normal;  // as the floor: no fsync per commit
+    give_embedder(o);
+    const std::string path = bench_dir() + "/cairn.db";
+    s.sqlite_store = std::make_shared<cairn::SqliteArtifactStore>(path, o);
+    s.sqlite_store_build = build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.sqlite_store->store(record_of(d))); });
+    s.sqlite_store_build.bytes = static_cast<double>(file_bytes(path)) / artifact_count();
+  }
+  return *s.sqlite_store;
+}
+
+#if defined(CAIRN_HAS_POSTGRES)
+PgFloor& pg_floor() {
+  auto& s = subjects();
+  if (!s.pg_floor) {
+    s.pg_floor = std::make_unique<PgFloor>();
+    const double before = s.pg_floor->pg().database_bytes();
+    s.pg_floor_build = build_all([&](int i, Doc& d) { s.pg_floor->add(i, d, embed_text(d.embedded_text())); }, Timing::wall);
+    s.pg_floor->pg().exec("CHECKPOINT");
+    s.pg_floor_build.bytes = (s.pg_floor->pg().database_bytes() - before) / artifact_count();
+  }
+  return *s.pg_floor;
+}
+
+cairn::PostgresArtifactStore& pg_store() {
+  auto& s = subjects();
+  if (!s.pg_store) {
+    Pg admin(pg_bench_conninfo());
+    const double before = admin.database_bytes();
+    cairn::PostgresOptions o;
+    give_embedder(o);
+    s.pg_store = std::make_shared<cairn::PostgresArtifactStore>(pg_bench_conninfo(), o);
+    s.pg_store_build = build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.pg_store->store(record_of(d))); }, Timing::wall);
+    admin.exec("CHECKPOINT");
+    s.pg_store_build.bytes = (admin.database_bytes() - before) / artifact_count();
+  }
+  return *s.pg_store;
+}
+#endif
+
+// ---- benchmarks --------------------------------------------------------------------------------------------------
+
+void report_index(benchmark::State& state, const Build& b) {
+  for (auto _ : state) state.SetIterationTime(b.seconds / artifact_count());
+  state.counters["artifacts"] = artifact_count();
+}
+void report_bytes(benchmark::State& state, const Build& b) {
+  for (auto _ : state) state.SetIterationTime(1e-9);
+  state.counters["bytes_per_artifact"] = b.bytes;
+  state.counters["artifacts"] = artifact_count();
+}
+
+void BM_W6IndexMem_Floor(benchmark::State& state) {
+  mem_floor();
+  report_index(state, subjects().mem_floor_build);
+  state.counters["fingerprint"] = subjects().fingerprint;
+}
+void BM_W6IndexMem_Memory(benchmark::State& state) {
+  mem_store();
+  report_index(state, subjects().mem_store_build);
+}
+void BM_W6IndexSql_Floor(benchmark::State& state) {
+  fts_floor();
+  report_index(state, subjects().fts_floor_build);
+}
+void BM_W6IndexSql_Sqlite(benchmark::State& state) {
+  sqlite_store();
+  report_index(state, subjects().sqlite_store_build);
+}
+void BM_W6Bytes_Floor(benchmark::State& state) {
+  mem_floor();
+  report_bytes(state, subjects().mem_floor_build);
+}
+void BM_W6Bytes_Memory(benchmark::State& state) {
+  mem_store();
+  report_bytes(state, subjects().mem_store_build);
+}
+void BM_W6DiskSql_Floor(benchmark::State& state) {
+  fts_floor();
+  report_bytes(state, subjects().fts_floor_build);
+}
+void BM_W6DiskSql_Sqlite(benchmark::State& state) {
+  sqlite_store();
+  report_bytes(state, subjects().sqlite_store_build);
+}
+
+// Each iteration answers the next query (cycling through the 200), timed alone.
+template <class Body>
+void each_query(benchmark::State& state, Body&& body, Timing timing = Timing::cpu) {
+  std::size_t k = 0;
+  std::size_t found = 0;
+  for (auto _ : state) {
+    const double t0 = now_seconds(timing);
+    found += body(queries()[k++ % queries().size()]);
+    state.SetIterationTime(now_seconds(timing) - t0);
+  }
+  state.counters["hits_per_query"] = static_cast<double>(found) / static_cast<double>(std::max<std::size_t>(1, k));
+}
+
+cairn::SearchQuery words_query(const Query& q) {
+  cairn::SearchQuery s;
+  s.text = q.words;
+  s.mode = cairn::SearchMode::text;
+  s.filter.type = cairn::ArtifactType{q.type};
+  s.limit = kLimit;
+  return s;
+}
+cairn::SearchQuery similar_query(const Query& q) {
+  cairn::SearchQuery s;
+  s.vector = cairn::Embedding{kModel, q.vector};
+  s.mode = cairn::SearchMode::similarity;
+  s.limit = kLimit;
+  s.exact = false;  // the approximate index where the backend has one (the default, said here)
+  return s;
+}
+cairn::SearchQuery hybrid_query(const Query& q) {
+  cairn::SearchQuery s = similar_query(q);
+  s.text = q.words;
+  s.mode = cairn::SearchMode::hybrid;
+  return s;
+}
+
+template <class Store>
+bool skip_without_vectors(benchmark::State& state, const Store& store) {
+  if (store.keeps_embeddings()) return false;
+  state.SkipWithError("this store keeps no vectors yet (no embedder option): no similarity to measure");
+  return true;
+}
+
+void BM_W6Words_Floor(benchmark::State& state) {
+  auto& f = fts_floor();
+  each_query(state, [&](const Query& q) { auto rows = f.words(q, kLimit); benchmark::DoNotOptimize(rows); return rows.size(); });
+}
+template <class Store>
+void words_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
+  each_query(state, [&](const Query& q) {
+    auto page = store.search(q.tenant_name, words_query(q));
+    benchmark::DoNotOptimize(page);
+    return page.hits.size();
+  }, timing);
+}
+void BM_W6Words_Memory(benchmark::State& state) { words_cairn(state, mem_store()); }
+void BM_W6Words_Sqlite(benchmark::State& state) { words_cairn(state, sqlite_store()); }
+
+void BM_W6Similar_Floor(benchmark::State& state) {
+  const auto& f = mem_floor();
+  each_query(state, [&](const Query& q) {
+    auto hits = f.similar(q.tenant, q.vector, kLimit);
+    const Doc* first = hits.empty() ? nullptr : &f.doc(hits.front().index);
+    benchmark::DoNotOptimize(first);
+    return hits.size();
+  });
+}
+void BM_W6Similar_Exact(benchmark::State& state) {
+  const auto& f = mem_floor();
+  each_query(state, [&](const Query& q) { auto hits = f.exact(q.tenant, q.vector, kLimit); benchmark::DoNotOptimize(hits); return hits.size(); });
+}
+template <class Store>
+void similar_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
+  if (skip_without_vectors(state, store)) return;
+  each_query(state, [&](const Query& q) {
+    auto page = store.search(q.tenant_name, similar_query(q));
+    benchmark::DoNotOptimize(page);
+    return page.hits.size();
+  }, timing);
+}
+void BM_W6Similar_Memory(benchmark::State& state) { similar_cairn(state, mem_store()); }
+void BM_W6Similar_Sqlite(benchmark::State& state) { similar_cairn(state, sqlite_store()); }
+
+void BM_W6Hybrid_Floor(benchmark::State& state) {
+  auto& fts = fts_floor();
+  const auto& mem = mem_floor();
+  each_query(state, [&](const Query& q) {
+    const auto fused = fuse(fts.ranked(q, kFused), mem.similar(q.tenant, q.vector, kFused), kLimit);
+    std::vector<Row> rows;
+    for (const auto& h : fused) rows.push_back(fts.row(h.index, h.score));
+    benchmark::DoNotOptimize(rows);
+    return rows.size();
+  });
+}
+template <class Store>
+void hybrid_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
+  if (skip_without_vectors(state, store)) return;
+  each_query(state, [&](const Query& q) {
+    auto page = store.search(q.tenant_name, hybrid_query(q));
+    benchmark::DoNotOptimize(page);
+    return page.hits.size();
+  }, timing);
+}
+void BM_W6Hybrid_Memory(benchmark::State& state) { hybrid_cairn(state, mem_store()); }
+void BM_W6Hybrid_Sqlite(benchmark::State& state) { hybrid_cairn(state, sqlite_store()); }
+
+// recall@10 against the exact top 10 over all queries (the truth: MemFloor::exact, every vector scanned).
+template <class Answer>
+void recall(benchmark::State& state, Answer&& answer) {
+  const auto& f = mem_floor();
+  double found = 0, wanted = 0;
+  for (auto _ : state) {
+    found = wanted = 0;
+    for (const auto& q : queries()) {
+      const auto truth = f.exact(q.tenant, q.vector, kLimit);
+      const double tenth = truth.back().score;
+      for (int i : answer(q)) {
+        const bool in_truth = std::any_of(truth.begin(), truth.end(), [i](const Hit& h) { return h.index == i; });
+        found += (in_truth || f.similarity(i, q.vector) >= tenth - 1e-5) ? 1 : 0;
+      }
+      wanted += static_cast<double>(truth.size());
+    }
+  }
+  state.counters["recall_at_10"] = found / wanted;
+}
+std::vector<int> indexes_of(const cairn::SearchPage& page) {
+  std::vector<int> out;
+  for (const auto& h : page.hits) out.push_back(index_of(h.record->id()));
+  return out;
+}
+void BM_W6Recall_Floor(benchmark::State& state) {
+  const auto& f = mem_floor();
+  recall(state, [&](const Query& q) {
+    std::vector<int> out;
+    for (const auto& h : f.exact(q.tenant, q.vector, kLimit)) out.push_back(h.index);
+    return out;
+  });
+}
+void BM_W6Recall_Hnswlib(benchmark::State& state) {
+  const auto& f = mem_floor();
+  recall(state, [&](const Query& q) {
+    std::vector<int> out;
+    for (const auto& h : f.similar(q.tenant, q.vector, kLimit)) out.push_back(h.index);
+    return out;
+  });
+}
+template <class Store>
+void recall_cairn(benchmark::State& state, const Store& store) {
+  if (skip_without_vectors(state, store)) return;
+  recall(state, [&](const Query& q) { return indexes_of(store.search(q.tenant_name, similar_query(q))); });
+}
+void BM_W6Recall_Memory(benchmark::State& state) { recall_cairn(state, mem_store()); }
+void BM_W6Recall_Sqlite(benchmark::State& state) { recall_cairn(state, sqlite_store()); }
+
+#if defined(CAIRN_HAS_POSTGRES)
+void BM_W6IndexPg_Floor(benchmark::State& state) {
+  pg_floor();
+  report_index(state, subjects().pg_floor_build);
+}
+void BM_W6IndexPg_Postgres(benchmark::State& state) {
+  pg_store();
+  report_index(state, subjects().pg_store_build);
+}
+void BM_W6DiskPg_Floor(benchmark::State& state) {
+  pg_floor();
+  report_bytes(state, subjects().pg_floor_build);
+}
+void BM_W6DiskPg_Postgres(benchmark::State& state) {
+  pg_store();
+  report_bytes(state, subjects().pg_store_build);
+}
+void BM_W6WordsPg_Floor(benchmark::State& state) {
+  auto& f = pg_floor();
+  each_query(state, [&](const Query& q) { auto rows = f.words(q, kLimit); benchmark::DoNotOptimize(rows); return rows.size(); },
+             Timing::wall);
+}
+void BM_W6WordsPg_Postgres(benchmark::State& state) { words_cairn(state, pg_store(), Timing::wall); }
+// Wall time, as cairn's PostgreSQL rows; BM_W6Similar_Floor (hnswlib alone) is this process's CPU time.
+void BM_W6Similar_Postgres(benchmark::State& state) { similar_cairn(state, pg_store(), Timing::wall); }
+void BM_W6HybridPg_Floor(benchmark::State& state) {
+  auto& pg = pg_floor();
+  const auto& mem = mem_floor();
+  each_query(state, [&](const Query& q) {
+    auto rows = pg.rows(fuse(pg.ranked(q, kFused), mem.similar(q.tenant, q.vector, kFused), kLimit));
+    benchmark::DoNotOptimize(rows);
+    return rows.size();
+  }, Timing::wall);
+}
+void BM_W6HybridPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_store(), Timing::wall); }
+void BM_W6Recall_Postgres(benchmark::State& state) { recall_cairn(state, pg_store()); }
+#endif
+
+const bool registered = [] {
+  const auto index = [](const char* name, void (*f)(benchmark::State&)) {
+    benchmark::RegisterBenchmark(name, f)->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  };
+  const auto bytes = [](const char* name, void (*f)(benchmark::State&)) {
+    benchmark::RegisterBenchmark(name, f)->Iterations(1)->UseManualTime();
+  };
+  const auto query = [](const char* name, void (*f)(benchmark::State&)) {
+    benchmark::RegisterBenchmark(name, f)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  };
+  const auto once = [](const char* name, void (*f)(benchmark::State&)) {
+    benchmark::RegisterBenchmark(name, f)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+  };
+  index("BM_W6IndexMem_Floor", BM_W6IndexMem_Floor);
+  index("BM_W6IndexMem_Memory", BM_W6IndexMem_Memory);
+  index("BM_W6IndexSql_Floor", BM_W6IndexSql_Floor);
+  index("BM_W6IndexSql_Sqlite", BM_W6IndexSql_Sqlite);
+  bytes("BM_W6Bytes_Floor", BM_W6Bytes_Floor);
+  bytes("BM_W6Bytes_Memory", BM_W6Bytes_Memory);
+  bytes("BM_W6DiskSql_Floor", BM_W6DiskSql_Floor);
+  bytes("BM_W6DiskSql_Sqlite", BM_W6DiskSql_Sqlite);
+  query("BM_W6Words_Floor", BM_W6Words_Floor);
+  query("BM_W6Words_Memory", BM_W6Words_Memory);
+  query("BM_W6Words_Sqlite", BM_W6Words_Sqlite);
+  query("BM_W6Similar_Floor", BM_W6Similar_Floor);
+  query("BM_W6Similar_Exact", BM_W6Similar_Exact);
+  query("BM_W6Similar_Memory", BM_W6Similar_Memory);
+  query("BM_W6Similar_Sqlite", BM_W6Similar_Sqlite);
+  query("BM_W6Hybrid_Floor", BM_W6Hybrid_Floor);
+  query("BM_W6Hybrid_Memory", BM_W6Hybrid_Memory);
+  query("BM_W6Hybrid_Sqlite", BM_W6Hybrid_Sqlite);
+  once("BM_W6Recall_Floor", BM_W6Recall_Floor);
+  once("BM_W6Recall_Hnswlib", BM_W6Recall_Hnswlib);
+  once("BM_W6Recall_Memory", BM_W6Recall_Memory);
+  once("BM_W6Recall_Sqlite", BM_W6Recall_Sqlite);
+#if defined(CAIRN_HAS_POSTGRES)
+  if (pg_conninfo()) {
+    index("BM_W6IndexPg_Floor", BM_W6IndexPg_Floor);
+    index("BM_W6IndexPg_Postgres", BM_W6IndexPg_Postgres);
+    bytes("BM_W6DiskPg_Floor", BM_W6DiskPg_Floor);
+    bytes("BM_W6DiskPg_Postgres", BM_W6DiskPg_Postgres);
+    query("BM_W6WordsPg_Floor", BM_W6WordsPg_Floor);
+    query("BM_W6WordsPg_Postgres", BM_W6WordsPg_Postgres);
+    query("BM_W6Similar_Postgres", BM_W6Similar_Postgres);
+    query("BM_W6HybridPg_Floor", BM_W6HybridPg_Floor);
+    query("BM_W6HybridPg_Postgres", BM_W6HybridPg_Postgres);
+    once("BM_W6Recall_Postgres", BM_W6Recall_Postgres);
+  }
+#endif
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();
