@@ -278,8 +278,9 @@ std::string statement_sql(Stmt s) {
       }
       if (s < search_match) {
         // In how many of them a word occurs (its document frequency).
-        return fmt::format("SELECT count(*) FROM cairn_search_text t JOIN cairn_search_docs d ON d.doc = t.rowid "
-                           "{} WHERE d.tenant_id = ?2 AND cairn_search_text MATCH ?1",
+        // CROSS JOIN: FTS5 drives (the word's postings), never one MATCH per row of the tenant's docs.
+        return fmt::format("SELECT count(*) FROM cairn_search_text t CROSS JOIN cairn_search_docs d ON d.doc = t.rowid "
+                           "{} WHERE d.tenant_id = ?2 AND t.cairn_search_text MATCH ?1",
                            versions);
       }
       const std::string scope = fmt::format("{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}", versions,
@@ -288,8 +289,8 @@ std::string statement_sql(Stmt s) {
       // where the query's phrases occur in it (cairn_hits).
       return fmt::format(
           "SELECT {}, cairn_hits(cairn_search_text), d.length FROM cairn_search_text "
-          "JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
-          "JOIN cairn_artifacts a ON a.tenant_id = d.tenant_id AND a.id = d.id AND a.version = d.version "
+          "CROSS JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
+          "CROSS JOIN cairn_artifacts a ON a.tenant_id = d.tenant_id AND a.id = d.id AND a.version = d.version "
           "{} AND cairn_search_text MATCH ?1 AND (?5 IS NULL OR a.type = ?5) AND (?6 IS NULL OR a.mime_type = ?6) "
           "AND (?7 IS NULL OR a.created_by = ?7) AND (?8 IS NULL OR a.created_at >= ?8) "
           "AND (?9 IS NULL OR a.created_at < ?9) AND cairn_search_text.rowid NOT IN "
