@@ -89,6 +89,14 @@ WHERE EXISTS (SELECT 1 FROM cairn_artifacts b
                 AND b.version < a.version);
 CREATE UNIQUE INDEX cairn_artifacts_write_token ON cairn_artifacts (tenant_id, id, write_token);
 )sql",
+    // Search by words (docs/search.md): each version's distinct words as cairn's tokenizer makes them (so every
+    // backend finds the same words), in a tsvector under a GIN index, and how many words it has (BM25's document
+    // length). Rows written before this have NULL here: SearchPage::unindexed counts them until reindex() fills
+    // them in. The records themselves are untouched.
+    R"sql(
+ALTER TABLE cairn_artifacts ADD COLUMN words tsvector, ADD COLUMN word_count integer;
+CREATE INDEX cairn_artifacts_words ON cairn_artifacts USING gin (words);
+)sql",
 };
 
 // The unique index that makes a retried write happen at most once (migration 2).
@@ -113,12 +121,15 @@ enum Stmt : std::size_t {
   remove_artifact,
   list_bounded,
   list_open,
+  search_latest,
+  search_all,
   statement_count
 };
 
 constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
-    "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open"};
+    "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
+    "cairn_search_all"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -137,10 +148,38 @@ std::string statement_sql(Stmt s) {
   const std::string insert_version =
       "INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
       "value_text, storage_url, mime_type, created_by, size_bytes, schema_url, created_at, metadata, "
-      "metadata_text, write_token) "
+      "metadata_text, write_token, words, word_count) "
       "SELECT $1::text, $2::text, head.latest, $3::text, $4::text, $5::text, $6::text, $7::jsonb, $8::text, "
-      "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text "
+      "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text, "
+      "$18::tsvector, $19::integer "
       "FROM head RETURNING version";
+  // The rows a word search counts and ranks among (BM25's statistics): the latest version of each id, or every
+  // version, of the tenant's ids in [$2, $3) (the filter's id prefix).
+  const std::string scope_latest =
+      "FROM cairn_heads h JOIN cairn_artifacts a "
+      "ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest "
+      "WHERE h.tenant_id = $1::text AND h.id >= $2::text AND ($3::text IS NULL OR h.id < $3::text)";
+  const std::string scope_all =
+      "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text AND ($3::text IS NULL OR a.id < $3::text)";
+  // One statement, so one snapshot: the candidates (the rows whose words match the tsquery $5 and the filters
+  // SQL can check) and the statistics BM25 scores them with: the rows searched, their words, the rows not
+  // indexed yet, and how many rows hold each query word ($4, one tsquery per word). One row with NULL record
+  // columns when nothing matches.
+  const auto search_sql = [](const std::string& scope) {
+    return fmt::format(
+        "SELECT f.*, s.n, s.total, s.unindexed, d.df FROM "
+        "(SELECT count(a.words) AS n, coalesce(sum(a.word_count), 0) AS total, "
+        "count(*) - count(a.words) AS unindexed {0}) s "
+        "CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) {0} AND a.words @@ w.q) "
+        "FROM unnest($4::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d "
+        "LEFT JOIN (SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+        "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+        "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text) {0} AND a.words @@ $5::tsquery "
+        "AND ($6::text IS NULL OR a.type = $6::text) AND ($7::text IS NULL OR a.mime_type = $7::text) "
+        "AND ($8::text IS NULL OR a.created_by = $8::text) AND ($9::bigint IS NULL OR a.created_at >= $9::bigint) "
+        "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)) f ON true",
+        scope);
+  };
   switch (s) {
     case store_version:
       return "WITH head AS ("
@@ -162,7 +201,7 @@ std::string statement_sql(Stmt s) {
       // on the row that writer left: if it moved the version on, this matches nothing.
       return "WITH head AS ("
              "UPDATE cairn_heads SET latest = latest + 1, type = $3::text, created_by = $11::text "
-             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $18::bigint RETURNING latest) " +
+             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $20::bigint RETURNING latest) " +
              insert_version;
     case head_version:
       return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
@@ -182,6 +221,8 @@ std::string statement_sql(Stmt s) {
     case remove_artifact: return "SELECT cairn_remove_artifact($1::text, $2::text)";
     case list_bounded: return fmt::format(list_select, "AND h.id < $3::text");
     case list_open: return fmt::format(list_select, "AND $3::text IS NULL");
+    case search_latest: return search_sql(scope_latest);
+    case search_all: return search_sql(scope_all);
     case statement_count: break;
   }
   return {};
@@ -319,6 +360,92 @@ std::int64_t to_int64(std::string_view s) {
   return v;
 }
 
+// ---- words (docs/search.md): PostgreSQL gets the tokens cairn made, never its own parser's, and never query text.
+
+/// A word as a tsvector lexeme. PostgreSQL refuses lexemes of 2 KiB or more, so a longer word is cut (at a
+/// character boundary) and told apart from other long words by a hash of the whole word after '#' (which no word
+/// holds). Candidates are checked against the record's own words afterwards, so a hash collision finds nothing
+/// more.
+std::string lexeme(const std::string& word) {
+  constexpr std::size_t max_bytes = 2000;
+  if (word.size() <= max_bytes) return word;
+  std::string out = word.substr(0, detail::valid_utf8_prefix_length(std::string_view(word).substr(0, 1900)));
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : word) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return out + fmt::format("#{:016x}", h);
+}
+
+/// A lexeme quoted for tsvector and tsquery input: in single quotes, quotes and backslashes doubled. (cairn's
+/// words hold neither, but the quoting does not depend on that.)
+std::string quoted(const std::string& lex) {
+  std::string out = "'";
+  for (const char c : lex) {
+    if (c == '\'' || c == '\\') out.push_back(c);
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
+/// What the words and word_count columns hold for a record: its distinct words as a tsvector literal, and how
+/// many words it has (BM25's document length).
+struct IndexedWords {
+  std::string tsvector;
+  std::string count;
+};
+
+IndexedWords indexed_words(const ArtifactRecord& r) {
+  const detail::RecordWords w = detail::record_words(r);
+  std::vector<std::string> all;
+  all.reserve(w.length());
+  for (const auto* field : {&w.title, &w.description, &w.value}) {
+    for (const auto& word : *field) all.push_back(lexeme(word));
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  IndexedWords out;
+  for (const auto& lex : all) out.tsvector += (out.tsvector.empty() ? "" : " ") + quoted(lex);
+  out.count = std::to_string(w.length());
+  return out;
+}
+
+/// The tsquery that finds a superset of what `q` matches: every group (any of its terms; a phrase as all of its
+/// words), and none of the excluded single words. Phrases and excluded phrases are checked in cairn afterwards,
+/// on the record's own words (so tsvector positions, which PostgreSQL caps, are not needed).
+std::string word_tsquery(const detail::WordQuery& q) {
+  const auto term = [](const detail::QueryTerm& t) {
+    std::string out;
+    for (const auto& w : t.words) out += (out.empty() ? "" : " & ") + quoted(lexeme(w));
+    return t.words.size() > 1 ? "(" + out + ")" : out;
+  };
+  std::string out;
+  for (const auto& group : q.all_of) {
+    std::string any;
+    for (const auto& t : group) any += (any.empty() ? "" : " | ") + term(t);
+    out += (out.empty() ? "" : " & ") + (group.size() > 1 ? "(" + any + ")" : any);
+  }
+  for (const auto& t : q.none_of) {
+    if (t.words.size() == 1 && lexeme(t.words[0]) == t.words[0]) out += " & !" + quoted(t.words[0]);
+  }
+  return out;
+}
+
+/// A tsquery[] literal of one single-word tsquery per word (for their document frequencies).
+std::string word_tsquery_array(const std::vector<std::string>& words) {
+  std::string out = "{";
+  for (const auto& w : words) {
+    out += out.size() > 1 ? ",\"" : "\"";
+    for (const char c : quoted(lexeme(w))) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 }  // namespace
 
 struct PostgresArtifactStore::Impl {
@@ -339,9 +466,9 @@ struct PostgresArtifactStore::Impl {
     }
   };
 
-  /// Up to 18 text parameters; null pointers are SQL NULLs.
+  /// Up to 20 text parameters; null pointers are SQL NULLs.
   struct Params {
-    std::array<const char*, 18> values{};
+    std::array<const char*, 20> values{};
     int count = 0;
     Params& add(const std::string& s) {
       values[static_cast<std::size_t>(count++)] = s.c_str();
@@ -783,6 +910,7 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const std::string token = detail::uuid_v4();
   const std::optional<std::string> expected_text =
       expected && *expected != absent ? std::optional<std::string>(std::to_string(*expected)) : std::nullopt;
+  const IndexedWords words = indexed_words(record);
   const Stmt statement = !expected ? store_version : *expected == absent ? store_create : store_replace;
 
   // The version the write that carries this token got, if it committed.
@@ -811,7 +939,9 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
         .add(created_at_text)
         .add(metadata.jsonb)
         .add(metadata.text)
-        .add(token);
+        .add(token)
+        .add(words.tsvector)
+        .add(words.count);
     if (expected_text) p.add(expected_text);
     // The statement assigns versions without races under READ COMMITTED; a database whose default isolation is
     // stricter may still report a conflict, and the statement, rolled back as a whole, can run again.
@@ -930,6 +1060,94 @@ ListPage PostgresArtifactStore::list(const std::string& tenant_id, const ListQue
     }
     return page;
   });
+}
+
+CAIRN_END_NAMESPACE
+
+CAIRN_BEGIN_NAMESPACE
+
+SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
+  // Words alone go to the index; filters alone, and anything with a vector, to the default scan (this store keeps
+  // no vectors yet, and the scan refuses similarity with the same error as before).
+  const bool words_only =
+      !q.text.empty() && (q.mode == SearchMode::text || (q.mode == SearchMode::automatic && !q.vector));
+  if (!words_only) return ArtifactStore::search(tenant_id, q);
+  // The same checks, in the same order, as the default search.
+  detail::check_tenant(tenant_id);
+  detail::check_search_query(q);
+  const auto cursor = detail::decode_cursor(q);
+  const detail::WordQuery words = detail::parse_word_query(q.text);
+  if (words.empty()) throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
+
+  SearchPage page;
+  const auto& f = q.filter;
+  const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
+  if (!fits_pg_text(tenant_id) || !range || (f.mime_type && !fits_pg_text(*f.mime_type)) ||
+      (f.created_by && !fits_pg_text(*f.created_by))) {
+    return page;  // nothing stored can match
+  }
+  const std::vector<std::string> query_words = words.words();
+  const std::string df_queries = word_tsquery_array(query_words);
+  const std::string match = word_tsquery(words);
+  const std::optional<std::string> type = f.type ? std::optional<std::string>(f.type->str()) : std::nullopt;
+  const auto int_text = [](const std::optional<std::int64_t>& v) {
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  };
+  const std::optional<std::string> after = int_text(f.created_after), before = int_text(f.created_before);
+  Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+    Impl::Params p;
+    p.add(tenant_id).add(range->lower).add(range->upper).add(df_queries).add(match).add(type).add(f.mime_type);
+    p.add(f.created_by).add(after).add(before);
+    return impl_->run(c, q.all_versions ? search_all : search_latest, p);
+  });
+
+  // The statistics (the same on every row), then the candidates, scored in cairn exactly as the default scan does.
+  constexpr int stats_column = 15;
+  const auto number = [&](int col) { return static_cast<std::size_t>(to_int64(PQgetvalue(res.get(), 0, col))); };
+  const std::size_t documents = number(stats_column), total_length = number(stats_column + 1);
+  page.unindexed = number(stats_column + 2);
+  std::vector<std::size_t> df;
+  const std::string_view df_text = PQgetvalue(res.get(), 0, stats_column + 3);  // "{3,1}"
+  for (std::size_t i = 1; i < df_text.size();) {
+    const std::size_t end = std::min(df_text.find_first_of(",}", i), df_text.size());
+    df.push_back(static_cast<std::size_t>(to_int64(df_text.substr(i, end - i))));
+    i = end + 1;
+  }
+  detail::Bm25 bm25(query_words);
+  bm25.set_statistics(documents, total_length, std::move(df));
+
+  std::vector<SearchHit> hits;
+  const int rows = PQntuples(res.get());
+  for (int i = 0; i < rows; ++i) {
+    if (PQgetisnull(res.get(), i, 1)) continue;  // no candidate: the row carries the statistics only
+    ArtifactPtr r;
+    try {
+      r = impl_->decode(res.get(), i);
+    } catch (const storage_error&) {
+      continue;  // a damaged row: list() does not show it either (fetch it to get the error)
+    }
+    if (!detail::matches_filter(*r, f)) continue;
+    const detail::RecordWords rw = detail::record_words(*r);
+    if (!detail::matches_words(rw, words)) continue;
+    SearchHit hit{std::move(r), bm25.score(rw), {}};
+    detail::describe_word_match(rw, query_words, hit.matched);
+    hits.push_back(std::move(hit));
+  }
+  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
+    return detail::hit_before(a.score, *a.record, b.score, *b.record);
+  });
+  for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.text_rank = i + 1;
+  if (cursor) {
+    hits.erase(std::remove_if(hits.begin(), hits.end(),
+                              [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
+               hits.end());
+  }
+  if (hits.size() > q.limit) {
+    hits.resize(q.limit);
+    page.next_cursor = detail::encode_cursor(q, hits.back());
+  }
+  page.hits = std::move(hits);
+  return page;
 }
 
 CAIRN_END_NAMESPACE

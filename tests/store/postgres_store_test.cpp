@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -602,13 +603,14 @@ TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database wi
   RawPg raw(db.conninfo());
   // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
   raw.scalar("DROP INDEX cairn_artifacts_write_token");
+  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");  // schema 3's
   raw.scalar("UPDATE cairn_schema SET version = 1");
   raw.scalar("UPDATE cairn_heads SET latest = 2 WHERE id = 'a'");
   raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
              "value_text, storage_url, mime_type, size_bytes, schema_url, created_by, created_at, metadata, "
              "metadata_text, write_token FROM cairn_artifacts WHERE id = 'a'");
   PostgresArtifactStore store(db.conninfo());
-  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "2");
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
   CHECK(raw.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'cairn_artifacts_write_token'") == "1");
   // Nothing is deleted; the later copy gets a token of its own.
   CHECK(store.versions("a", "t") == std::vector<std::uint64_t>{1, 2});
@@ -822,4 +824,176 @@ TEST_CASE("postgres: reconnect_timeout_ms = 0 means one try at reconnecting, not
                                 "WHERE application_name = '" + app + "'");
   CHECK(store.fetch("a", t)->value() == "v1");
   CHECK(store.reconnects() == 1);
+}
+
+// ---- search by words: the tsvector + GIN index (docs/search.md) against the default scan over the same store
+
+namespace {
+
+std::size_t env_count(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? static_cast<std::size_t>(std::stoul(v)) : fallback;
+}
+
+// What a search gave: its page, or the error it threw.
+struct Outcome {
+  SearchPage page;
+  std::string error;
+};
+
+template <typename F>
+Outcome outcome_of(F&& f) {
+  try {
+    return {f(), ""};
+  } catch (const std::exception& e) {
+    return {{}, e.what()};
+  }
+}
+
+// Two pages are the same: the same records (tenant, id, version), the same scores to the bit, the same matches
+// and the same cursor.
+void require_same_page(const SearchPage& got, const SearchPage& want) {
+  REQUIRE(got.hits.size() == want.hits.size());
+  for (std::size_t i = 0; i < got.hits.size(); ++i) {
+    const auto& g = got.hits[i];
+    const auto& w = want.hits[i];
+    INFO("hit " << i << ": " << g.record->id() << " v" << g.record->version() << " (want " << w.record->id() << " v"
+                << w.record->version() << ")");
+    CHECK(g.record->tenant_id() == w.record->tenant_id());
+    CHECK(g.record->id() == w.record->id());
+    CHECK(g.record->version() == w.record->version());
+    CHECK(*g.record == *w.record);
+    CHECK(g.score == w.score);
+    CHECK(g.matched.words == w.matched.words);
+    CHECK(g.matched.fields == w.matched.fields);
+    CHECK(g.matched.text_rank == w.matched.text_rank);
+    CHECK(g.matched.vector_rank == w.matched.vector_rank);
+    CHECK(g.matched.similarity == w.matched.similarity);
+  }
+  CHECK(got.next_cursor == want.next_cursor);
+}
+
+// Every page of `q` from the store's index and from the default scan, compared page by page.
+void require_same_search(const PostgresArtifactStore& store, const std::string& tenant, SearchQuery q) {
+  for (int pages = 0; pages < 100; ++pages) {
+    INFO("page " << pages);
+    const Outcome got = outcome_of([&] { return store.search(tenant, q); });
+    const Outcome want = outcome_of([&] { return store.ArtifactStore::search(tenant, q); });
+    REQUIRE(got.error == want.error);
+    if (!got.error.empty()) return;
+    require_same_page(got.page, want.page);
+    for (const auto& h : got.page.hits) REQUIRE(h.record->tenant_id() == tenant);
+    if (!got.page.next_cursor) return;
+    q.cursor = *got.page.next_cursor;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("postgres search: words through the index give the default scan's hits, scores, order and cursors") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_"), other = random_name("so_");
+  const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  // Few words, so that queries find many records and BM25's statistics matter; case and non-ASCII words too;
+  // separators that are tsquery and tsvector syntax, which must never reach PostgreSQL's parser as such.
+  const std::vector<std::string> vocabulary = {"alpha", "beta", "Gamma", "delta", "eps", "zeta", "ALPHA",
+                                               "ünï",   "数据", "x1",    "it",    "s",    "or"};
+  const std::vector<std::string> separators = {" ", "  ", "-", ", ", "\n", "'", "\\", "&", "|", "!", ":*",
+                                               "(", ")", "<->", "\"'"};
+  const auto words = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += (i ? separators[pick(separators.size())] : "") + vocabulary[pick(vocabulary.size())];
+    return s;
+  };
+  const std::vector<std::string> prefixes = {"a/", "b/", "ab", ""};
+  const std::vector<ArtifactType> types = {ArtifactType::document, ArtifactType::dataset, ArtifactType::code};
+  const std::size_t records = env_count("CAIRN_PG_SEARCH_RECORDS", 120);
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < records; ++i) {
+    const std::string id = prefixes[pick(prefixes.size())] + std::to_string(pick(records / 2 + 1));
+    auto b = ArtifactRecord::builder().tenant_id(t).id(id).type(types[pick(types.size())]).title(words(1 + pick(3)))
+                 .description(words(pick(6))).created_at(static_cast<std::int64_t>(1000 + i))
+                 .metadata(json{{"n", pick(5)}});
+    switch (pick(3)) {
+      case 0: b.value(words(pick(30))); break;
+      case 1: b.value(json{{"k", words(pick(10))}, {words(1), json::array({words(3), 7, nullptr})}}); break;
+      default: b.value(json(pick(100))).storage_url("s3://bucket/" + std::to_string(pick(9))); break;  // no text in the value
+    }
+    const ArtifactPtr r = b.build();
+    (void)store.store(*r);
+    (void)store.store(*r->to_builder().tenant_id(other).build());  // the same words in another tenant
+    ids.push_back(id);
+    if (pick(10) == 0) {
+      const std::string gone = ids[pick(ids.size())];
+      try {
+        store.remove(gone, t);
+      } catch (const not_found&) {
+      }
+    }
+  }
+  const std::size_t rounds = env_count("CAIRN_PG_SEARCH_ROUNDS", 40);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    SearchQuery q;
+    const std::size_t terms = 1 + pick(3);
+    for (std::size_t i = 0; i < terms; ++i) {
+      switch (pick(6)) {
+        case 0: q.text += " \"" + words(2 + pick(2)) + "\""; break;
+        case 1: q.text += " -" + words(1); break;
+        case 2: q.text += " " + words(1) + " OR " + words(1); break;
+        default: q.text += " " + words(1); break;
+      }
+    }
+    if (pick(2) == 0) q.mode = SearchMode::text;
+    if (pick(4) == 0) q.filter.type = types[pick(types.size())];
+    if (pick(4) == 0) q.filter.id_prefix = prefixes[pick(prefixes.size())];
+    if (pick(4) == 0) q.filter.created_after = static_cast<std::int64_t>(1000 + pick(records));
+    if (pick(4) == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, pick(5)});
+    q.all_versions = pick(3) == 0;
+    q.limit = 1 + pick(8);
+    INFO("round " << round << ": '" << q.text << "' all_versions " << q.all_versions << " limit " << q.limit);
+    require_same_search(store, t, q);
+  }
+}
+
+TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_");
+  SearchQuery q;
+  q.text = "marmalade";
+  (void)store.store(*note(t, "a", "orange marmalade"));
+  (void)store.store(*note(t, "b", "plain toast"));
+  REQUIRE(store.search(t, q).hits.size() == 1);
+  (void)store.store(*note(t, "a", "lemon curd"));  // a new version without the word
+  CHECK(store.search(t, q).hits.empty());
+  q.all_versions = true;
+  REQUIRE(store.search(t, q).hits.size() == 1);
+  CHECK(store.search(t, q).hits[0].record->version() == 1);
+  (void)store.store_if(*note(t, "b", "marmalade on toast"), 1);
+  CHECK(store.search(t, q).hits.size() == 2);
+  store.remove("a", t);
+  store.remove("b", t);
+  CHECK(store.search(t, q).hits.empty());
+  CHECK(store.search(t, q).unindexed == 0);
+  require_same_search(store, t, q);
+}
+
+TEST_CASE("postgres search: words longer than a tsvector lexeme are found, and told apart") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_");
+  const std::string stem(1990, 'q');
+  (void)store.store(*note(t, "one", json{{"blob", stem + std::string(600, 'a')}}));
+  (void)store.store(*note(t, "two", json{{"blob", stem + std::string(600, 'b') + " and more"}}));
+  SearchQuery q;
+  q.text = stem + std::string(600, 'b');
+  auto page = store.search(t, q);
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].record->id() == "two");
+  q.text = stem;  // only a part of the long words
+  CHECK(store.search(t, q).hits.empty());
+  q.text = "more -" + stem + std::string(600, 'b');
+  CHECK(store.search(t, q).hits.empty());
+  require_same_search(store, t, q);
 }

@@ -64,7 +64,7 @@ struct PostgresOptions {
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 3;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
@@ -81,6 +81,10 @@ class PostgresArtifactStore final : public ArtifactStore {
   void remove(const std::string& id, const std::string& tenant_id) override;
   [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
+  /// Words are found through a GIN index over each version's words (cairn's tokens in a tsvector) and ranked by
+  /// BM25 with the tenant's statistics counted in the same statement: the same hits, scores and order as the
+  /// default scan. Filters alone and similarity use the default scan (docs/search.md, "Per backend").
+  [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
 
   /// How many times a broken connection was re-opened (for monitoring, and for tests of restarts).
   std::uint64_t reconnects() const noexcept;
