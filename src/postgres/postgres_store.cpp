@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <chrono>
 #include <charconv>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -22,6 +24,7 @@
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
 #include "cairn/detail/text.hpp"
+#include "cairn/detail/vector_cache.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace {
@@ -97,6 +100,57 @@ CREATE UNIQUE INDEX cairn_artifacts_write_token ON cairn_artifacts (tenant_id, i
 ALTER TABLE cairn_artifacts ADD COLUMN words tsvector, ADD COLUMN word_count integer;
 CREATE INDEX cairn_artifacts_words ON cairn_artifacts USING gin (words);
 )sql",
+    // Search by meaning (docs/search.md): one vector per version and model (float32, little-endian, as stored by
+    // the host's embedder: not normalised), and the change sequence every process's approximate index catches up
+    // from. A tenant's sequence numbers come from its row in cairn_search_seq, bumped in the writing transaction,
+    // whose row lock orders the tenant's vector writes: numbers are committed in order, so a reader that has seen
+    // number n never sees a smaller one commit later. Removing an artifact removes its vectors and, when it had
+    // any, records the removal (model '' : every model) in the same transaction.
+    R"sql(
+CREATE TABLE cairn_search_vectors (
+  tenant_id text COLLATE "C" NOT NULL,
+  id        text COLLATE "C" NOT NULL,
+  version   bigint  NOT NULL,
+  model     text COLLATE "C" NOT NULL,
+  dim       integer NOT NULL,
+  vec       bytea   NOT NULL,
+  PRIMARY KEY (tenant_id, model, id, version)
+);
+CREATE TABLE cairn_search_seq (
+  tenant_id text COLLATE "C" PRIMARY KEY,
+  seq       bigint NOT NULL
+);
+CREATE TABLE cairn_search_changes (
+  tenant_id text COLLATE "C" NOT NULL,
+  seq       bigint  NOT NULL,
+  id        text COLLATE "C" NOT NULL,
+  version   bigint  NOT NULL,
+  model     text COLLATE "C" NOT NULL,
+  removed   boolean NOT NULL,
+  PRIMARY KEY (tenant_id, seq)
+);
+CREATE OR REPLACE FUNCTION cairn_remove_artifact(p_tenant text, p_id text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_seq bigint;
+BEGIN
+  DELETE FROM cairn_heads WHERE tenant_id = p_tenant AND id = p_id;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  DELETE FROM cairn_artifacts WHERE tenant_id = p_tenant AND id = p_id;
+  PERFORM 1 FROM cairn_search_vectors WHERE tenant_id = p_tenant AND id = p_id;
+  IF FOUND THEN
+    DELETE FROM cairn_search_vectors WHERE tenant_id = p_tenant AND id = p_id;
+    INSERT INTO cairn_search_seq AS s (tenant_id, seq) VALUES (p_tenant, 1)
+      ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq INTO v_seq;
+    INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed)
+      VALUES (p_tenant, v_seq, p_id, 0, '', true);
+  END IF;
+  RETURN true;
+END
+$$;
+)sql",
 };
 
 // The unique index that makes a retried write happen at most once (migration 2).
@@ -123,13 +177,16 @@ enum Stmt : std::size_t {
   list_open,
   search_latest,
   search_all,
+  fetch_vector,
+  read_changes,
+  fetch_candidates,
   statement_count
 };
 
 constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
     "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
-    "cairn_search_all"};
+    "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -153,6 +210,17 @@ std::string statement_sql(Stmt s) {
       "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text, "
       "$18::tsvector, $19::integer "
       "FROM head RETURNING version";
+  // The version's vector ($20, float32 bytes; $21 its model) and its change, in the same statement: nothing when
+  // the record has none, or when the version row was not written.
+  const std::string insert_vector =
+      ", vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+      "SELECT $1::text, $2::text, version, $21::text, length($20::bytea) / 4, $20::bytea FROM ins "
+      "WHERE $20::bytea IS NOT NULL), "
+      "seq AS (INSERT INTO cairn_search_seq AS s (tenant_id, seq) SELECT $1::text, 1 FROM ins "
+      "WHERE $20::bytea IS NOT NULL ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq), "
+      "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
+      "SELECT $1::text, seq.seq, $2::text, ins.version, $21::text, false FROM seq, ins) "
+      "SELECT version FROM ins";
   // The rows a word search counts and ranks among (BM25's statistics): the latest version of each id, or every
   // version, of the tenant's ids in [$2, $3) (the filter's id prefix).
   const std::string scope_latest =
@@ -187,22 +255,22 @@ std::string statement_sql(Stmt s) {
              "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
              "ON CONFLICT (tenant_id, id) DO UPDATE "
              "SET latest = h.latest + 1, type = EXCLUDED.type, created_by = EXCLUDED.created_by "
-             "RETURNING latest) " +
-             insert_version;
+             "RETURNING latest), ins AS (" +
+             insert_version + ")" + insert_vector;
     case store_create:
       // ON CONFLICT DO NOTHING waits for a concurrent creator of the same id and then does nothing.
       return "WITH head AS ("
              "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by) "
              "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
-             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest) " +
-             insert_version;
+             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest), ins AS (" +
+             insert_version + ")" + insert_vector;
     case store_replace:
       // Under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock re-checks its WHERE clause
       // on the row that writer left: if it moved the version on, this matches nothing.
       return "WITH head AS ("
              "UPDATE cairn_heads SET latest = latest + 1, type = $3::text, created_by = $11::text "
-             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $20::bigint RETURNING latest) " +
-             insert_version;
+             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $22::bigint RETURNING latest), ins AS (" +
+             insert_version + ")" + insert_vector;
     case head_version:
       return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
     case find_token:
@@ -223,6 +291,31 @@ std::string statement_sql(Stmt s) {
     case list_open: return fmt::format(list_select, "AND $3::text IS NULL");
     case search_latest: return search_sql(scope_latest);
     case search_all: return search_sql(scope_all);
+    case fetch_vector:
+      // The store's model first when it has one ($4), else any (the first by name).
+      return "SELECT model, vec FROM cairn_search_vectors "
+             "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint "
+             "ORDER BY model = $4::text DESC, model LIMIT 1";
+    case read_changes:
+      // A (tenant, model)'s changes after $2, with the vectors they add (gone when removed since: nothing to add).
+      return "SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
+             "LEFT JOIN cairn_search_vectors v ON v.tenant_id = c.tenant_id AND v.model = c.model AND v.id = c.id "
+             "AND v.version = c.version AND v.dim = $4::integer "
+             "WHERE c.tenant_id = $1::text AND c.seq > $2::bigint AND (c.model = $3::text OR c.removed) "
+             "ORDER BY c.seq LIMIT 1000";
+    case fetch_candidates:
+      // The versions an approximate index proposed ($2 ids, $3 versions) that are still there, still the latest
+      // unless every version is searched ($5), with their vector of the model $4: the rows decide, not the index.
+      return fmt::format(
+          "SELECT {}, v.vec FROM unnest($2::text[], $3::bigint[]) AS c(id, version) "
+          "JOIN cairn_artifacts a ON a.tenant_id = $1::text AND a.id = c.id AND a.version = c.version "
+          "JOIN cairn_search_vectors v ON v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id "
+          "AND v.version = c.version "
+          "WHERE $5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text AND h.id = a.id "
+          "AND h.latest = a.version)",
+          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+          "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+          "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)");
     case statement_count: break;
   }
   return {};
@@ -432,18 +525,76 @@ std::string word_tsquery(const detail::WordQuery& q) {
   return out;
 }
 
-/// A tsquery[] literal of one single-word tsquery per word (for their document frequencies).
-std::string word_tsquery_array(const std::vector<std::string>& words) {
+/// A PostgreSQL array literal of `items`, each element double-quoted with quotes and backslashes escaped.
+std::string array_literal(const std::vector<std::string>& items) {
   std::string out = "{";
-  for (const auto& w : words) {
+  for (const auto& item : items) {
     out += out.size() > 1 ? ",\"" : "\"";
-    for (const char c : quoted(lexeme(w))) {
+    for (const char c : item) {
       if (c == '"' || c == '\\') out.push_back('\\');
       out.push_back(c);
     }
     out += '"';
   }
   return out + "}";
+}
+
+/// A tsquery[] literal of one single-word tsquery per word (for their document frequencies).
+std::string word_tsquery_array(const std::vector<std::string>& words) {
+  std::vector<std::string> queries;
+  for (const auto& w : words) queries.push_back(quoted(lexeme(w)));
+  return array_literal(queries);
+}
+
+// ---- vectors: bytea of float32, little-endian (the byte order of every machine cairn builds on is checked below)
+
+static_assert(sizeof(float) == 4, "vectors are stored as 4-byte floats");
+
+/// A vector as bytea input text ("\\x" and two hex digits per byte).
+std::string vector_bytea(const std::vector<float>& v) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + v.size() * 8);
+  for (const float x : v) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    for (int b = 0; b < 4; ++b) {  // little-endian, whatever the machine's order
+      const auto byte = static_cast<unsigned>((bits >> (8 * b)) & 0xFFu);
+      out.push_back(hex[byte >> 4]);
+      out.push_back(hex[byte & 0xFu]);
+    }
+  }
+  return out;
+}
+
+/// The vector a bytea column's text ("\\x...") holds; nothing when it is not whole floats.
+std::optional<std::vector<float>> bytea_vector(std::string_view text) {
+  if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || (text.size() - 2) % 8 != 0) return std::nullopt;
+  const auto nibble = [](char c) -> int {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::vector<float> out((text.size() - 2) / 8);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint32_t bits = 0;
+    for (int b = 0; b < 4; ++b) {
+      const int hi = nibble(text[2 + i * 8 + static_cast<std::size_t>(b) * 2]);
+      const int lo = nibble(text[3 + i * 8 + static_cast<std::size_t>(b) * 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      bits |= static_cast<std::uint32_t>(hi << 4 | lo) << (8 * b);
+    }
+    std::memcpy(&out[i], &bits, sizeof bits);
+  }
+  return out;
+}
+
+/// `v` scaled to length 1 (the approximate index compares by inner product).
+std::vector<float> normalised(const std::vector<float>& v) {
+  double norm = 0;
+  for (const float x : v) norm += static_cast<double>(x) * x;
+  norm = std::sqrt(norm);
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = norm > 0 ? static_cast<float>(v[i] / norm) : 0.0f;
+  return out;
 }
 
 }  // namespace
@@ -466,9 +617,9 @@ struct PostgresArtifactStore::Impl {
     }
   };
 
-  /// Up to 20 text parameters; null pointers are SQL NULLs.
+  /// Up to 22 text parameters; null pointers are SQL NULLs.
   struct Params {
-    std::array<const char*, 20> values{};
+    std::array<const char*, 22> values{};
     int count = 0;
     Params& add(const std::string& s) {
       values[static_cast<std::size_t>(count++)] = s.c_str();
@@ -825,6 +976,7 @@ struct PostgresArtifactStore::Impl {
   std::string where = "postgres store";
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
+  mutable detail::VectorCache vectors;  // this process's approximate indexes, caught up from cairn_search_changes
 };
 
 PostgresArtifactStore::PostgresArtifactStore(std::string conninfo, PostgresOptions options) {
@@ -878,14 +1030,56 @@ void require_pg_text(const char* field, const std::optional<std::string>& v) {
 
 }  // namespace
 
-ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) { return put(record, nullptr); }
+// The record's vector, made before anything is sent (never a model call inside a transaction).
+std::optional<Embedding> PostgresArtifactStore::embed(const ArtifactRecord& record) const {
+  const auto& e = impl_->options.embedder;
+  if (!e) return std::nullopt;
+  return std::move(detail::embed_checked(*e, {e->text_of(record)}).front());
+}
+
+ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) { return put(record, nullptr, embed(record)); }
 
 ArtifactPtr PostgresArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
   detail::check_store_if(record, expected_version);
-  return put(record, &expected_version);
+  return put(record, &expected_version, embed(record));
 }
 
-ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::uint64_t* expected) {
+ArtifactPtr PostgresArtifactStore::store_embedded(const ArtifactRecord& record, const Embedding& embedding) {
+  if (!impl_->options.embedder) return ArtifactStore::store_embedded(record, embedding);  // refuses: no vectors kept
+  detail::check_vector("store_embedded", embedding, impl_->options.embedder.get());
+  require_pg_text("store_embedded: vector.model", embedding.model);
+  return put(record, nullptr, embedding);
+}
+
+std::optional<Embedding> PostgresArtifactStore::embedding(const std::string& id, const std::string& tenant_id,
+                                                          std::uint64_t version) const {
+  detail::check_tenant(tenant_id);
+  if (!fits_pg_text(id) || !fits_pg_text(tenant_id)) return std::nullopt;
+  if (version == latest || version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return std::nullopt;
+  }
+  const std::string version_text = std::to_string(version);
+  const std::string model = impl_->options.embedder ? impl_->options.embedder->model() : std::string();
+  return impl_->with_connection([&](Impl::Connection& c, bool) -> std::optional<Embedding> {
+    Impl::Params p;
+    p.add(tenant_id).add(id).add(version_text).add(model);
+    auto res = impl_->run(c, fetch_vector, p);
+    if (PQntuples(res.get()) == 0) return std::nullopt;
+    auto values = bytea_vector(PQgetvalue(res.get(), 0, 1));
+    if (!values) {
+      throw storage_error(fmt::format("{}: the vector of artifact '{}' version {} in tenant '{}' is damaged",
+                                      impl_->where, detail::excerpt(id), version, detail::excerpt(tenant_id)));
+    }
+    return Embedding{PQgetvalue(res.get(), 0, 0), std::move(*values)};
+  });
+}
+
+bool PostgresArtifactStore::keeps_embeddings() const noexcept { return impl_->options.embedder != nullptr; }
+
+std::shared_ptr<Embedder> PostgresArtifactStore::embedder() const { return impl_->options.embedder; }
+
+ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::uint64_t* expected,
+                                       const std::optional<Embedding>& vector) {
   // Everything that can fail on bad input fails before anything is sent.
   require_pg_text("tenant_id", record.tenant_id());
   require_pg_text("id", record.id());
@@ -911,6 +1105,9 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const std::optional<std::string> expected_text =
       expected && *expected != absent ? std::optional<std::string>(std::to_string(*expected)) : std::nullopt;
   const IndexedWords words = indexed_words(record);
+  const std::optional<std::string> vector_bytes =
+      vector ? std::optional<std::string>(vector_bytea(vector->values)) : std::nullopt;
+  const std::optional<std::string> vector_model = vector ? std::optional<std::string>(vector->model) : std::nullopt;
   const Stmt statement = !expected ? store_version : *expected == absent ? store_create : store_replace;
 
   // The version the write that carries this token got, if it committed.
@@ -941,7 +1138,9 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
         .add(metadata.text)
         .add(token)
         .add(words.tsvector)
-        .add(words.count);
+        .add(words.count)
+        .add(vector_bytes)
+        .add(vector_model);
     if (expected_text) p.add(expected_text);
     // The statement assigns versions without races under READ COMMITTED; a database whose default isolation is
     // stricter may still report a conflict, and the statement, rolled back as a whole, can run again.
@@ -1067,10 +1266,22 @@ CAIRN_END_NAMESPACE
 CAIRN_BEGIN_NAMESPACE
 
 SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
-  // Words alone go to the index; filters alone, and anything with a vector, to the default scan (this store keeps
-  // no vectors yet, and the scan refuses similarity with the same error as before).
-  const bool words_only =
-      !q.text.empty() && (q.mode == SearchMode::text || (q.mode == SearchMode::automatic && !q.vector));
+  // Words alone go to the GIN index, similarity alone to the approximate index; filters alone, hybrid, exact
+  // similarity and what a store without an embedder must refuse, to the default scan.
+  const auto& embedder = impl_->options.embedder;
+  const bool similarity_only =
+      embedder && !q.exact &&
+      (q.mode == SearchMode::similarity || (q.mode == SearchMode::automatic && q.text.empty() && q.vector));
+  if (similarity_only) {
+    detail::check_tenant(tenant_id);
+    detail::check_search_query(q);
+    static_cast<void>(detail::decode_cursor(q));
+    if (q.vector) return search_similar(tenant_id, q, *q.vector);
+    if (q.text.empty()) return ArtifactStore::search(tenant_id, q);  // refuses: nothing to compare with
+    return search_similar(tenant_id, q, detail::embed_checked(*embedder, {q.text}).front());
+  }
+  const bool words_only = !q.text.empty() && (q.mode == SearchMode::text ||
+                                              (q.mode == SearchMode::automatic && !q.vector && !embedder));
   if (!words_only) return ArtifactStore::search(tenant_id, q);
   // The same checks, in the same order, as the default search.
   detail::check_tenant(tenant_id);
@@ -1141,6 +1352,98 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
     hits.erase(std::remove_if(hits.begin(), hits.end(),
                               [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
                hits.end());
+  }
+  if (hits.size() > q.limit) {
+    hits.resize(q.limit);
+    page.next_cursor = detail::encode_cursor(q, hits.back());
+  }
+  page.hits = std::move(hits);
+  return page;
+}
+
+CAIRN_END_NAMESPACE
+
+CAIRN_BEGIN_NAMESPACE
+
+SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, const SearchQuery& q,
+                                                 const Embedding& vector) const {
+  SearchPage page;
+  const auto cursor = detail::decode_cursor(q);
+  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return page;
+  const std::size_t dimension = vector.values.size();
+  const std::string dimension_text = std::to_string(dimension);
+  // This process's index of (tenant, model), caught up with every change committed before this call.
+  const detail::ReadVectorChanges read = [&](const std::string& tenant, const std::string& model,
+                                             std::uint64_t after) {
+    const std::string after_text = std::to_string(after);
+    return impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant).add(after_text).add(model).add(dimension_text);
+      auto res = impl_->run(c, read_changes, p);
+      std::vector<detail::VectorChange> changes;
+      for (int i = 0; i < PQntuples(res.get()); ++i) {
+        detail::VectorChange ch;
+        ch.seq = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 0)));
+        ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+        ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
+        ch.removed = PQgetvalue(res.get(), i, 3)[0] == 't';
+        std::optional<std::vector<float>> values;
+        if (!ch.removed && !PQgetisnull(res.get(), i, 4)) values = bytea_vector(PQgetvalue(res.get(), i, 4));
+        if (!ch.removed && (!values || values->size() != dimension)) {
+          ch.removed = true;  // the vector is gone since (its removal follows), or of another dimension: not indexed
+        } else if (!ch.removed) {
+          ch.vector = normalised(*values);
+        }
+        changes.push_back(std::move(ch));
+      }
+      return changes;
+    });
+  };
+  const auto index = impl_->vectors.current(tenant_id, vector.model, dimension, read);
+  const std::vector<float> query = normalised(vector.values);
+  const std::string all_versions = q.all_versions ? "true" : "false";
+
+  // Candidates from the index, checked against the rows (present, the latest unless all versions are searched,
+  // the filters) and scored by the exact cosine of the stored vectors; more are asked for until a page and one
+  // more hit pass, or the index has no more.
+  std::vector<SearchHit> hits;
+  for (std::size_t k = std::max<std::size_t>(detail::VectorIndex::ef_search, 4 * q.limit);; k *= 4) {
+    const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
+    std::vector<std::string> ids, versions;
+    for (const auto& h : found) {
+      ids.push_back(h.id);
+      versions.push_back(std::to_string(h.version));
+    }
+    const std::string ids_text = array_literal(ids), versions_text = array_literal(versions);
+    Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions);
+      return impl_->run(c, fetch_candidates, p);
+    });
+    hits.clear();
+    for (int i = 0; i < PQntuples(res.get()); ++i) {
+      ArtifactPtr r;
+      try {
+        r = impl_->decode(res.get(), i);
+      } catch (const storage_error&) {
+        continue;  // a damaged row: list() does not show it either
+      }
+      const auto values = bytea_vector(PQgetvalue(res.get(), i, 15));
+      if (!values || values->size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
+      SearchHit hit{std::move(r), detail::cosine(vector.values, *values), {}};
+      hit.matched.similarity = hit.score;
+      hits.push_back(std::move(hit));
+    }
+    std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
+      return detail::hit_before(a.score, *a.record, b.score, *b.record);
+    });
+    for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.vector_rank = i + 1;
+    if (cursor) {
+      hits.erase(std::remove_if(hits.begin(), hits.end(),
+                                [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
+                 hits.end());
+    }
+    if (hits.size() > q.limit || found.size() < k) break;
   }
   if (hits.size() > q.limit) {
     hits.resize(q.limit);

@@ -604,6 +604,7 @@ TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database wi
   // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
   raw.scalar("DROP INDEX cairn_artifacts_write_token");
   raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");  // schema 3's
+  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");  // schema 4's
   raw.scalar("UPDATE cairn_schema SET version = 1");
   raw.scalar("UPDATE cairn_heads SET latest = 2 WHERE id = 'a'");
   raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
@@ -934,7 +935,7 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
       }
     }
   }
-  const std::size_t rounds = env_count("CAIRN_PG_SEARCH_ROUNDS", 40);
+  const std::size_t rounds = env_count("CAIRN_PG_SEARCH_ROUNDS", 25);
   for (std::size_t round = 0; round < rounds; ++round) {
     SearchQuery q;
     const std::size_t terms = 1 + pick(3);
@@ -996,4 +997,171 @@ TEST_CASE("postgres search: words longer than a tsvector lexeme are found, and t
   q.text = "more -" + stem + std::string(600, 'b');
   CHECK(store.search(t, q).hits.empty());
   require_same_search(store, t, q);
+}
+
+// ---- search by meaning: vectors in cairn_search_vectors, each process's hnswlib index caught up from the change
+// sequence
+
+namespace {
+
+// A deterministic embedder: each word adds 1 to one of 16 dimensions (by a hash of the word), so texts sharing
+// words point alike. `fail` makes the next embed throw.
+class HashEmbedder final : public Embedder {
+ public:
+  std::string model() const override { return "hash-16"; }
+  std::size_t dimension() const override { return 16; }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    if (fail.exchange(false)) throw std::runtime_error("the model is down");
+    ++calls;
+    std::vector<std::vector<float>> out;
+    for (const auto& t : texts) {
+      std::vector<float> v(16, 0.0f);
+      v[15] = 0.01f;  // never all zero
+      cairn::detail::for_each_word(t, [&v](const std::string& w) { v[std::hash<std::string>{}(w) % 15] += 1.0f; });
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+  std::atomic<int> calls{0};
+  std::atomic<bool> fail{false};
+};
+
+PostgresOptions with_embedder(std::shared_ptr<Embedder> e) {
+  PostgresOptions o;
+  o.embedder = std::move(e);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("PostgresArtifactStore with an embedder passes the conformance suite") {
+  PostgresArtifactStore store(base_conninfo(), with_embedder(std::make_shared<HashEmbedder>()));
+  REQUIRE(store.keeps_embeddings());
+  for (const auto& check : testing::store_conformance_checks()) {
+    INFO(check.name);
+    CHECK_NOTHROW(check.run(store));
+  }
+}
+
+TEST_CASE("postgres search: similarity through the approximate index gives the exact scan's hits on a small corpus") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  PostgresArtifactStore store(base_conninfo(), with_embedder(embedder));
+  const std::string t = random_name("sv_");
+  const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const std::vector<std::string> vocabulary = {"cats", "dogs", "purr", "bark", "sleep", "run", "mice", "sun"};
+  const auto words = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += (i ? " " : "") + vocabulary[pick(vocabulary.size())];
+    return s;
+  };
+  // Fewer versions than the index's least candidates (ef_search): hnswlib then looks at every one, so the
+  // approximate answer must be the exact one.
+  for (std::size_t i = 0; i < 40; ++i) {
+    const std::string id = std::to_string(pick(25));
+    (void)store.store(*ArtifactRecord::builder().tenant_id(t).id(id).type(i % 2 ? ArtifactType::document
+                                                                                  : ArtifactType::dataset)
+                           .title(words(1 + pick(3))).value(words(pick(6))).created_at(1000 + static_cast<std::int64_t>(i))
+                           .build());
+    if (pick(8) == 0) {
+      try {
+        store.remove(std::to_string(pick(25)), t);
+      } catch (const not_found&) {
+      }
+    }
+  }
+  const std::size_t rounds = env_count("CAIRN_PG_SEARCH_ROUNDS", 25) / 2;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    SearchQuery q;
+    q.mode = SearchMode::similarity;
+    if (pick(2) == 0) {
+      q.text = words(1 + pick(3));
+    } else {
+      q.vector = Embedding{"hash-16", embedder->embed({words(2)})[0]};
+    }
+    if (pick(3) == 0) q.filter.type = ArtifactType::document;
+    q.all_versions = pick(3) == 0;
+    q.limit = 1 + pick(6);
+    INFO("round " << round);
+    for (int pages = 0; pages < 100; ++pages) {
+      const SearchPage got = store.search(t, q);
+      SearchQuery exact = q;
+      exact.exact = true;
+      SearchPage want = store.ArtifactStore::search(t, exact);
+      // The cursor names the query, and `exact` is not part of it: the same cursor either way.
+      require_same_page(got, want);
+      if (!got.next_cursor) break;
+      q.cursor = *got.next_cursor;
+    }
+  }
+}
+
+TEST_CASE("postgres search: two store objects on one database, one writing and one searching by meaning") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  TempDatabase db;
+  PostgresArtifactStore writer(db.conninfo(), with_embedder(embedder));
+  PostgresArtifactStore reader(db.conninfo(), with_embedder(embedder));
+  SearchQuery q;
+  q.mode = SearchMode::similarity;
+  q.text = "cats purr";
+  q.limit = 100;
+  const auto found = [&] {
+    std::set<std::string> out;
+    for (const auto& h : reader.search("t", q).hits) out.insert(h.record->id() + "@" + std::to_string(h.record->version()));
+    return out;
+  };
+  CHECK(found().empty());  // the reader's index is built now, empty
+  (void)writer.store(*note("t", "cat", "cats purr"));
+  (void)writer.store(*note("t", "dog", "dogs bark"));
+  CHECK(found() == std::set<std::string>{"cat@1", "dog@1"});
+  (void)writer.store(*note("t", "cat", "cats purr again"));
+  CHECK(found() == std::set<std::string>{"cat@2", "dog@1"});
+  writer.remove("dog", "t");
+  CHECK(found() == std::set<std::string>{"cat@2"});
+  q.all_versions = true;
+  CHECK(found() == std::set<std::string>{"cat@1", "cat@2"});
+  writer.remove("cat", "t");
+  (void)writer.store(*note("t", "cat", "a new cat"));  // version 1 again, a new vector
+  CHECK(found() == std::set<std::string>{"cat@1"});
+  CHECK(reader.search("t", q).hits[0].record->title() == "note cat");
+  const auto kept = reader.embedding("cat", "t", 1);
+  REQUIRE(kept);
+  CHECK(kept->model == "hash-16");
+  CHECK(kept->values == embedder->embed({embedder->text_of(*writer.fetch("cat", "t"))})[0]);
+}
+
+TEST_CASE("postgres: bad vectors and a failing embedder store nothing, with what and where") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  PostgresArtifactStore store(base_conninfo(), with_embedder(embedder));
+  const std::string t = random_name("sb_");
+  std::vector<float> v(16, 1.0f);
+  v[3] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(store.store_embedded(*note(t, "a", "x"), Embedding{"hash-16", v}),
+                    cairn_test::ContainsSubstring("store_embedded: vector[3] is not a finite number"));
+  CHECK_THROWS_WITH(store.store_embedded(*note(t, "a", "x"), Embedding{"other-model", std::vector<float>(16, 1.0f)}),
+                    cairn_test::ContainsSubstring("'other-model'"));
+  CHECK_THROWS_AS(store.store_embedded(*note(t, "a", "x"), Embedding{"hash-16", std::vector<float>(8, 1.0f)}),
+                  invalid_argument);
+  embedder->fail = true;
+  CHECK_THROWS_WITH(store.store(*note(t, "a", "x")), cairn_test::ContainsSubstring("the model is down"));
+  CHECK(store.versions("a", t).empty());
+  // A vector the host made is kept as given, and found.
+  const std::vector<float> mine = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  const auto stored = store.store_embedded(*note(t, "a", "x"), Embedding{"hash-16", mine});
+  CHECK(store.embedding("a", t, stored->version())->values == mine);
+  SearchQuery q;
+  q.vector = Embedding{"hash-16", mine};
+  const auto page = store.search(t, q);
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].score == Approx(1.0));
+  // A query vector of another model compares with nothing.
+  q.vector = Embedding{"other-model", mine};
+  CHECK(store.search(t, q).hits.empty());
+  // A store without an embedder keeps no vectors and says so.
+  PostgresArtifactStore plain(base_conninfo());
+  CHECK_FALSE(plain.keeps_embeddings());
+  CHECK_THROWS_AS(plain.store_embedded(*note(t, "b", "x"), Embedding{"hash-16", mine}), invalid_argument);
+  CHECK(plain.versions("b", t).empty());
 }

@@ -50,6 +50,11 @@ struct PostgresOptions {
   /// leased (calls stuck on row locks, more threads than connections, a call made from inside another call on
   /// the same store). 0 = wait for ever.
   int pool_wait_ms = 30000;
+  /// Embeds every record as it is stored (before its transaction: never a model call inside one), so search()
+  /// can rank by similarity (docs/search.md); its vectors go into cairn_search_vectors in the record's own
+  /// statement. Null: no vectors are kept, and similarity queries are refused. open_store(url) opens without one:
+  /// a host that wants vectors constructs the store with these options.
+  std::shared_ptr<Embedder> embedder{};
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may
@@ -64,7 +69,7 @@ struct PostgresOptions {
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
@@ -86,11 +91,19 @@ class PostgresArtifactStore final : public ArtifactStore {
   /// default scan. Filters alone and similarity use the default scan (docs/search.md, "Per backend").
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
 
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override;
+  [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                   std::uint64_t version) const override;
+  [[nodiscard]] bool keeps_embeddings() const noexcept override;
+  [[nodiscard]] std::shared_ptr<Embedder> embedder() const override;
+
   /// How many times a broken connection was re-opened (for monitoring, and for tests of restarts).
   std::uint64_t reconnects() const noexcept;
 
  private:
-  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected);
+  std::optional<Embedding> embed(const ArtifactRecord& record) const;
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, const std::optional<Embedding>& vector);
+  SearchPage search_similar(const std::string& tenant_id, const SearchQuery& query, const Embedding& vector) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
