@@ -58,6 +58,13 @@ class VectorStore final : public ArtifactStore {
     return it->second;
   }
   bool keeps_embeddings() const noexcept override { return true; }
+  cairn::ArtifactPtr store_embedded(const ArtifactRecord& r, const Embedding& e) override {
+    cairn::detail::check_vector("store_embedded", e);
+    auto stored = inner_.store(r);
+    std::lock_guard<std::mutex> lock(mutex_);
+    vectors_[{stored->tenant_id(), stored->id(), stored->version()}] = e;
+    return stored;
+  }
 
   cairn::ArtifactPtr put(ArtifactRecord::Builder b, Embedding e) {
     auto stored = inner_.store(*b.build());

@@ -48,7 +48,7 @@ struct InMemoryStoreOptions {
   /// packing it saves nothing while others hold it: the bound is for stores of distinct values.
   std::size_t max_parsed_bytes = std::numeric_limits<std::size_t>::max();
   /// Embeds every record as it is stored (outside the store's locks), so search() can rank by similarity
-  /// (docs/search.md). Null: no vectors are kept, and similarity queries are refused.
+  /// (docs/search.md). Null: records are not embedded; vectors given with store_embedded() are still kept.
   std::shared_ptr<Embedder> embedder{};
 };
 
@@ -78,10 +78,17 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return put(record, &expected_version, embed(record));
   }
 
-  /// The vector kept for a version (null when the store has no embedder or the version is gone).
+  /// Stores `record` with a vector the host made (checked as ArtifactStore::store_embedded says; with an embedder,
+  /// of its model and dimension), which is kept instead of embedding the record.
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override {
+    detail::check_tenant(record.tenant_id());
+    detail::check_vector("store_embedded", embedding, embedder_.get());
+    return put(record, nullptr, embedding);
+  }
+
+  /// The vector kept for a version (null when it has none or the version is gone).
   [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
                                                    std::uint64_t version) const override {
-    if (!embedder_) return std::nullopt;
     const Shard& shard = shard_for(tenant_id);
     std::shared_lock lock(shard.mutex);
     const auto it = shard.vectors.find(composite_key(tenant_id, id));
@@ -91,7 +98,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     return std::nullopt;
   }
-  [[nodiscard]] bool keeps_embeddings() const noexcept override { return embedder_ != nullptr; }
+  /// Always: vectors come from the embedder, or with the record (store_embedded).
+  [[nodiscard]] bool keeps_embeddings() const noexcept override { return true; }
   [[nodiscard]] std::shared_ptr<Embedder> embedder() const override { return embedder_; }
 
   [[nodiscard]]
@@ -135,7 +143,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     if (t->second.empty()) shard.tenants.erase(t);
     if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
-    if (embedder_) shard.vectors.erase(key);
+    shard.vectors.erase(key);
   }
 
   [[nodiscard]]
