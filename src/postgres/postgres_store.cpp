@@ -180,13 +180,18 @@ enum Stmt : std::size_t {
   fetch_vector,
   read_changes,
   fetch_candidates,
+  reindex_count,
+  reindex_batch,
+  reindex_words,
+  reindex_vector,
   statement_count
 };
 
 constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
     "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
-    "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates"};
+    "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates",
+    "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -248,6 +253,10 @@ std::string statement_sql(Stmt s) {
         "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)) f ON true",
         scope);
   };
+  // A version reindex() has work for: no words yet, or (with a model $2) no vector of that model.
+  const std::string unindexed_version =
+      "(a.words IS NULL OR ($2::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v "
+      "WHERE v.tenant_id = a.tenant_id AND v.model = $2::text AND v.id = a.id AND v.version = a.version)))";
   switch (s) {
     case store_version:
       return "WITH head AS ("
@@ -316,6 +325,35 @@ std::string statement_sql(Stmt s) {
           "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
           "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
           "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)");
+    case reindex_count:
+      return "SELECT count(*) FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND " + unindexed_version;
+    case reindex_batch:
+      // In (id, version) order after ($3, $4), so a call never looks at a version twice (one that cannot be
+      // read is passed over) and a later call starts again from what is still not indexed.
+      return fmt::format(
+          "SELECT {}, a.words IS NULL FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND "
+          "(a.id > $3::text OR (a.id = $3::text AND a.version > $4::bigint)) AND {} "
+          "ORDER BY a.id, a.version LIMIT 64",
+          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+          "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+          "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)",
+          unindexed_version);
+    case reindex_words:
+      return "UPDATE cairn_artifacts SET words = $4::tsvector, word_count = $5::integer "
+             "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint AND words IS NULL";
+    case reindex_vector:
+      // The head row is locked first, so a removal of the id waits for this (or went first: then nothing is
+      // written), and no vector outlives its artifact.
+      return "WITH head AS (SELECT 1 FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text FOR SHARE), "
+             "vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+             "SELECT $1::text, $2::text, $3::bigint, $4::text, length($5::bytea) / 4, $5::bytea FROM head "
+             "WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text "
+             "AND version = $3::bigint) ON CONFLICT DO NOTHING RETURNING version), "
+             "seq AS (INSERT INTO cairn_search_seq AS s (tenant_id, seq) SELECT $1::text, 1 FROM vec "
+             "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq), "
+             "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
+             "SELECT $1::text, seq.seq, $2::text, $3::bigint, $4::text, false FROM seq) "
+             "SELECT count(*) FROM vec";
     case statement_count: break;
   }
   return {};
@@ -1451,6 +1489,114 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
   }
   page.hits = std::move(hits);
   return page;
+}
+
+CAIRN_END_NAMESPACE
+
+CAIRN_BEGIN_NAMESPACE
+
+std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
+  detail::check_tenant(tenant_id);
+  if (!fits_pg_text(tenant_id)) return 0;
+  const auto& embedder = impl_->options.embedder;
+  const std::optional<std::string> model = embedder ? std::optional<std::string>(embedder->model()) : std::nullopt;
+  if (model) require_pg_text("reindex: embedder.model", *model);
+  const auto count = [&] {
+    return impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant_id).add(model);
+      auto res = impl_->run(c, reindex_count, p);
+      return static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), 0, 0)));
+    });
+  };
+  const std::uint64_t total = count();
+  const auto report = [&](std::uint64_t done) {
+    if (!impl_->options.observer) return;
+    Event e;
+    e.kind = EventKind::index;
+    e.operation = "reindex";
+    e.tenant = tenant_id;
+    e.items = done;
+    e.total = total;
+    impl_->options.observer->on_event(e);
+  };
+  std::size_t indexed = 0;
+  std::uint64_t done = 0;
+  std::string after_id;
+  std::string after_version = "0";
+  for (;;) {
+    // A batch: read, then tokenize and embed (outside any transaction), then write in one transaction.
+    struct Item {
+      ArtifactPtr record;
+      bool needs_words;
+      std::optional<IndexedWords> words;
+      std::optional<std::string> vector;
+    };
+    std::vector<Item> items;
+    std::size_t rows = 0;
+    impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant_id).add(model).add(after_id).add(after_version);
+      auto res = impl_->run(c, reindex_batch, p);
+      rows = static_cast<std::size_t>(PQntuples(res.get()));
+      items.clear();
+      for (int i = 0; i < PQntuples(res.get()); ++i) {
+        after_id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+        after_version = PQgetvalue(res.get(), i, 2);
+        try {
+          items.push_back({impl_->decode(res.get(), i), PQgetvalue(res.get(), i, 15)[0] == 't', {}, {}});
+        } catch (const storage_error&) {
+          // a damaged row: left as it is (fetch it to get the error); it stays unindexed
+        }
+      }
+      return 0;
+    });
+    if (rows == 0) break;
+    std::vector<std::string> texts;
+    for (auto& item : items) {
+      if (item.needs_words) item.words = indexed_words(*item.record);
+      if (embedder) texts.push_back(embedder->text_of(*item.record));
+    }
+    if (embedder) {
+      // Versions that have a vector of the model already get the same one again: it is not written twice.
+      auto vectors = detail::embed_checked(*embedder, texts);
+      for (std::size_t i = 0; i < items.size(); ++i) items[i].vector = vector_bytea(vectors[i].values);
+    }
+    indexed += impl_->with_connection([&](Impl::Connection& c, bool) {
+      std::size_t n = 0;
+      impl_->simple(c, "BEGIN", "reindexing");
+      try {
+        for (const auto& item : items) {
+          const std::string version = std::to_string(item.record->version());
+          bool wrote = false;
+          if (item.words) {
+            Impl::Params p;
+            p.add(tenant_id).add(item.record->id()).add(version).add(item.words->tsvector).add(item.words->count);
+            wrote = std::string_view(PQcmdTuples(impl_->run(c, reindex_words, p).get())) == "1";
+          }
+          if (item.vector) {
+            Impl::Params p;
+            p.add(tenant_id).add(item.record->id()).add(version).add(model).add(item.vector);
+            auto res = impl_->run(c, reindex_vector, p);
+            wrote = wrote || PQgetvalue(res.get(), 0, 0)[0] != '0';
+          }
+          if (wrote) ++n;
+        }
+        impl_->simple(c, "COMMIT", "reindexing");
+      } catch (...) {
+        try {
+          impl_->simple(c, "ROLLBACK", "reindexing");
+        } catch (const error&) {
+          // the connection is gone, and the transaction with it
+        }
+        throw;
+      }
+      return n;
+    });
+    done += rows;
+    report(std::min(done, total));
+  }
+  return indexed;
 }
 
 CAIRN_END_NAMESPACE

@@ -1165,3 +1165,76 @@ TEST_CASE("postgres: bad vectors and a failing embedder store nothing, with what
   CHECK_THROWS_AS(plain.store_embedded(*note(t, "b", "x"), Embedding{"hash-16", mine}), invalid_argument);
   CHECK(plain.versions("b", t).empty());
 }
+
+TEST_CASE("postgres: a database from before search migrates untouched; reindex indexes it in resumable batches") {
+  TempDatabase db;
+  std::vector<ArtifactPtr> stored;
+  {
+    PostgresArtifactStore old(db.conninfo());
+    for (int i = 0; i < 150; ++i) {
+      const std::string id = fmt::format("r{:03}", i % 100);  // 50 ids with two versions
+      stored.push_back(old.store(*note("t", id, json{{"text", fmt::format("common word{} shared", i % 7)}})));
+    }
+    (void)old.store(*note("u", "other", "common"));
+  }
+  // Back to schema 2: no words, no vector tables (what a cairn from before search wrote).
+  RawPg raw(db.conninfo());
+  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");
+  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");
+  raw.scalar("UPDATE cairn_schema SET version = 2");
+
+  auto embedder = std::make_shared<HashEmbedder>();
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> progress;
+  std::mutex progress_mutex;
+  PostgresOptions options = with_embedder(embedder);
+  options.observer = observe_with([&](const Event& e) {
+    if (e.kind != EventKind::index || e.operation != "reindex" || e.tenant != "t") return;
+    std::lock_guard lock(progress_mutex);
+    progress.emplace_back(e.items, e.total);
+    if (progress.size() == 1) embedder->fail = true;  // the next batch's embedding fails: an interrupted reindex
+  });
+  PostgresArtifactStore store(db.conninfo(), options);
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
+  // The records are untouched and found by filters, not yet by words, and search says so.
+  for (const auto& r : stored) store_test::require_identical(*store.fetch(r->id(), "t", r->version()), *r);
+  SearchQuery words;
+  words.text = "common";
+  words.mode = SearchMode::text;
+  words.limit = 100;
+  auto page = store.search("t", words);
+  CHECK(page.hits.empty());
+  CHECK(page.unindexed == 100);
+  SearchQuery filters;
+  filters.filter.id_prefix = "r";
+  filters.limit = 100;
+  CHECK(store.search("t", filters).hits.size() == 100);
+
+  CHECK_THROWS_WITH(store.reindex("t"), cairn_test::ContainsSubstring("the model is down"));
+  REQUIRE(progress.size() == 1);
+  CHECK(progress[0] == std::pair<std::uint64_t, std::uint64_t>{64, 150});
+  page = store.search("t", words);
+  CHECK(page.unindexed == 100 - 32);  // the first batch: r000..r031, both versions of each
+  CHECK(page.hits.size() == 32);
+  // Resumed: what is left, and nothing twice.
+  CHECK(store.reindex("t") == 150 - 64);
+  CHECK(progress.back() == std::pair<std::uint64_t, std::uint64_t>{86, 86});
+  CHECK(store.reindex("t") == 0);
+  page = store.search("t", words);
+  CHECK(page.unindexed == 0);
+  CHECK(page.hits.size() == 100);
+  require_same_search(store, "t", words);
+  words.all_versions = true;
+  require_same_search(store, "t", words);
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors WHERE tenant_id = 't'") == "150");
+  SearchQuery meaning;
+  meaning.mode = SearchMode::similarity;
+  meaning.text = "word3 shared";
+  meaning.limit = 5;
+  const SearchPage approx = store.search("t", meaning);
+  meaning.exact = true;
+  require_same_page(approx, store.search("t", meaning));
+  // Another tenant is its own business.
+  CHECK(store.search("u", words).unindexed == 1);
+  CHECK(store.reindex("u") == 1);
+  CHECK(store.search("u", words).hits.size() == 1);
+}

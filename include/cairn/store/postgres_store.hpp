@@ -17,6 +17,7 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -55,6 +56,9 @@ struct PostgresOptions {
   /// statement. Null: no vectors are kept, and similarity queries are refused. open_store(url) opens without one:
   /// a host that wants vectors constructs the store with these options.
   std::shared_ptr<Embedder> embedder{};
+  /// Told of reindex()'s progress: an EventKind::index event ("reindex", the tenant, items done of total) after
+  /// each batch of 64 versions. Null: no events (cairn::observed(store, ...) still reports the whole call).
+  std::shared_ptr<Observer> observer{};
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may
@@ -95,6 +99,12 @@ class PostgresArtifactStore final : public ArtifactStore {
   [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
                                                    std::uint64_t version) const override;
   [[nodiscard]] bool keeps_embeddings() const noexcept override;
+  /// Indexes the tenant's versions that have no words yet (written before schema 3) and, with an embedder, no
+  /// vector of its model (written before it had one), in batches of 64 in (id, version) order: tokenized and
+  /// embedded outside any transaction, written in one transaction per batch. Interrupted, a later call goes on
+  /// with what is still not indexed. Progress goes to PostgresOptions::observer. Returns how many versions it
+  /// indexed.
+  std::size_t reindex(const std::string& tenant_id) override;
   [[nodiscard]] std::shared_ptr<Embedder> embedder() const override;
 
   /// How many times a broken connection was re-opened (for monitoring, and for tests of restarts).
