@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -184,6 +185,8 @@ enum Stmt : std::size_t {
   reindex_batch,
   reindex_words,
   reindex_vector,
+  vectors_latest,
+  vectors_all,
   statement_count
 };
 
@@ -191,7 +194,8 @@ constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
     "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
     "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates",
-    "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector"};
+    "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector",
+    "cairn_vectors_latest", "cairn_vectors_all"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -253,6 +257,20 @@ std::string statement_sql(Stmt s) {
         "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)) f ON true",
         scope);
   };
+  // Exact similarity: every version in scope with a vector of the model $4 and dimension $5, after the filters.
+  const auto vectors_sql = [](std::string scope) {
+    scope.insert(scope.find(" WHERE "), " JOIN cairn_search_vectors v ON v.tenant_id = a.tenant_id "
+                                        "AND v.model = $4::text AND v.id = a.id AND v.version = a.version "
+                                        "AND v.dim = $5::integer");
+    return fmt::format(
+        "SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+        "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+        "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text), v.vec {} "
+        "AND ($6::text IS NULL OR a.type = $6::text) AND ($7::text IS NULL OR a.mime_type = $7::text) "
+        "AND ($8::text IS NULL OR a.created_by = $8::text) AND ($9::bigint IS NULL OR a.created_at >= $9::bigint) "
+        "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)",
+        scope);
+  };
   // A version reindex() has work for: no words yet, or (with a model $2) no vector of that model.
   const std::string unindexed_version =
       "(a.words IS NULL OR ($2::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v "
@@ -299,6 +317,8 @@ std::string statement_sql(Stmt s) {
     case list_bounded: return fmt::format(list_select, "AND h.id < $3::text");
     case list_open: return fmt::format(list_select, "AND $3::text IS NULL");
     case search_latest: return search_sql(scope_latest);
+    case vectors_latest: return vectors_sql(scope_latest);
+    case vectors_all: return vectors_sql(scope_all);
     case search_all: return search_sql(scope_all);
     case fetch_vector:
       // The store's model first when it has one ($4), else any (the first by name).
@@ -1304,36 +1324,77 @@ CAIRN_END_NAMESPACE
 CAIRN_BEGIN_NAMESPACE
 
 SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
-  // Words alone go to the GIN index, similarity alone to the approximate index; filters alone, hybrid, exact
-  // similarity and what a store without an embedder must refuse, to the default scan.
-  const auto& embedder = impl_->options.embedder;
-  const bool similarity_only =
-      embedder && !q.exact &&
-      (q.mode == SearchMode::similarity || (q.mode == SearchMode::automatic && q.text.empty() && q.vector));
-  if (similarity_only) {
-    detail::check_tenant(tenant_id);
-    detail::check_search_query(q);
-    static_cast<void>(detail::decode_cursor(q));
-    if (q.vector) return search_similar(tenant_id, q, *q.vector);
-    if (q.text.empty()) return ArtifactStore::search(tenant_id, q);  // refuses: nothing to compare with
-    return search_similar(tenant_id, q, detail::embed_checked(*embedder, {q.text}).front());
-  }
-  const bool words_only = !q.text.empty() && (q.mode == SearchMode::text ||
-                                              (q.mode == SearchMode::automatic && !q.vector && !embedder));
-  if (!words_only) return ArtifactStore::search(tenant_id, q);
-  // The same checks, in the same order, as the default search.
+  // The default search's checks and choices, in its order; whatever it would refuse, it refuses (the same
+  // errors), and filters alone are its scan of list() pages.
   detail::check_tenant(tenant_id);
   detail::check_search_query(q);
   const auto cursor = detail::decode_cursor(q);
-  const detail::WordQuery words = detail::parse_word_query(q.text);
-  if (words.empty()) throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
+  const auto& embedder = impl_->options.embedder;
+  std::optional<Embedding> query_vector = q.vector;
+  if (!query_vector && !q.text.empty() && q.mode != SearchMode::text && embedder) {
+    query_vector = std::move(detail::embed_checked(*embedder, {q.text}).front());
+  }
+  const bool by_text = !q.text.empty() && q.mode != SearchMode::similarity;
+  const bool by_vector = query_vector && q.mode != SearchMode::text;
+  const bool refused = ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !query_vector) ||
+                       (q.mode == SearchMode::hybrid && q.text.empty()) || (by_vector && !keeps_embeddings());
+  if (refused || (!by_text && !by_vector)) return ArtifactStore::search(tenant_id, q);
+  const detail::WordQuery words = by_text ? detail::parse_word_query(q.text) : detail::WordQuery{};
+  if (by_text && words.empty()) {
+    throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
+  }
+  // Similarity alone, approximate: this process's hnswlib index.
+  if (by_vector && !by_text && !q.exact) return search_similar(tenant_id, q, *query_vector);
 
+  // Otherwise every hit of each list (the GIN index's candidates scored by BM25; the tenant's vectors of the
+  // query's model, exactly), ranked, fused by reciprocal rank when both, then the page.
   SearchPage page;
+  std::vector<SearchHit> hits;
+  if (by_text) hits = word_hits(tenant_id, q, words, &page.unindexed);
+  if (by_vector) {
+    std::vector<SearchHit> similar = vector_hits(tenant_id, q, *query_vector);
+    if (!by_text) {
+      hits = std::move(similar);
+    } else {
+      std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;
+      for (std::size_t i = 0; i < hits.size(); ++i) at[{hits[i].record->id(), hits[i].record->version()}] = i;
+      for (auto& h : similar) {
+        const auto it = at.find({h.record->id(), h.record->version()});
+        if (it == at.end()) {
+          hits.push_back(std::move(h));
+        } else {
+          hits[it->second].matched.similarity = h.matched.similarity;
+          hits[it->second].matched.vector_rank = h.matched.vector_rank;
+        }
+      }
+      for (auto& h : hits) h.score = detail::rrf(h.matched.text_rank, h.matched.vector_rank);
+      std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
+        return detail::hit_before(a.score, *a.record, b.score, *b.record);
+      });
+    }
+  }
+  if (cursor) {
+    hits.erase(std::remove_if(hits.begin(), hits.end(),
+                              [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
+               hits.end());
+  }
+  if (hits.size() > q.limit) {
+    hits.resize(q.limit);
+    page.next_cursor = detail::encode_cursor(q, hits.back());
+  }
+  page.hits = std::move(hits);
+  return page;
+}
+
+std::vector<SearchHit> PostgresArtifactStore::word_hits(const std::string& tenant_id, const SearchQuery& q,
+                                                        const detail::WordQuery& words,
+                                                        std::size_t* unindexed) const {
+  std::vector<SearchHit> hits;
   const auto& f = q.filter;
   const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
   if (!fits_pg_text(tenant_id) || !range || (f.mime_type && !fits_pg_text(*f.mime_type)) ||
       (f.created_by && !fits_pg_text(*f.created_by))) {
-    return page;  // nothing stored can match
+    return hits;  // nothing stored can match
   }
   const std::vector<std::string> query_words = words.words();
   const std::string df_queries = word_tsquery_array(query_words);
@@ -1354,7 +1415,7 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   constexpr int stats_column = 15;
   const auto number = [&](int col) { return static_cast<std::size_t>(to_int64(PQgetvalue(res.get(), 0, col))); };
   const std::size_t documents = number(stats_column), total_length = number(stats_column + 1);
-  page.unindexed = number(stats_column + 2);
+  if (unindexed) *unindexed = number(stats_column + 2);
   std::vector<std::size_t> df;
   const std::string_view df_text = PQgetvalue(res.get(), 0, stats_column + 3);  // "{3,1}"
   for (std::size_t i = 1; i < df_text.size();) {
@@ -1365,7 +1426,6 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   detail::Bm25 bm25(query_words);
   bm25.set_statistics(documents, total_length, std::move(df));
 
-  std::vector<SearchHit> hits;
   const int rows = PQntuples(res.get());
   for (int i = 0; i < rows; ++i) {
     if (PQgetisnull(res.get(), i, 1)) continue;  // no candidate: the row carries the statistics only
@@ -1386,17 +1446,49 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
     return detail::hit_before(a.score, *a.record, b.score, *b.record);
   });
   for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.text_rank = i + 1;
-  if (cursor) {
-    hits.erase(std::remove_if(hits.begin(), hits.end(),
-                              [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
-               hits.end());
+  return hits;
+}
+
+std::vector<SearchHit> PostgresArtifactStore::vector_hits(const std::string& tenant_id, const SearchQuery& q,
+                                                          const Embedding& vector) const {
+  std::vector<SearchHit> hits;
+  const auto& f = q.filter;
+  const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
+  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model) || !range ||
+      (f.mime_type && !fits_pg_text(*f.mime_type)) || (f.created_by && !fits_pg_text(*f.created_by))) {
+    return hits;  // nothing stored can match
   }
-  if (hits.size() > q.limit) {
-    hits.resize(q.limit);
-    page.next_cursor = detail::encode_cursor(q, hits.back());
+  const std::string dimension = std::to_string(vector.values.size());
+  const std::optional<std::string> type = f.type ? std::optional<std::string>(f.type->str()) : std::nullopt;
+  const auto int_text = [](const std::optional<std::int64_t>& v) {
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  };
+  const std::optional<std::string> after = int_text(f.created_after), before = int_text(f.created_before);
+  // One statement: the tenant's versions in scope with a vector of the model, after the filters SQL can check.
+  Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+    Impl::Params p;
+    p.add(tenant_id).add(range->lower).add(range->upper).add(vector.model).add(dimension).add(type).add(f.mime_type);
+    p.add(f.created_by).add(after).add(before);
+    return impl_->run(c, q.all_versions ? vectors_all : vectors_latest, p);
+  });
+  for (int i = 0; i < PQntuples(res.get()); ++i) {
+    ArtifactPtr r;
+    try {
+      r = impl_->decode(res.get(), i);
+    } catch (const storage_error&) {
+      continue;  // a damaged row: list() does not show it either
+    }
+    const auto values = bytea_vector(PQgetvalue(res.get(), i, 15));
+    if (!values || values->size() != vector.values.size() || !detail::matches_filter(*r, f)) continue;
+    SearchHit hit{std::move(r), detail::cosine(vector.values, *values), {}};
+    hit.matched.similarity = hit.score;
+    hits.push_back(std::move(hit));
   }
-  page.hits = std::move(hits);
-  return page;
+  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
+    return detail::hit_before(a.score, *a.record, b.score, *b.record);
+  });
+  for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.vector_rank = i + 1;
+  return hits;
 }
 
 CAIRN_END_NAMESPACE

@@ -1085,6 +1085,15 @@ TEST_CASE("postgres search: similarity through the approximate index gives the e
     q.all_versions = pick(3) == 0;
     q.limit = 1 + pick(6);
     INFO("round " << round);
+    // Exact similarity and hybrid (words and meaning) by the store's own statements give the scan's pages.
+    SearchQuery exact_q = q;
+    exact_q.exact = true;
+    require_same_search(store, t, exact_q);
+    SearchQuery hybrid = q;
+    hybrid.mode = pick(2) == 0 ? SearchMode::hybrid : SearchMode::automatic;
+    hybrid.text = words(1 + pick(2)) + (pick(3) == 0 ? " -" + words(1) : "");
+    hybrid.exact = pick(2) == 0;
+    require_same_search(store, t, hybrid);
     for (int pages = 0; pages < 100; ++pages) {
       const SearchPage got = store.search(t, q);
       SearchQuery exact = q;
