@@ -1326,3 +1326,15 @@ TEST_CASE("postgres search: two writers on their own connections and a searcher:
   for (const auto& r : reader.list(t, lq).items) live.insert(r->id());
   CHECK(found == live);
 }
+
+TEST_CASE("postgres: a record whose distinct words pass PostgreSQL's tsvector size is refused whole, naming the limit") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("sl_");
+  std::string description;
+  for (int i = 0; i < 150000; ++i) description += fmt::format("w{:06} ", i);  // 1.2 MB of distinct words
+  const auto big = ArtifactRecord::builder().tenant_id(t).id("big").type("document").title("big")
+                       .description(description).value("x").build();
+  CHECK_THROWS_WITH(store.store(*big), cairn_test::ContainsSubstring("too long for tsvector"));
+  CHECK(store.versions("big", t).empty());
+  CHECK(store.list(t).items.empty());
+}
