@@ -568,6 +568,14 @@ class Bm25 {
   static constexpr double b = 0.75;
 
   explicit Bm25(std::vector<std::string> query_words) : words_(std::move(query_words)), df_(words_.size(), 0) {}
+  /// The statistics an index keeps, instead of add()ing every document: how many documents, their total length in
+  /// words, and how many documents hold each query word (`df`, in the order of `query_words`). Scores are then
+  /// exactly those of add()ing the same documents.
+  Bm25(std::vector<std::string> query_words, std::size_t documents, std::size_t total_length,
+       std::vector<std::size_t> df)
+      : words_(std::move(query_words)), df_(std::move(df)), documents_(documents), total_length_(total_length) {
+    df_.resize(words_.size(), 0);
+  }
 
   void add(const RecordWords& w) {
     ++documents_;
