@@ -230,8 +230,9 @@ std::string statement_sql(Stmt s) {
       "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
       "SELECT $1::text, seq.seq, $2::text, ins.version, $21::text, false FROM seq, ins) "
       "SELECT version FROM ins";
-  // The rows a word search counts and ranks among (BM25's statistics): the latest version of each id, or every
-  // version, of the tenant's ids in [$2, $3) (the filter's id prefix).
+  // The rows a word search looks at: the latest version of each id, or every version, of the tenant's ids in
+  // [$2, $3) (the filter's id prefix). BM25's statistics are counted over the same without the id range (as the
+  // default scan counts them: a filter never changes a score).
   const std::string scope_latest =
       "FROM cairn_heads h JOIN cairn_artifacts a "
       "ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest "
@@ -242,12 +243,13 @@ std::string statement_sql(Stmt s) {
   // SQL can check) and the statistics BM25 scores them with: the rows searched, their words, the rows not
   // indexed yet, and how many rows hold each query word ($4, one tsquery per word). One row with NULL record
   // columns when nothing matches.
-  const auto search_sql = [](const std::string& scope) {
+  const auto search_sql = [&](const std::string& scope) {
+    const std::string whole_tenant = scope.substr(0, scope.find("WHERE ")) + "WHERE a.tenant_id = $1::text";
     return fmt::format(
         "SELECT f.*, s.n, s.total, s.unindexed, d.df FROM "
         "(SELECT count(a.words) AS n, coalesce(sum(a.word_count), 0) AS total, "
-        "count(*) - count(a.words) AS unindexed {0}) s "
-        "CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) {0} AND a.words @@ w.q) "
+        "count(*) - count(a.words) AS unindexed {1}) s "
+        "CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) {1} AND a.words @@ w.q) "
         "FROM unnest($4::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d "
         "LEFT JOIN (SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
         "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
@@ -255,7 +257,7 @@ std::string statement_sql(Stmt s) {
         "AND ($6::text IS NULL OR a.type = $6::text) AND ($7::text IS NULL OR a.mime_type = $7::text) "
         "AND ($8::text IS NULL OR a.created_by = $8::text) AND ($9::bigint IS NULL OR a.created_at >= $9::bigint) "
         "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)) f ON true",
-        scope);
+        scope, whole_tenant);
   };
   // Exact similarity: every version in scope with a vector of the model $4 and dimension $5, after the filters.
   const auto vectors_sql = [](std::string scope) {
@@ -1324,72 +1326,39 @@ CAIRN_END_NAMESPACE
 CAIRN_BEGIN_NAMESPACE
 
 SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
-  // The default search's checks and choices, in its order; whatever it would refuse, it refuses (the same
-  // errors), and filters alone are its scan of list() pages.
-  detail::check_tenant(tenant_id);
-  detail::check_search_query(q);
-  const auto cursor = detail::decode_cursor(q);
-  const auto& embedder = impl_->options.embedder;
-  std::optional<Embedding> query_vector = q.vector;
-  if (!query_vector && !q.text.empty() && q.mode != SearchMode::text && embedder) {
-    query_vector = std::move(detail::embed_checked(*embedder, {q.text}).front());
-  }
-  const bool by_text = !q.text.empty() && q.mode != SearchMode::similarity;
-  const bool by_vector = query_vector && q.mode != SearchMode::text;
-  const bool refused = ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !query_vector) ||
-                       (q.mode == SearchMode::hybrid && q.text.empty()) || (by_vector && !keeps_embeddings());
-  if (refused || (!by_text && !by_vector)) return ArtifactStore::search(tenant_id, q);
-  const detail::WordQuery words = by_text ? detail::parse_word_query(q.text) : detail::WordQuery{};
-  if (by_text && words.empty()) {
-    throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
-  }
+  // The default search's checks, choices and errors (detail::prepare_search); filters alone are its scan of list()
+  // pages.
+  const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
+  if (!p.by_text && !p.by_vector) return ArtifactStore::search(tenant_id, q);
   // Similarity alone, approximate: this process's hnswlib index.
-  if (by_vector && !by_text && !q.exact) return search_similar(tenant_id, q, *query_vector);
-
-  // Otherwise every hit of each list (the GIN index's candidates scored by BM25; the tenant's vectors of the
-  // query's model, exactly), ranked, fused by reciprocal rank when both, then the page.
-  SearchPage page;
-  std::vector<SearchHit> hits;
-  if (by_text) hits = word_hits(tenant_id, q, words, &page.unindexed);
-  if (by_vector) {
-    std::vector<SearchHit> similar = vector_hits(tenant_id, q, *query_vector);
-    if (!by_text) {
-      hits = std::move(similar);
-    } else {
-      std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;
-      for (std::size_t i = 0; i < hits.size(); ++i) at[{hits[i].record->id(), hits[i].record->version()}] = i;
-      for (auto& h : similar) {
-        const auto it = at.find({h.record->id(), h.record->version()});
-        if (it == at.end()) {
-          hits.push_back(std::move(h));
-        } else {
-          hits[it->second].matched.similarity = h.matched.similarity;
-          hits[it->second].matched.vector_rank = h.matched.vector_rank;
-        }
+  if (p.by_vector && !p.by_text && !q.exact) return search_similar(tenant_id, q, *p.vector);
+  // Otherwise every version of each list (the GIN index's candidates with their BM25 scores; the tenant's vectors of
+  // the query's model, exactly), ranked as the default scan ranks (detail::rank_search_page).
+  std::size_t unindexed = 0;
+  std::vector<detail::SearchCandidate> found;
+  if (p.by_text) found = word_hits(tenant_id, q, p.words, &unindexed);
+  if (p.by_vector) {
+    std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;
+    for (std::size_t i = 0; i < found.size(); ++i) at[{found[i].record->id(), found[i].record->version()}] = i;
+    for (auto& c : vector_hits(tenant_id, q, *p.vector)) {
+      const auto it = at.find({c.record->id(), c.record->version()});
+      if (it == at.end()) {
+        found.push_back(std::move(c));
+      } else {
+        found[it->second].similarity = c.similarity;
+        found[it->second].matched.similarity = c.similarity;
       }
-      for (auto& h : hits) h.score = detail::rrf(h.matched.text_rank, h.matched.vector_rank);
-      std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-        return detail::hit_before(a.score, *a.record, b.score, *b.record);
-      });
     }
   }
-  if (cursor) {
-    hits.erase(std::remove_if(hits.begin(), hits.end(),
-                              [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
-               hits.end());
-  }
-  if (hits.size() > q.limit) {
-    hits.resize(q.limit);
-    page.next_cursor = detail::encode_cursor(q, hits.back());
-  }
-  page.hits = std::move(hits);
+  SearchPage page = detail::rank_search_page(std::move(found), q, p);
+  page.unindexed = unindexed;
   return page;
 }
 
-std::vector<SearchHit> PostgresArtifactStore::word_hits(const std::string& tenant_id, const SearchQuery& q,
+std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std::string& tenant_id, const SearchQuery& q,
                                                         const detail::WordQuery& words,
                                                         std::size_t* unindexed) const {
-  std::vector<SearchHit> hits;
+  std::vector<detail::SearchCandidate> hits;
   const auto& f = q.filter;
   const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
   if (!fits_pg_text(tenant_id) || !range || (f.mime_type && !fits_pg_text(*f.mime_type)) ||
@@ -1423,8 +1392,7 @@ std::vector<SearchHit> PostgresArtifactStore::word_hits(const std::string& tenan
     df.push_back(static_cast<std::size_t>(to_int64(df_text.substr(i, end - i))));
     i = end + 1;
   }
-  detail::Bm25 bm25(query_words);
-  bm25.set_statistics(documents, total_length, std::move(df));
+  const detail::Bm25 bm25(query_words, documents, total_length, std::move(df));
 
   const int rows = PQntuples(res.get());
   for (int i = 0; i < rows; ++i) {
@@ -1438,20 +1406,16 @@ std::vector<SearchHit> PostgresArtifactStore::word_hits(const std::string& tenan
     if (!detail::matches_filter(*r, f)) continue;
     const detail::RecordWords rw = detail::record_words(*r);
     if (!detail::matches_words(rw, words)) continue;
-    SearchHit hit{std::move(r), bm25.score(rw), {}};
-    detail::describe_word_match(rw, query_words, hit.matched);
-    hits.push_back(std::move(hit));
+    detail::SearchCandidate c{std::move(r), bm25.score(rw), std::nullopt, {}};
+    detail::describe_word_match(rw, query_words, c.matched);
+    hits.push_back(std::move(c));
   }
-  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-    return detail::hit_before(a.score, *a.record, b.score, *b.record);
-  });
-  for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.text_rank = i + 1;
   return hits;
 }
 
-std::vector<SearchHit> PostgresArtifactStore::vector_hits(const std::string& tenant_id, const SearchQuery& q,
+std::vector<detail::SearchCandidate> PostgresArtifactStore::vector_hits(const std::string& tenant_id, const SearchQuery& q,
                                                           const Embedding& vector) const {
-  std::vector<SearchHit> hits;
+  std::vector<detail::SearchCandidate> hits;
   const auto& f = q.filter;
   const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
   if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model) || !range ||
@@ -1480,14 +1444,10 @@ std::vector<SearchHit> PostgresArtifactStore::vector_hits(const std::string& ten
     }
     const auto values = bytea_vector(PQgetvalue(res.get(), i, 15));
     if (!values || values->size() != vector.values.size() || !detail::matches_filter(*r, f)) continue;
-    SearchHit hit{std::move(r), detail::cosine(vector.values, *values), {}};
-    hit.matched.similarity = hit.score;
-    hits.push_back(std::move(hit));
+    detail::SearchCandidate c{std::move(r), std::nullopt, detail::cosine(vector.values, *values), {}};
+    c.matched.similarity = c.similarity;
+    hits.push_back(std::move(c));
   }
-  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-    return detail::hit_before(a.score, *a.record, b.score, *b.record);
-  });
-  for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.vector_rank = i + 1;
   return hits;
 }
 

@@ -585,15 +585,6 @@ class Bm25 {
     }
   }
 
-  /// Statistics counted elsewhere (a database's index) instead of add(): how many documents are searched, their
-  /// total length in words, and how many of them hold each query word (in words() order).
-  void set_statistics(std::size_t documents, std::size_t total_length, std::vector<std::size_t> df) {
-    if (df.size() != words_.size()) throw invalid_argument("Bm25::set_statistics: one count per query word");
-    documents_ = documents;
-    total_length_ = total_length;
-    df_ = std::move(df);
-  }
-
   double score(const RecordWords& w) const {
     if (documents_ == 0) return 0;
     const double avg = static_cast<double>(total_length_) / static_cast<double>(documents_);

@@ -113,9 +113,9 @@ class PostgresArtifactStore final : public ArtifactStore {
  private:
   std::optional<Embedding> embed(const ArtifactRecord& record) const;
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, const std::optional<Embedding>& vector);
-  std::vector<SearchHit> word_hits(const std::string& tenant_id, const SearchQuery& query,
+  std::vector<detail::SearchCandidate> word_hits(const std::string& tenant_id, const SearchQuery& query,
                                    const detail::WordQuery& words, std::size_t* unindexed) const;
-  std::vector<SearchHit> vector_hits(const std::string& tenant_id, const SearchQuery& query,
+  std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
                                      const Embedding& vector) const;
   SearchPage search_similar(const std::string& tenant_id, const SearchQuery& query, const Embedding& vector) const;
 
