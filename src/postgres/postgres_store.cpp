@@ -473,6 +473,26 @@ std::optional<PrefixRange> prefix_range(const std::string& prefix) {
   return range;
 }
 
+/// The conditions of a search filter that SQL checks (the id prefix as a range, type, creation time; MIME type and
+/// creator are passed as they are), as statement parameters; nothing when no stored row can match.
+struct SqlFilter {
+  PrefixRange range;
+  std::optional<std::string> type, after, before;
+};
+
+std::optional<SqlFilter> sql_filter(const std::string& tenant_id, const SearchFilter& f) {
+  auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
+  if (!fits_pg_text(tenant_id) || !range || (f.mime_type && !fits_pg_text(*f.mime_type)) ||
+      (f.created_by && !fits_pg_text(*f.created_by))) {
+    return std::nullopt;
+  }
+  const auto int_text = [](const std::optional<std::int64_t>& v) {
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  };
+  return SqlFilter{std::move(*range), f.type ? std::optional<std::string>(f.type->str()) : std::nullopt,
+                   int_text(f.created_after), int_text(f.created_before)};
+}
+
 /// A JSON value as the two columns keep it: `jsonb` for SQL, `text` only when jsonb would change it.
 struct JsonColumns {
   std::optional<std::string> jsonb;
@@ -992,6 +1012,27 @@ struct PostgresArtifactStore::Impl {
     return detail::decode_row(r, options.json_limits, where);
   }
 
+  /// The rows of a statement that returns record columns and a vector (column 15), as similarity candidates:
+  /// those that decode, pass the filter and hold a vector of the query's dimension, scored by exact cosine.
+  std::vector<detail::SearchCandidate> similar_rows(const PGresult* res, const Embedding& vector,
+                                                    const SearchFilter& filter) const {
+    std::vector<detail::SearchCandidate> out;
+    for (int i = 0; i < PQntuples(res); ++i) {
+      ArtifactPtr r;
+      try {
+        r = decode(res, i);
+      } catch (const storage_error&) {
+        continue;  // a damaged row: list() does not show it either (fetch it to get the error)
+      }
+      const auto values = bytea_vector(PQgetvalue(res, i, 15));
+      if (!values || values->size() != vector.values.size() || !detail::matches_filter(*r, filter)) continue;
+      detail::SearchCandidate c{std::move(r), std::nullopt, detail::cosine(vector.values, *values), {}};
+      c.matched.similarity = c.similarity;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
   void migrate(Connection& c) {
     if (read_schema_version(c) == PostgresArtifactStore::schema_version) return;
     simple(c, "BEGIN");
@@ -1331,7 +1372,7 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
   if (!p.by_text && !p.by_vector) return ArtifactStore::search(tenant_id, q);
   // Similarity alone, approximate: this process's hnswlib index.
-  if (p.by_vector && !p.by_text && !q.exact) return search_similar(tenant_id, q, *p.vector);
+  if (p.by_vector && !p.by_text && !q.exact) return search_similar(tenant_id, q, p);
   // Otherwise every version of each list (the GIN index's candidates with their BM25 scores; the tenant's vectors of
   // the query's model, exactly), ranked as the default scan ranks (detail::rank_search_page).
   std::size_t unindexed = 0;
@@ -1360,23 +1401,15 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std:
                                                         std::size_t* unindexed) const {
   std::vector<detail::SearchCandidate> hits;
   const auto& f = q.filter;
-  const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
-  if (!fits_pg_text(tenant_id) || !range || (f.mime_type && !fits_pg_text(*f.mime_type)) ||
-      (f.created_by && !fits_pg_text(*f.created_by))) {
-    return hits;  // nothing stored can match
-  }
+  const auto sql = sql_filter(tenant_id, f);
+  if (!sql) return hits;  // nothing stored can match
   const std::vector<std::string> query_words = words.words();
   const std::string df_queries = word_tsquery_array(query_words);
   const std::string match = word_tsquery(words);
-  const std::optional<std::string> type = f.type ? std::optional<std::string>(f.type->str()) : std::nullopt;
-  const auto int_text = [](const std::optional<std::int64_t>& v) {
-    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
-  };
-  const std::optional<std::string> after = int_text(f.created_after), before = int_text(f.created_before);
   Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
     Impl::Params p;
-    p.add(tenant_id).add(range->lower).add(range->upper).add(df_queries).add(match).add(type).add(f.mime_type);
-    p.add(f.created_by).add(after).add(before);
+    p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(df_queries).add(match).add(sql->type);
+    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before);
     return impl_->run(c, q.all_versions ? search_all : search_latest, p);
   });
 
@@ -1415,40 +1448,18 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std:
 
 std::vector<detail::SearchCandidate> PostgresArtifactStore::vector_hits(const std::string& tenant_id, const SearchQuery& q,
                                                           const Embedding& vector) const {
-  std::vector<detail::SearchCandidate> hits;
   const auto& f = q.filter;
-  const auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
-  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model) || !range ||
-      (f.mime_type && !fits_pg_text(*f.mime_type)) || (f.created_by && !fits_pg_text(*f.created_by))) {
-    return hits;  // nothing stored can match
-  }
+  const auto sql = sql_filter(tenant_id, f);
+  if (!sql || !fits_pg_text(vector.model)) return {};  // nothing stored can match
   const std::string dimension = std::to_string(vector.values.size());
-  const std::optional<std::string> type = f.type ? std::optional<std::string>(f.type->str()) : std::nullopt;
-  const auto int_text = [](const std::optional<std::int64_t>& v) {
-    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
-  };
-  const std::optional<std::string> after = int_text(f.created_after), before = int_text(f.created_before);
   // One statement: the tenant's versions in scope with a vector of the model, after the filters SQL can check.
   Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
     Impl::Params p;
-    p.add(tenant_id).add(range->lower).add(range->upper).add(vector.model).add(dimension).add(type).add(f.mime_type);
-    p.add(f.created_by).add(after).add(before);
+    p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(vector.model).add(dimension).add(sql->type);
+    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before);
     return impl_->run(c, q.all_versions ? vectors_all : vectors_latest, p);
   });
-  for (int i = 0; i < PQntuples(res.get()); ++i) {
-    ArtifactPtr r;
-    try {
-      r = impl_->decode(res.get(), i);
-    } catch (const storage_error&) {
-      continue;  // a damaged row: list() does not show it either
-    }
-    const auto values = bytea_vector(PQgetvalue(res.get(), i, 15));
-    if (!values || values->size() != vector.values.size() || !detail::matches_filter(*r, f)) continue;
-    detail::SearchCandidate c{std::move(r), std::nullopt, detail::cosine(vector.values, *values), {}};
-    c.matched.similarity = c.similarity;
-    hits.push_back(std::move(c));
-  }
-  return hits;
+  return impl_->similar_rows(res.get(), vector, f);
 }
 
 CAIRN_END_NAMESPACE
@@ -1456,10 +1467,9 @@ CAIRN_END_NAMESPACE
 CAIRN_BEGIN_NAMESPACE
 
 SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, const SearchQuery& q,
-                                                 const Embedding& vector) const {
-  SearchPage page;
-  const auto cursor = detail::decode_cursor(q);
-  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return page;
+                                                 const detail::PreparedSearch& p) const {
+  const Embedding& vector = *p.vector;
+  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return {};
   const std::size_t dimension = vector.values.size();
   const std::string dimension_text = std::to_string(dimension);
   // This process's index of (tenant, model), caught up with every change committed before this call.
@@ -1496,7 +1506,6 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
   // Candidates from the index, checked against the rows (present, the latest unless all versions are searched,
   // the filters) and scored by the exact cosine of the stored vectors; more are asked for until a page and one
   // more hit pass, or the index has no more.
-  std::vector<SearchHit> hits;
   for (std::size_t k = std::max<std::size_t>(detail::VectorIndex::ef_search, 4 * q.limit);; k *= 4) {
     const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
     std::vector<std::string> ids, versions;
@@ -1506,41 +1515,13 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
     }
     const std::string ids_text = array_literal(ids), versions_text = array_literal(versions);
     Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
-      Impl::Params p;
-      p.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions);
-      return impl_->run(c, fetch_candidates, p);
+      Impl::Params params;
+      params.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions);
+      return impl_->run(c, fetch_candidates, params);
     });
-    hits.clear();
-    for (int i = 0; i < PQntuples(res.get()); ++i) {
-      ArtifactPtr r;
-      try {
-        r = impl_->decode(res.get(), i);
-      } catch (const storage_error&) {
-        continue;  // a damaged row: list() does not show it either
-      }
-      const auto values = bytea_vector(PQgetvalue(res.get(), i, 15));
-      if (!values || values->size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
-      SearchHit hit{std::move(r), detail::cosine(vector.values, *values), {}};
-      hit.matched.similarity = hit.score;
-      hits.push_back(std::move(hit));
-    }
-    std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-      return detail::hit_before(a.score, *a.record, b.score, *b.record);
-    });
-    for (std::size_t i = 0; i < hits.size(); ++i) hits[i].matched.vector_rank = i + 1;
-    if (cursor) {
-      hits.erase(std::remove_if(hits.begin(), hits.end(),
-                                [&](const SearchHit& h) { return !detail::after_cursor(*cursor, h.score, *h.record); }),
-                 hits.end());
-    }
-    if (hits.size() > q.limit || found.size() < k) break;
+    SearchPage page = detail::rank_search_page(impl_->similar_rows(res.get(), vector, q.filter), q, p);
+    if (page.next_cursor || found.size() < k) return page;
   }
-  if (hits.size() > q.limit) {
-    hits.resize(q.limit);
-    page.next_cursor = detail::encode_cursor(q, hits.back());
-  }
-  page.hits = std::move(hits);
-  return page;
 }
 
 CAIRN_END_NAMESPACE

@@ -117,7 +117,8 @@ class PostgresArtifactStore final : public ArtifactStore {
                                    const detail::WordQuery& words, std::size_t* unindexed) const;
   std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
                                      const Embedding& vector) const;
-  SearchPage search_similar(const std::string& tenant_id, const SearchQuery& query, const Embedding& vector) const;
+  SearchPage search_similar(const std::string& tenant_id, const SearchQuery& query,
+                            const detail::PreparedSearch& prepared) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
