@@ -1338,3 +1338,44 @@ TEST_CASE("postgres: a record whose distinct words pass PostgreSQL's tsvector si
   CHECK(store.versions("big", t).empty());
   CHECK(store.list(t).items.empty());
 }
+
+TEST_CASE("postgres search: another process's writes reach this process's approximate index") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  TempDatabase db;
+  PostgresArtifactStore here(db.conninfo(), with_embedder(embedder));
+  (void)here.store(*note("t", "old", "cats purr"));
+  SearchQuery q;
+  q.mode = SearchMode::similarity;
+  q.text = "cats purr";
+  q.limit = 50;
+  REQUIRE(here.search("t", q).hits.size() == 1);  // this process's index is built now
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Another process with its own store object: 20 records, then the old one and every fifth of its own removed.
+    int status = 0;
+    try {
+      PostgresArtifactStore there(db.conninfo(), with_embedder(std::make_shared<HashEmbedder>()));
+      for (int i = 0; i < 20; ++i) (void)there.store(*note("t", "n" + std::to_string(i), "cats purr " + std::to_string(i)));
+      there.remove("old", "t");
+      for (int i = 0; i < 20; i += 5) there.remove("n" + std::to_string(i), "t");
+    } catch (...) {
+      status = 1;
+    }
+    _exit(status);
+  }
+  int status = -1;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::set<std::string> found;
+  for (const auto& h : here.search("t", q).hits) found.insert(h.record->id());
+  std::set<std::string> want;
+  for (int i = 0; i < 20; ++i) {
+    if (i % 5 != 0) want.insert("n" + std::to_string(i));
+  }
+  CHECK(found == want);
+  SearchQuery exact = q;
+  exact.exact = true;
+  require_same_page(here.search("t", q), here.search("t", exact));
+}
