@@ -68,7 +68,8 @@ struct PostgresOptions {
 ///     store.store(*record);
 ///
 /// The constructor connects once and creates or migrates the schema (tables cairn_schema, cairn_artifacts,
-/// cairn_heads, function cairn_remove_artifact); it throws cairn::storage_error when the server cannot be reached
+/// cairn_heads, cairn_search_vectors, cairn_search_seq, cairn_search_changes, function cairn_remove_artifact;
+/// docs/search.md has what search keeps); it throws cairn::storage_error when the server cannot be reached
 /// or its schema is newer than this cairn knows. Error messages never repeat the conninfo (it may hold a password).
 class PostgresArtifactStore final : public ArtifactStore {
  public:
