@@ -99,6 +99,23 @@ class ObservedArtifactStore final : public ArtifactStore {
     return inner_->embedding(id, tenant_id, version);
   }
   [[nodiscard]] bool keeps_embeddings() const noexcept override { return inner_->keeps_embeddings(); }
+  [[nodiscard]] std::shared_ptr<Embedder> embedder() const override { return inner_->embedder(); }
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override {
+    return detail::observe_call(
+        observer_.get(), EventKind::store, "store_embedded", record.tenant_id(), record.id(),
+        [&] { return inner_->store_embedded(record, embedding); },
+        [&](Event& e, const ArtifactPtr& r) { stored(e, record, r); });
+  }
+  /// Reported as one EventKind::index event when it ends: items (= total) the versions it indexed.
+  std::size_t reindex(const std::string& tenant_id) override {
+    return detail::observe_call(
+        observer_.get(), EventKind::index, "reindex", tenant_id, std::string(),
+        [&] { return inner_->reindex(tenant_id); },
+        [](Event& e, std::size_t n) {
+          e.items = n;
+          e.total = n;
+        });
+  }
 
  private:
   static void stored(Event& e, const ArtifactRecord& given, const ArtifactPtr& r) {

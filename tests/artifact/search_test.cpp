@@ -1,12 +1,15 @@
 // Search's shared pieces (cairn/artifact/search.hpp) and the default search of ArtifactStore: the tokenizer, the
 // word-query parser, typed filters, BM25's exact scores, the cursor, and similarity and hybrid ranking on a store
 // that keeps vectors. The behaviour every backend must show is in the conformance suite (store_conformance_test).
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <tuple>
 
@@ -59,6 +62,13 @@ class VectorStore final : public ArtifactStore {
     return it->second;
   }
   bool keeps_embeddings() const noexcept override { return true; }
+  cairn::ArtifactPtr store_embedded(const ArtifactRecord& r, const Embedding& e) override {
+    cairn::detail::check_vector("store_embedded", e);
+    auto stored = inner_.store(r);
+    std::lock_guard<std::mutex> lock(mutex_);
+    vectors_[{stored->tenant_id(), stored->id(), stored->version()}] = e;
+    return stored;
+  }
 
   cairn::ArtifactPtr put(ArtifactRecord::Builder b, Embedding e) {
     auto stored = inner_.store(*b.build());
@@ -316,4 +326,150 @@ TEST_CASE("an in-memory store with an embedder passes the whole conformance suit
     cairn::InMemoryArtifactStore store(options);
     check.run(store);
   }
+}
+
+namespace {
+// Everything a hit says, for comparing two searches exactly (scores to the bit).
+std::string dump(const cairn::SearchPage& p) {
+  std::string out;
+  for (const auto& h : p.hits) {
+    out += fmt::format("{}#{} {:a} [{}] [{}] {} {} {}\n", h.record->id(), h.record->version(), h.score,
+                       fmt::join(h.matched.words, ","), fmt::join(h.matched.fields, ","),
+                       h.matched.similarity ? fmt::format("{:a}", *h.matched.similarity) : "-", h.matched.text_rank,
+                       h.matched.vector_rank);
+  }
+  return out + (p.next_cursor ? *p.next_cursor : "end");
+}
+}  // namespace
+
+TEST_CASE("the in-memory store's indexes find exactly what the scan finds, with the same scores, pages and all") {
+  // A random corpus of stores, re-saves and removes, then random queries: the store's search (postings, BM25 from
+  // the index's statistics, exact vector scan) against the default scan over the same records, whole pages compared.
+  const char* env = std::getenv("CAIRN_SEARCH_SEED");
+  const unsigned seed = env ? static_cast<unsigned>(std::stoul(env)) : std::random_device{}();
+  INFO("CAIRN_SEARCH_SEED=" << seed);
+  std::mt19937 rng(seed);
+  const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const std::vector<std::string> vocabulary{"alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta",
+                                            "Grüße", "x1"};
+  const auto words = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += vocabulary[pick(vocabulary.size())] + (pick(4) ? " " : ", ");
+    return s;
+  };
+  const auto vec = [&]() {
+    std::vector<float> v(4);
+    for (auto& x : v) x = static_cast<float>(static_cast<int>(pick(21)) - 10) / 10.0f;
+    v[pick(4)] = 1.0f;
+    return v;
+  };
+  for (const bool bounded : {false, true}) {
+    cairn::InMemoryStoreOptions options;
+    if (bounded) options.max_parsed_bytes = 2000;  // most records kept packed: the search decodes them
+    cairn::InMemoryArtifactStore store(options);
+    for (int op = 0; op < 160; ++op) {
+      const std::string tenant = pick(5) ? "acme" : "other";
+      const std::string id = fmt::format("d{}", pick(40));
+      if (pick(8) == 0 && !store.versions(id, tenant).empty()) {
+        store.remove(id, tenant);
+        continue;
+      }
+      auto b = ArtifactRecord::builder();
+      b.tenant_id(tenant).id(id).type(pick(2) ? "code" : "document").title(words(1 + pick(3)))
+          .description(words(pick(4))).created_at(1000 + op)
+          .metadata({{"n", static_cast<int>(pick(5))}});
+      if (pick(3)) {
+        b.value(json{{"text", words(pick(12))}, {"k", words(1)}});
+      } else {
+        b.value(words(pick(6)));
+      }
+      if (pick(4)) {
+        (void)store.store_embedded(*b.build(), Embedding{pick(6) ? "m" : "m2", vec()});
+      } else {
+        (void)store.store(*b.build());
+      }
+    }
+    const char* rounds_env = std::getenv("CAIRN_SEARCH_ROUNDS");  // queries per store; more for a longer hunt
+    const int rounds = rounds_env ? std::stoi(rounds_env) : 60;
+    for (int round = 0; round < rounds; ++round) {
+      SearchQuery q;
+      const std::size_t kind = pick(5);
+      if (kind != 3) {
+        std::string text = vocabulary[pick(vocabulary.size())];
+        if (pick(3) == 0) text += " " + vocabulary[pick(vocabulary.size())];
+        if (pick(4) == 0) text = "\"" + text + " " + vocabulary[pick(vocabulary.size())] + "\"";
+        if (pick(4) == 0) text += " OR " + vocabulary[pick(vocabulary.size())];
+        if (pick(5) == 0) text += " -" + vocabulary[pick(vocabulary.size())];
+        q.text = text;
+      }
+      if (kind >= 2) {
+        q.vector = Embedding{pick(5) ? "m" : "m2", vec()};
+        q.exact = true;
+      }
+      q.mode = kind == 0 || kind == 1 ? cairn::SearchMode::text
+               : kind == 2            ? cairn::SearchMode::hybrid
+               : kind == 3            ? cairn::SearchMode::similarity
+                                      : cairn::SearchMode::automatic;
+      if (kind == 1 || pick(3) == 0) {
+        switch (pick(4)) {
+          case 0: q.filter.type = cairn::ArtifactType::code; break;
+          case 1: q.filter.id_prefix = fmt::format("d{}", pick(4)); break;
+          case 2: q.filter.metadata = {{"/n", FieldOp::ge, static_cast<int>(pick(5))}}; break;
+          default: q.filter.created_after = 1000 + static_cast<int>(pick(160)); break;
+        }
+      }
+      if (pick(6) == 0) {  // filters alone
+        q.text.clear();
+        q.vector.reset();
+        q.mode = cairn::SearchMode::automatic;
+        q.filter.id_prefix = "d";
+      }
+      q.all_versions = pick(3) == 0;
+      q.limit = 1 + pick(8);
+      const std::string tenant = pick(4) ? "acme" : "other";
+      INFO(fmt::format("round {} tenant {} text '{}' mode {} all {} limit {}", round, tenant, q.text,
+                       static_cast<int>(q.mode), q.all_versions, q.limit));
+      for (int page = 0; page < 30; ++page) {
+        const auto got = store.search(tenant, q);
+        const auto want = store.ArtifactStore::search(tenant, q);
+        REQUIRE(dump(got) == dump(want));
+        CHECK(got.unindexed == 0);
+        if (!got.next_cursor) break;
+        q.cursor = *got.next_cursor;
+      }
+    }
+  }
+}
+
+TEST_CASE("the in-memory store's approximate similarity agrees with its exact one, and follows removals") {
+  cairn::InMemoryArtifactStore store;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<std::vector<float>> vectors;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<float> v(16);
+    for (auto& x : v) x = unit(rng);
+    vectors.push_back(v);
+    (void)store.store_embedded(*doc(fmt::format("v{:03}", i), "x").build(), Embedding{"m", v});
+  }
+  for (int i = 0; i < 300; i += 3) store.remove(fmt::format("v{:03}", i), "acme");
+  std::size_t agree = 0, total = 0;
+  for (int round = 0; round < 20; ++round) {
+    SearchQuery q;
+    q.mode = cairn::SearchMode::similarity;
+    q.vector = Embedding{"m", vectors[static_cast<std::size_t>(round * 7)]};
+    q.exact = true;
+    const auto exact = ids(store.search("acme", q));
+    q.exact = false;
+    const auto approx = store.search("acme", q);
+    for (const auto& h : approx.hits) {
+      const int n = std::stoi(h.record->id().substr(1));
+      CHECK(n % 3 != 0);  // removed ones never come back
+      REQUIRE(h.matched.similarity);
+      CHECK(*h.matched.similarity == cairn::detail::cosine(q.vector->values, vectors[static_cast<std::size_t>(n)]));
+      agree += std::count(exact.begin(), exact.end(), h.record->id());
+    }
+    total += exact.size();
+  }
+  CHECK(static_cast<double>(agree) / static_cast<double>(total) >= 0.95);  // recall@10
 }

@@ -271,3 +271,29 @@ TEST_CASE("RecordingStore refuses a null inner store and a null predicate") {
   RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
   CHECK_THROWS_AS(store.fail_when(nullptr), cairn::invalid_argument);
 }
+
+TEST_CASE("RecordingStore forwards search and vectors, records them, and injects faults into them") {
+  auto inner = std::make_shared<cairn::InMemoryArtifactStore>();
+  RecordingStore store(inner);
+  CHECK(store.keeps_embeddings());
+  const auto stored = store.store_embedded(*note("v"), cairn::Embedding{"m", {1.0f, 0.0f}});
+  CHECK(stored->version() == 1);
+  REQUIRE(inner->embedding("v", "acme", 1));
+  CHECK(store.embedding("v", "acme", 1)->values == std::vector<float>{1.0f, 0.0f});
+  cairn::SearchQuery q;
+  q.vector = cairn::Embedding{"m", {1.0f, 0.1f}};
+  REQUIRE(store.search("acme", q).hits.size() == 1);
+  CHECK(store.reindex("acme") == 0);
+  const auto calls = store.calls();
+  REQUIRE(calls.size() == 3);
+  CHECK(calls[0].operation == StoreOperation::store_embedded);
+  CHECK(calls[0].write_number == 1);
+  CHECK(calls[0].version == 1);
+  CHECK(calls[1].operation == StoreOperation::search);
+  CHECK(calls[2].operation == StoreOperation::reindex);
+  store.fail_nth(StoreOperation::search, 2);
+  CHECK_THROWS_AS(store.search("acme", q), cairn::storage_error);
+  store.fail_nth(StoreOperation::store_embedded, 2, Fault::lost_connection_after_apply);
+  CHECK_THROWS_AS(store.store_embedded(*note("w"), cairn::Embedding{"m", {0.0f, 1.0f}}), cairn::storage_error);
+  CHECK(inner->embedding("w", "acme", 1));  // applied, then "lost"
+}

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <atomic>
@@ -28,10 +29,13 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/detail/vector_index.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -48,7 +52,7 @@ struct InMemoryStoreOptions {
   /// packing it saves nothing while others hold it: the bound is for stores of distinct values.
   std::size_t max_parsed_bytes = std::numeric_limits<std::size_t>::max();
   /// Embeds every record as it is stored (outside the store's locks), so search() can rank by similarity
-  /// (docs/search.md). Null: no vectors are kept, and similarity queries are refused.
+  /// (docs/search.md). Null: records are not embedded; vectors given with store_embedded() are still kept.
   std::shared_ptr<Embedder> embedder{};
 };
 
@@ -78,10 +82,17 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return put(record, &expected_version, embed(record));
   }
 
-  /// The vector kept for a version (null when the store has no embedder or the version is gone).
+  /// Stores `record` with a vector the host made (checked as ArtifactStore::store_embedded says; with an embedder,
+  /// of its model and dimension), which is kept instead of embedding the record.
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override {
+    detail::check_tenant(record.tenant_id());
+    detail::check_vector("store_embedded", embedding, embedder_.get());
+    return put(record, nullptr, embedding);
+  }
+
+  /// The vector kept for a version (null when it has none or the version is gone).
   [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
                                                    std::uint64_t version) const override {
-    if (!embedder_) return std::nullopt;
     const Shard& shard = shard_for(tenant_id);
     std::shared_lock lock(shard.mutex);
     const auto it = shard.vectors.find(composite_key(tenant_id, id));
@@ -91,7 +102,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     return std::nullopt;
   }
-  [[nodiscard]] bool keeps_embeddings() const noexcept override { return embedder_ != nullptr; }
+  /// Always: vectors come from the embedder, or with the record (store_embedded).
+  [[nodiscard]] bool keeps_embeddings() const noexcept override { return true; }
   [[nodiscard]] std::shared_ptr<Embedder> embedder() const override { return embedder_; }
 
   [[nodiscard]]
@@ -132,10 +144,15 @@ class InMemoryArtifactStore final : public ArtifactStore {
     if (it == shard.entries.end()) throw not_found(detail::artifact_missing_message(id, tenant_id));
     const auto t = shard.tenants.find(tenant_id);
     t->second.erase(std::string_view(id));
-    if (t->second.empty()) shard.tenants.erase(t);
+    if (t->second.empty()) {
+      shard.tenants.erase(t);
+      shard.search.erase(tenant_id);
+    } else if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
+      ts->second.remove(id);
+    }
     if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
-    if (embedder_) shard.vectors.erase(key);
+    shard.vectors.erase(key);
   }
 
   [[nodiscard]]
@@ -180,7 +197,287 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return page;
   }
 
+  /// Searches through the tenant's indexes (docs/search.md): words through its postings, scored by BM25 from the
+  /// statistics the index keeps (exactly the scores of the default scan); similarity through its hnswlib index of the
+  /// query's model, or, with SearchQuery::exact, by a scan of the tenant's vectors (exactly the default's); hybrid
+  /// fuses the two; filters are applied to the candidates. The query's text is embedded before any lock is taken.
+  [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& q) const override {
+    const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
+    const std::vector<float> unit = p.by_vector && !q.exact ? unit_vector(p.vector->values) : std::vector<float>();
+    const Shard& shard = shard_for(tenant_id);
+    std::shared_lock lock(shard.mutex);
+    std::vector<detail::SearchCandidate> found;
+    const auto ids = shard.tenants.find(tenant_id);
+    if (ids == shard.tenants.end()) return detail::rank_search_page(std::move(found), q, p);
+    const auto ts_it = shard.search.find(tenant_id);
+    const TenantSearch* ts = ts_it == shard.search.end() ? nullptr : &ts_it->second;
+    const auto entry_of = [&shard, &tenant_id](const std::string& id) -> const Entry* {
+      const auto it = shard.entries.find(composite_key(tenant_id, id));
+      return it == shard.entries.end() ? nullptr : &it->second;
+    };
+    // The version, when it is one the query searches and it passes the filters.
+    const auto searched = [this, &q](const Entry& e, std::uint64_t version) -> ArtifactPtr {
+      if (!q.all_versions && version != version_of(e)) return nullptr;
+      ArtifactPtr r = record_at(e, version);
+      return r && detail::matches_filter(*r, q.filter) ? r : nullptr;
+    };
+    std::unordered_map<std::string, std::size_t> slot;  // "id\0version" -> its place in found
+    const auto candidate = [&found, &slot](const ArtifactPtr& r) -> detail::SearchCandidate& {
+      const auto it = slot.try_emplace(r->id() + '\0' + std::to_string(r->version()), found.size()).first;
+      if (it->second == found.size()) found.push_back({r, std::nullopt, std::nullopt, {}});
+      return found[it->second];
+    };
+    const auto kept_vector = [&shard, &tenant_id](const std::string& id, std::uint64_t version) -> const Embedding* {
+      const auto it = shard.vectors.find(composite_key(tenant_id, id));
+      if (it == shard.vectors.end()) return nullptr;
+      for (const auto& v : it->second) {
+        if (v.first == version) return &v.second;
+      }
+      return nullptr;
+    };
+    const auto compare = [&p](detail::SearchCandidate& c, const Embedding& e) {
+      c.similarity = detail::cosine(p.vector->values, e.values);
+      c.matched.similarity = c.similarity;
+    };
+
+    if (p.by_text && ts) {
+      const std::vector<std::string> words = p.words.words();
+      std::vector<std::size_t> df;
+      for (const auto& w : words) {
+        const auto it = ts->postings.find(w);
+        df.push_back(it == ts->postings.end() ? 0 : q.all_versions ? it->second.docs.size() : it->second.latest);
+      }
+      const detail::Bm25 bm25(words, q.all_versions ? ts->documents : ts->latest_documents,
+                              q.all_versions ? ts->length : ts->latest_length, std::move(df));
+      for (const std::uint64_t n : ts->word_candidates(p.words)) {
+        const TenantSearch::Doc& d = ts->docs.at(n);
+        if (!q.all_versions && !d.latest) continue;
+        const Entry* e = entry_of(d.id);
+        const ArtifactPtr r = e ? searched(*e, d.version) : nullptr;
+        if (!r) continue;
+        const detail::RecordWords rw = detail::record_words(*r);
+        if (!detail::matches_words(rw, p.words)) continue;  // phrases and exclusions
+        detail::SearchCandidate& c = candidate(r);
+        c.bm25 = bm25.score(rw);
+        detail::describe_word_match(rw, words, c.matched);
+      }
+    }
+
+    if (p.by_vector && q.exact) {
+      const std::string& prefix = q.filter.id_prefix;
+      for (auto it = ids->second.lower_bound(prefix);
+           it != ids->second.end() && it->first.substr(0, prefix.size()) == prefix; ++it) {
+        const auto v = shard.vectors.find(tenant_id + '\0' + std::string(it->first));
+        if (v == shard.vectors.end()) continue;
+        for (const auto& [version, e] : v->second) {
+          if (e.model != p.vector->model || e.values.size() != p.vector->values.size()) continue;
+          if (const ArtifactPtr r = searched(*it->second, version)) compare(candidate(r), e);
+        }
+      }
+    } else if (p.by_vector && ts) {
+      const auto index = ts->vectors.find({p.vector->model, p.vector->values.size()});
+      if (index != ts->vectors.end()) {
+        // Similarity alone pages by the cursor in the index's filter; hybrid fuses 4 x limit candidates.
+        const bool paged = p.cursor && !p.by_text;
+        std::unordered_map<std::string, ArtifactPtr> accepted;
+        const auto accept = [&](const std::string& id, std::uint64_t version) {
+          const Entry* e = entry_of(id);
+          ArtifactPtr r = e ? searched(*e, version) : nullptr;
+          const Embedding* kept = r ? kept_vector(id, version) : nullptr;
+          if (!kept) return false;
+          if (paged && !detail::after_cursor(*p.cursor, detail::cosine(p.vector->values, kept->values), *r)) {
+            return false;
+          }
+          accepted.emplace(id + '\0' + std::to_string(version), std::move(r));
+          return true;
+        };
+        const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
+        for (const auto& hit : index->second->search(unit, k, accept)) {
+          const ArtifactPtr& r = accepted.at(hit.id + '\0' + std::to_string(hit.version));
+          compare(candidate(r), *kept_vector(hit.id, hit.version));
+        }
+      }
+    }
+
+    if (!p.by_text && !p.by_vector) {  // filters alone: id order, from the cursor on, limit + 1 of them
+      const std::string& prefix = q.filter.id_prefix;
+      const std::string& from = p.cursor && p.cursor->id > prefix ? p.cursor->id : prefix;
+      for (auto it = ids->second.lower_bound(from); it != ids->second.end() && found.size() <= q.limit &&
+                                                     it->first.substr(0, prefix.size()) == prefix;
+           ++it) {
+        const Entry& e = *it->second;
+        for (std::uint64_t v = version_of(e); v >= 1 && found.size() <= q.limit; --v) {
+          ArtifactPtr r = searched(e, v);
+          if (r && (!p.cursor || detail::after_cursor(*p.cursor, 0, *r))) {
+            found.push_back({std::move(r), std::nullopt, std::nullopt, {}});
+          }
+          if (!q.all_versions) break;
+        }
+      }
+    }
+    return detail::rank_search_page(std::move(found), q, p);  // unindexed: 0, everything is indexed as stored
+  }
+
+  /// Has nothing to do: this store indexes every version's words and vector as it stores it (SearchPage::unindexed
+  /// is always 0). Returns 0.
+  std::size_t reindex(const std::string& tenant_id) override {
+    detail::check_tenant(tenant_id);
+    return 0;
+  }
+
  private:
+  // The words of a record, counted, for the word index (the same words as detail::record_words).
+  struct TermCounts {
+    std::map<std::string, std::uint32_t> counts;
+    std::size_t length = 0;
+  };
+  static TermCounts term_counts(const ArtifactRecord& record) {
+    const detail::RecordWords w = detail::record_words(record);
+    TermCounts t;
+    t.length = w.length();
+    for (const auto* field : {&w.title, &w.description, &w.value}) {
+      for (const auto& word : *field) ++t.counts[word];
+    }
+    return t;
+  }
+  // `v` scaled to length 1 (empty when it has no length), as the vector index wants it.
+  static std::vector<float> unit_vector(const std::vector<float>& v) {
+    double norm = 0;
+    for (const float x : v) norm += static_cast<double>(x) * x;
+    if (!(norm > 0) || !std::isfinite(norm)) return {};
+    norm = std::sqrt(norm);
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i] / norm);
+    return out;
+  }
+
+  // A tenant's search indexes, under its shard's lock: the words of every version (postings: word -> version ->
+  // occurrences), BM25's statistics over the latest versions and over all of them, and an approximate vector index
+  // (detail::VectorIndex: hnswlib) per (model, dimension).
+  struct TenantSearch {
+    struct Doc {
+      std::string id;
+      std::uint64_t version = 0;
+      std::size_t length = 0;
+      bool latest = true;
+      std::vector<std::pair<const std::string*, std::uint32_t>> terms;  // keys of `postings`
+    };
+    struct Postings {
+      std::unordered_map<std::uint64_t, std::uint32_t> docs;  // doc -> occurrences
+      std::size_t latest = 0;                                  // how many of them are latest versions
+    };
+    std::unordered_map<std::uint64_t, Doc> docs;
+    std::unordered_map<std::string, std::vector<std::uint64_t>> by_id;  // an id's versions' docs, oldest first
+    std::unordered_map<std::string, Postings> postings;
+    std::uint64_t next_doc = 0;
+    std::size_t documents = 0, length = 0, latest_documents = 0, latest_length = 0;
+    std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>> vectors;
+
+    void add(const std::string& id, std::uint64_t version, const TermCounts& words) {
+      auto& versions = by_id[id];
+      if (!versions.empty()) {  // the latest version until now is an older one from here on
+        Doc& before = docs.at(versions.back());
+        before.latest = false;
+        --latest_documents;
+        latest_length -= before.length;
+        for (const auto& term : before.terms) --postings.find(*term.first)->second.latest;
+      }
+      const std::uint64_t n = next_doc++;
+      Doc& d = docs[n];
+      d.id = id;
+      d.version = version;
+      d.length = words.length;
+      d.terms.reserve(words.counts.size());
+      for (const auto& [word, count] : words.counts) {
+        const auto it = postings.try_emplace(word).first;
+        it->second.docs.emplace(n, count);
+        ++it->second.latest;
+        d.terms.emplace_back(&it->first, count);
+      }
+      versions.push_back(n);
+      ++documents;
+      length += d.length;
+      ++latest_documents;
+      latest_length += d.length;
+    }
+
+    void remove(const std::string& id) {
+      const auto it = by_id.find(id);
+      if (it != by_id.end()) {
+        for (const std::uint64_t n : it->second) {
+          const auto d = docs.find(n);
+          for (const auto& term : d->second.terms) {
+            const auto pit = postings.find(*term.first);
+            pit->second.docs.erase(n);
+            if (d->second.latest) --pit->second.latest;
+            if (pit->second.docs.empty()) postings.erase(pit);
+          }
+          --documents;
+          length -= d->second.length;
+          if (d->second.latest) {
+            --latest_documents;
+            latest_length -= d->second.length;
+          }
+          docs.erase(d);
+        }
+        by_id.erase(it);
+      }
+      for (auto& index : vectors) index.second->remove_all(id);
+    }
+
+    // Docs that may match `q`: in every group, one that holds every word of one of the group's terms (the rarest
+    // word's postings stand for a term; detail::matches_words checks phrases and exclusions on the record).
+    std::vector<std::uint64_t> word_candidates(const detail::WordQuery& q) const {
+      std::vector<std::unordered_set<std::uint64_t>> groups;
+      for (const auto& group : q.all_of) {
+        std::unordered_set<std::uint64_t> any;
+        for (const auto& term : group) {
+          const Postings* rarest = nullptr;
+          bool missing = false;
+          for (const auto& w : term.words) {
+            const auto it = postings.find(w);
+            if (it == postings.end()) {
+              missing = true;
+              break;
+            }
+            if (!rarest || it->second.docs.size() < rarest->docs.size()) rarest = &it->second;
+          }
+          if (missing || !rarest) continue;
+          for (const auto& posting : rarest->docs) any.insert(posting.first);
+        }
+        if (any.empty()) return {};
+        groups.push_back(std::move(any));
+      }
+      if (groups.empty()) return {};
+      const auto smallest = std::min_element(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+        return a.size() < b.size();
+      });
+      std::vector<std::uint64_t> out;
+      for (const std::uint64_t n : *smallest) {
+        bool everywhere = true;
+        for (const auto& g : groups) everywhere = everywhere && (&g == &*smallest || g.count(n) > 0);
+        if (everywhere) out.push_back(n);
+      }
+      return out;
+    }
+  };
+
+  struct Entry;
+  // A version of an entry (null when it has no such version), decoded when it is kept packed; a search's reads do
+  // not change what the store keeps parsed.
+  ArtifactPtr record_at(const Entry& entry, std::uint64_t version) const {
+    if (!bounded_) {
+      const std::uint64_t newest = entry.latest->version();
+      if (version == newest) return entry.latest;
+      const ArtifactPtr* older = nth_older(entry.older, newest, version);
+      return older ? *older : nullptr;
+    }
+    const Rest& rest = *entry.rest;
+    if (version == rest.version) return entry.latest ? entry.latest : detail::RecordPacker::unpack(rest.packed);
+    const std::string* older = nth_older(rest.older_packed, rest.version, version);
+    return older ? detail::RecordPacker::unpack(*older) : nullptr;
+  }
+
   struct Shard;
   // store() and store_if(): with `expected` set, the id's latest version must be *expected (0: none), checked under
   // the shard's write lock together with the write.
@@ -198,6 +495,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const std::string& id = generated.empty() ? record.id() : generated;
     // Estimated outside the lock: it walks the whole value.
     const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
+    // The words and the unit vector for the indexes, also outside the lock.
+    const TermCounts words = term_counts(record);
+    const std::vector<float> unit = vector ? unit_vector(vector->values) : std::vector<float>();
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -248,6 +548,14 @@ class InMemoryArtifactStore final : public ArtifactStore {
     } else {
       entry.latest = stored;
     }
+    // The indexes, under the same lock: searchable as soon as store() returns.
+    TenantSearch& search = shard.search[tenant_id];
+    search.add(stored->id(), stored->version(), words);
+    if (vector && !unit.empty()) {
+      auto& index = search.vectors[{vector->model, unit.size()}];
+      if (!index) index = std::make_unique<detail::VectorIndex>(unit.size());
+      index->add(stored->id(), stored->version(), unit);
+    }
     if (vectors) vectors->emplace_back(stored->version(), std::move(*vector));
     return stored;
   }
@@ -267,7 +575,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     shard.make_room(shard_budget_);
   }
 
-  struct Entry;
   // What an entry of a bounded store needs besides: the older versions packed (newest first), the latest version
   // packed (when it was packed once: an entry decoded again keeps it, so that packing it once more costs nothing),
   // the latest version's number (`latest` may be null), the ring's neighbours, the estimated heap of the parsed
@@ -309,6 +616,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::unordered_map<std::string, Index> tenants;
     // Stores with an embedder: each version's vector, by entry key (the same key as `entries`).
     std::unordered_map<std::string, std::vector<std::pair<std::uint64_t, Embedding>>> vectors;
+    // Each tenant's search indexes.
+    std::unordered_map<std::string, TenantSearch> search;
     // Bounded stores: the parsed entries, a circular list whose `hand` is the next one the sweep looks at (new ones
     // go just behind it, so they are looked at last), and the estimated heap they keep. Under the write lock.
     Entry* hand = nullptr;

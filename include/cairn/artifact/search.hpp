@@ -311,6 +311,36 @@ inline std::string_view field_op_name(FieldOp op) noexcept {
   return "eq";
 }
 
+/// Checks a vector given with a query ("search") or a record ("store_embedded"): a model name, 1 to
+/// SearchQuery::max_dimension elements, every one finite, not all zero; with `embedder` (a store's), also its model
+/// and dimension. Throws cairn::invalid_argument beginning with `what`, naming the first bad element
+/// ("store_embedded: vector[2] is not a finite number") or both models. Every backend checks with this, so the
+/// messages are the same everywhere.
+inline void check_vector(std::string_view what, const Embedding& e, const Embedder* embedder = nullptr) {
+  const auto& v = e.values;
+  if (e.model.empty()) throw invalid_argument(fmt::format("{}: vector.model must not be empty", what));
+  if (v.empty() || v.size() > SearchQuery::max_dimension) {
+    throw invalid_argument(fmt::format("{}: vector has {} dimensions; 1 to {} are allowed", what, v.size(),
+                                       SearchQuery::max_dimension));
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i])) throw invalid_argument(fmt::format("{}: vector[{}] is not a finite number", what, i));
+  }
+  bool zero = true;
+  for (float x : v) zero = zero && x == 0.0f;
+  if (zero) throw invalid_argument(fmt::format("{}: vector is all zeros (it has no direction to compare)", what));
+  if (embedder) {
+    const std::string model = embedder->model();
+    const std::size_t dimension = embedder->dimension();
+    if (e.model != model || v.size() != dimension) {
+      throw invalid_argument(fmt::format(
+          "{}: a vector of model '{}' with {} dimensions, but this store embeds with model '{}' ({} dimensions): "
+          "vectors of different models never mix",
+          what, excerpt(e.model, 80), v.size(), excerpt(model, 80), dimension));
+    }
+  }
+}
+
 /// Throws cairn::invalid_argument / limit_exceeded naming what is wrong with `q` and where; nothing else checks it.
 inline void check_search_query(const SearchQuery& q) {
   if (q.limit == 0 || q.limit > SearchQuery::max_limit) {
@@ -365,20 +395,7 @@ inline void check_search_query(const SearchQuery& q) {
   if (f.created_after && f.created_before && *f.created_after >= *f.created_before) {
     throw invalid_argument("search: filter.created_after must be before filter.created_before");
   }
-  if (q.vector) {
-    const auto& v = q.vector->values;
-    if (q.vector->model.empty()) throw invalid_argument("search: vector.model must not be empty");
-    if (v.empty() || v.size() > SearchQuery::max_dimension) {
-      throw invalid_argument(fmt::format("search: vector has {} dimensions; 1 to {} are allowed", v.size(),
-                                         SearchQuery::max_dimension));
-    }
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (!std::isfinite(v[i])) throw invalid_argument(fmt::format("search: vector[{}] is not a finite number", i));
-    }
-    bool zero = true;
-    for (float x : v) zero = zero && x == 0.0f;
-    if (zero) throw invalid_argument("search: vector is all zeros (it has no direction to compare)");
-  }
+  if (q.vector) check_vector("search", *q.vector);
   const bool has_text = !q.text.empty();
   if (q.mode == SearchMode::text && !has_text) throw invalid_argument("search: mode text needs query text");
   if (!has_text && !q.vector && f.metadata.empty() && !f.type && !f.mime_type && !f.created_by &&
@@ -551,6 +568,14 @@ class Bm25 {
   static constexpr double b = 0.75;
 
   explicit Bm25(std::vector<std::string> query_words) : words_(std::move(query_words)), df_(words_.size(), 0) {}
+  /// The statistics an index keeps, instead of add()ing every document: how many documents, their total length in
+  /// words, and how many documents hold each query word (`df`, in the order of `query_words`). Scores are then
+  /// exactly those of add()ing the same documents.
+  Bm25(std::vector<std::string> query_words, std::size_t documents, std::size_t total_length,
+       std::vector<std::size_t> df)
+      : words_(std::move(query_words)), df_(std::move(df)), documents_(documents), total_length_(total_length) {
+    df_.resize(words_.size(), 0);
+  }
 
   void add(const RecordWords& w) {
     ++documents_;

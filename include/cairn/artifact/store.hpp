@@ -5,6 +5,7 @@
 // the latest unless asked for another. Implementations are thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -201,36 +202,118 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::uint64_t version, const C
 
 }  // namespace detail
 
-/// The default search: an exact scan of the tenant's artifacts (see ArtifactStore::search).
-inline SearchPage ArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
-  detail::check_tenant(tenant_id);
-  detail::check_search_query(q);
-  const auto cursor = detail::decode_cursor(q);
-  // The query's vector: its own, or its text embedded by the store's embedder.
-  std::optional<Embedding> query_vector = q.vector;
-  if (!query_vector && !q.text.empty() && q.mode != SearchMode::text) {
-    if (const auto e = embedder()) query_vector = std::move(detail::embed_checked(*e, {q.text}).front());
+namespace detail {
+
+/// What a search asks for, checked, shared by the default scan and the built-in stores' indexes.
+struct PreparedSearch {
+  std::optional<Embedding> vector;  // the query's own, or its text embedded by the store's embedder
+  bool by_text = false;
+  bool by_vector = false;
+  WordQuery words;
+  std::optional<SearchCursor> cursor;
+};
+
+/// Checks `q` for `store` (which must not hold a lock: this embeds the query's text with the store's embedder when
+/// the query brings no vector) and says what it ranks by. Throws invalid_argument / limit_exceeded as
+/// ArtifactStore::search documents.
+inline PreparedSearch prepare_search(const ArtifactStore& store, const std::string& tenant_id, const SearchQuery& q) {
+  check_tenant(tenant_id);
+  check_search_query(q);
+  PreparedSearch p;
+  p.cursor = decode_cursor(q);
+  p.vector = q.vector;
+  if (!p.vector && !q.text.empty() && q.mode != SearchMode::text) {
+    if (const auto e = store.embedder()) p.vector = std::move(embed_checked(*e, {q.text}).front());
   }
-  if ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !query_vector) {
+  if ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !p.vector) {
     throw invalid_argument("search: mode similarity and mode hybrid need a vector, or query text and a store with "
                            "an embedder");
   }
   if (q.mode == SearchMode::hybrid && q.text.empty()) throw invalid_argument("search: mode hybrid needs query text");
-  const bool by_text = !q.text.empty() && q.mode != SearchMode::similarity;
-  const bool by_vector = query_vector && q.mode != SearchMode::text;
-  const detail::WordQuery words = by_text ? detail::parse_word_query(q.text) : detail::WordQuery{};
-  if (by_text && words.empty()) {
+  p.by_text = !q.text.empty() && q.mode != SearchMode::similarity;
+  p.by_vector = p.vector && q.mode != SearchMode::text;
+  if (p.by_text) p.words = parse_word_query(q.text);
+  if (p.by_text && p.words.empty()) {
     throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
   }
-  if (by_vector && !keeps_embeddings()) {
+  if (p.by_vector && !store.keeps_embeddings()) {
     throw invalid_argument("search: this store keeps no vectors, so it cannot search by similarity "
                            "(give it an Embedder, or search by words and filters)");
   }
+  return p;
+}
+
+/// A version a search found (it passed the filters): its BM25 score when its words matched, its similarity when its
+/// vector was compared, and why.
+struct SearchCandidate {
+  ArtifactPtr record;
+  std::optional<double> bm25;
+  std::optional<double> similarity;
+  SearchMatch matched;
+};
+
+/// Ranks what a search found and cuts the page: the rank in each list, then the score (BM25, cosine, their
+/// reciprocal rank fusion, or 0 for filters alone), results order, the cursor, the limit.
+inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const SearchQuery& q, const PreparedSearch& p) {
+  // A version takes part when it matched what the query ranks by (either list, for hybrid).
+  found.erase(std::remove_if(found.begin(), found.end(),
+                             [&p](const SearchCandidate& c) {
+                               const bool text_hit = c.bm25.has_value(), vector_hit = c.similarity.has_value();
+                               return (p.by_text && !p.by_vector && !text_hit) ||
+                                      (p.by_vector && !p.by_text && !vector_hit) ||
+                                      (p.by_text && p.by_vector && !text_hit && !vector_hit);
+                             }),
+              found.end());
+  const auto rank_by = [&found](auto key, auto set_rank) {
+    std::vector<SearchCandidate*> list;
+    for (auto& c : found) {
+      if (key(c)) list.push_back(&c);
+    }
+    std::sort(list.begin(), list.end(), [&key](const SearchCandidate* a, const SearchCandidate* b) {
+      return hit_before(*key(*a), *a->record, *key(*b), *b->record);
+    });
+    for (std::size_t i = 0; i < list.size(); ++i) set_rank(*list[i], i + 1);
+  };
+  if (p.by_text) {
+    rank_by([](const SearchCandidate& c) { return c.bm25; },
+            [](SearchCandidate& c, std::size_t rank) { c.matched.text_rank = rank; });
+  }
+  if (p.by_vector) {
+    rank_by([](const SearchCandidate& c) { return c.similarity; },
+            [](SearchCandidate& c, std::size_t rank) { c.matched.vector_rank = rank; });
+  }
+  std::vector<SearchHit> hits;
+  hits.reserve(found.size());
+  for (auto& c : found) {
+    const double score = p.by_text && p.by_vector ? rrf(c.matched.text_rank, c.matched.vector_rank)
+                         : p.by_text             ? c.bm25.value_or(0)
+                         : p.by_vector           ? c.similarity.value_or(0)
+                                                 : 0.0;
+    if (p.cursor && !after_cursor(*p.cursor, score, *c.record)) continue;
+    hits.push_back(SearchHit{std::move(c.record), score, std::move(c.matched)});
+  }
+  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
+    return hit_before(a.score, *a.record, b.score, *b.record);
+  });
+  SearchPage page;
+  if (hits.size() > q.limit) {
+    hits.resize(q.limit);
+    page.next_cursor = encode_cursor(q, hits.back());
+  }
+  page.hits = std::move(hits);
+  return page;
+}
+
+}  // namespace detail
+
+/// The default search: an exact scan of the tenant's artifacts (see ArtifactStore::search). BM25's statistics are
+/// those of every version searched in the tenant (the latest of each id, or all), whatever the filters.
+inline SearchPage ArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
+  const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
 
   // Every version searched: the latest of each id (or all of them), read page by page.
   std::vector<ArtifactPtr> searched;
   ListQuery lq;
-  lq.prefix = q.filter.id_prefix;
   lq.limit = ListQuery::max_limit;
   for (;;) {
     ListPage page = list(tenant_id, lq);
@@ -251,16 +334,10 @@ inline SearchPage ArtifactStore::search(const std::string& tenant_id, const Sear
     lq.cursor = *page.next_cursor;
   }
 
-  struct Candidate {
-    ArtifactPtr record;
-    std::optional<double> bm25;  // set when the words matched
-    std::optional<double> similarity;
-    SearchMatch matched;
-  };
-  std::vector<Candidate> found;
-  detail::Bm25 bm25(words.words());
+  std::vector<detail::SearchCandidate> found;
+  detail::Bm25 bm25(p.words.words());
   std::vector<detail::RecordWords> record_words;
-  if (by_text) {
+  if (p.by_text) {
     record_words.reserve(searched.size());
     for (const auto& r : searched) {
       record_words.push_back(detail::record_words(*r));
@@ -270,67 +347,21 @@ inline SearchPage ArtifactStore::search(const std::string& tenant_id, const Sear
   for (std::size_t i = 0; i < searched.size(); ++i) {
     const ArtifactPtr& r = searched[i];
     if (!detail::matches_filter(*r, q.filter)) continue;
-    Candidate c{r, std::nullopt, std::nullopt, {}};
-    bool text_hit = false, vector_hit = false;
-    if (by_text && detail::matches_words(record_words[i], words)) {
-      text_hit = true;
+    detail::SearchCandidate c{r, std::nullopt, std::nullopt, {}};
+    if (p.by_text && detail::matches_words(record_words[i], p.words)) {
       c.bm25 = bm25.score(record_words[i]);
-      detail::describe_word_match(record_words[i], words.words(), c.matched);
+      detail::describe_word_match(record_words[i], p.words.words(), c.matched);
     }
-    if (by_vector) {
+    if (p.by_vector) {
       const auto e = embedding(r->id(), tenant_id, r->version());
-      if (e && e->model == query_vector->model && e->values.size() == query_vector->values.size()) {
-        vector_hit = true;
-        c.similarity = detail::cosine(query_vector->values, e->values);
+      if (e && e->model == p.vector->model && e->values.size() == p.vector->values.size()) {
+        c.similarity = detail::cosine(p.vector->values, e->values);
         c.matched.similarity = c.similarity;
       }
     }
-    if ((by_text && !by_vector && !text_hit) || (by_vector && !by_text && !vector_hit) ||
-        (by_text && by_vector && !text_hit && !vector_hit)) {
-      continue;
-    }
     found.push_back(std::move(c));
   }
-
-  // Ranks in each list, then the score: BM25, cosine, their reciprocal rank fusion, or 0 (filters alone).
-  const auto rank_by = [&found](auto key, auto set_rank) {
-    std::vector<Candidate*> list;
-    for (auto& c : found) {
-      if (key(c)) list.push_back(&c);
-    }
-    std::sort(list.begin(), list.end(), [&key](const Candidate* a, const Candidate* b) {
-      return detail::hit_before(*key(*a), *a->record, *key(*b), *b->record);
-    });
-    for (std::size_t i = 0; i < list.size(); ++i) set_rank(*list[i], i + 1);
-  };
-  if (by_text) {
-    rank_by([](const Candidate& c) { return c.bm25; },
-            [](Candidate& c, std::size_t rank) { c.matched.text_rank = rank; });
-  }
-  if (by_vector) {
-    rank_by([](const Candidate& c) { return c.similarity; },
-            [](Candidate& c, std::size_t rank) { c.matched.vector_rank = rank; });
-  }
-  std::vector<SearchHit> hits;
-  hits.reserve(found.size());
-  for (auto& c : found) {
-    const double score = by_text && by_vector ? detail::rrf(c.matched.text_rank, c.matched.vector_rank)
-                         : by_text           ? c.bm25.value_or(0)
-                         : by_vector         ? c.similarity.value_or(0)
-                                             : 0.0;
-    if (cursor && !detail::after_cursor(*cursor, score, *c.record)) continue;
-    hits.push_back(SearchHit{std::move(c.record), score, std::move(c.matched)});
-  }
-  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-    return detail::hit_before(a.score, *a.record, b.score, *b.record);
-  });
-  SearchPage page;
-  if (hits.size() > q.limit) {
-    hits.resize(q.limit);
-    page.next_cursor = detail::encode_cursor(q, hits.back());
-  }
-  page.hits = std::move(hits);
-  return page;
+  return detail::rank_search_page(std::move(found), q, p);
 }
 
 CAIRN_END_NAMESPACE

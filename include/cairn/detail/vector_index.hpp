@@ -18,7 +18,34 @@
 #include <vector>
 
 #if defined(CAIRN_WITH_HNSWLIB)
+// hnswlib 0.6.2's headers define functions and variables that are not inline (cpuid, AVXCapable, the SIMD function
+// pointers), so two translation units that include them do not link. They are included inside an unnamed namespace
+// (each translation unit gets its own copy, of internal linkage); the headers they use are included first, so that
+// their include guards keep them out of that namespace. VectorIndex holds hnswlib's objects type-erased, so no
+// member of it has a type of the unnamed namespace.
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <list>
+#include <queue>
+#include <random>
+#include <stdexcept>
+#include <unordered_set>
+#if defined(__SSE__) && !defined(_MSC_VER)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+namespace {
 #include <hnswlib/hnswlib.h>
+}  // namespace
 #endif
 
 #include "cairn/version.hpp"
@@ -71,12 +98,15 @@ class VectorIndex {
     const auto label = static_cast<std::size_t>(keys_.size());
 #if defined(CAIRN_WITH_HNSWLIB)
     if (!graph_) {
-      space_ = std::make_unique<hnswlib::InnerProductSpace>(dimension_);
-      graph_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(space_.get(), 1024, graph_degree, ef_construction);
-      graph_->setEf(ef_search);
+      auto space = std::make_shared<hnswlib::InnerProductSpace>(dimension_);
+      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(space.get(), 1024, graph_degree, ef_construction);
+      graph->setEf(ef_search);
+      space_ = std::move(space);
+      graph_ = std::move(graph);
     }
-    if (graph_->cur_element_count >= graph_->max_elements_) graph_->resizeIndex(graph_->max_elements_ * 2);
-    graph_->addPoint(normalised.data(), label);
+    auto* graph = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get());
+    if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(graph->max_elements_ * 2);
+    graph->addPoint(normalised.data(), label);
 #else
     vectors_.push_back(normalised);
 #endif
@@ -118,7 +148,7 @@ class VectorIndex {
     std::size_t want = std::max(ef_search, 4 * k);
     for (;;) {
       const std::size_t asked = std::min(want, live_);
-      auto found = graph_->searchKnn(query.data(), asked);
+      auto found = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->searchKnn(query.data(), asked);
       out.clear();
       out.reserve(found.size());
       while (!found.empty()) {  // farthest first
@@ -155,7 +185,7 @@ class VectorIndex {
 
   Labels::iterator erase_locked(Labels::iterator it) {
 #if defined(CAIRN_WITH_HNSWLIB)
-    graph_->markDelete(it->second);
+    static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(it->second);
 #else
     std::vector<float>().swap(vectors_[it->second]);
 #endif
@@ -181,8 +211,8 @@ class VectorIndex {
   Labels labels_;                  // key -> label, live ones only
   std::size_t live_ = 0;
 #if defined(CAIRN_WITH_HNSWLIB)
-  std::unique_ptr<hnswlib::InnerProductSpace> space_;
-  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph_;
+  std::shared_ptr<void> space_;  // hnswlib::InnerProductSpace (its distance function); the graph points into it
+  std::shared_ptr<void> graph_;  // hnswlib::HierarchicalNSW<float>, destroyed before space_
 #else
   std::vector<std::vector<float>> vectors_;
 #endif

@@ -34,7 +34,7 @@ CAIRN_BEGIN_NAMESPACE
 namespace testing {
 
 /// The ArtifactStore call a StoreCall records.
-enum class StoreOperation { store, fetch, remove, versions, list, store_if };
+enum class StoreOperation { store, fetch, remove, versions, list, store_if, search, store_embedded, reindex };
 
 inline std::string_view to_string(StoreOperation op) noexcept {
   switch (op) {
@@ -44,14 +44,19 @@ inline std::string_view to_string(StoreOperation op) noexcept {
     case StoreOperation::versions: return "versions";
     case StoreOperation::list: return "list";
     case StoreOperation::store_if: return "store_if";
+    case StoreOperation::search: return "search";
+    case StoreOperation::store_embedded: return "store_embedded";
+    case StoreOperation::reindex: return "reindex";
   }
   return "store";
 }
 CAIRN_DETAIL_ENUM_OSTREAM(StoreOperation)
 
-/// True for the operations that change the store: store, store_if and remove.
+/// True for the operations that change the store: store, store_if, store_embedded and remove (reindex changes
+/// only what search sees).
 constexpr bool is_write(StoreOperation op) noexcept {
-  return op == StoreOperation::store || op == StoreOperation::store_if || op == StoreOperation::remove;
+  return op == StoreOperation::store || op == StoreOperation::store_if || op == StoreOperation::remove ||
+         op == StoreOperation::store_embedded;
 }
 
 /// How a recorded call ended.
@@ -242,6 +247,30 @@ class RecordingStore final : public ArtifactStore {
                             [&] { return inner_->list(tenant_id, query); });
   }
 
+  /// Recorded with `id` = the query's text; faults are injected as into any call.
+  [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override {
+    return self().intercept(self().start(StoreOperation::search, tenant_id, query.text, 0),
+                            [&] { return inner_->search(tenant_id, query); });
+  }
+
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override {
+    StoreCall call = start(StoreOperation::store_embedded, record.tenant_id(), record.id(), 0);
+    call.record = std::make_shared<const ArtifactRecord>(record);
+    return intercept(std::move(call), [&] { return inner_->store_embedded(record, embedding); });
+  }
+
+  std::size_t reindex(const std::string& tenant_id) override {
+    return intercept(start(StoreOperation::reindex, tenant_id, "", 0), [&] { return inner_->reindex(tenant_id); });
+  }
+
+  // Not recorded: what the inner store keeps and embeds with.
+  [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                   std::uint64_t version) const override {
+    return inner_->embedding(id, tenant_id, version);
+  }
+  [[nodiscard]] bool keeps_embeddings() const noexcept override { return inner_->keeps_embeddings(); }
+  [[nodiscard]] std::shared_ptr<Embedder> embedder() const override { return inner_->embedder(); }
+
  private:
   struct Rule {
     Predicate predicate;
@@ -337,7 +366,9 @@ class RecordingStore final : public ArtifactStore {
 
   static void note_result(StoreCall& call, const ArtifactPtr& result) {
     call.record = result;
-    if ((call.operation == StoreOperation::store || call.operation == StoreOperation::store_if) && result) {
+    if ((call.operation == StoreOperation::store || call.operation == StoreOperation::store_if ||
+         call.operation == StoreOperation::store_embedded) &&
+        result) {
       call.id = result->id();
       call.version = result->version();
     }
@@ -356,7 +387,7 @@ class RecordingStore final : public ArtifactStore {
   std::vector<StoreCall> done_;
   std::size_t calls_started_ = 0;
   std::size_t writes_started_ = 0;
-  std::size_t per_operation_[6] = {};
+  std::size_t per_operation_[9] = {};
 };
 
 }  // namespace testing
