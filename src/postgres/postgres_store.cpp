@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <chrono>
 #include <charconv>
+#include <cmath>
+#include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -22,6 +25,7 @@
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
 #include "cairn/detail/text.hpp"
+#include "cairn/detail/vector_cache.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace {
@@ -89,6 +93,65 @@ WHERE EXISTS (SELECT 1 FROM cairn_artifacts b
                 AND b.version < a.version);
 CREATE UNIQUE INDEX cairn_artifacts_write_token ON cairn_artifacts (tenant_id, id, write_token);
 )sql",
+    // Search by words (docs/search.md): each version's distinct words as cairn's tokenizer makes them (so every
+    // backend finds the same words), in a tsvector under a GIN index, and how many words it has (BM25's document
+    // length). Rows written before this have NULL here: SearchPage::unindexed counts them until reindex() fills
+    // them in. The records themselves are untouched.
+    R"sql(
+ALTER TABLE cairn_artifacts ADD COLUMN words tsvector, ADD COLUMN word_count integer;
+CREATE INDEX cairn_artifacts_words ON cairn_artifacts USING gin (words);
+)sql",
+    // Search by meaning (docs/search.md): one vector per version and model (float32, little-endian, as stored by
+    // the host's embedder: not normalised), and the change sequence every process's approximate index catches up
+    // from. A tenant's sequence numbers come from its row in cairn_search_seq, bumped in the writing transaction,
+    // whose row lock orders the tenant's vector writes: numbers are committed in order, so a reader that has seen
+    // number n never sees a smaller one commit later. Removing an artifact removes its vectors and, when it had
+    // any, records the removal (model '' : every model) in the same transaction.
+    R"sql(
+CREATE TABLE cairn_search_vectors (
+  tenant_id text COLLATE "C" NOT NULL,
+  id        text COLLATE "C" NOT NULL,
+  version   bigint  NOT NULL,
+  model     text COLLATE "C" NOT NULL,
+  dim       integer NOT NULL,
+  vec       bytea   NOT NULL,
+  PRIMARY KEY (tenant_id, model, id, version)
+);
+CREATE TABLE cairn_search_seq (
+  tenant_id text COLLATE "C" PRIMARY KEY,
+  seq       bigint NOT NULL
+);
+CREATE TABLE cairn_search_changes (
+  tenant_id text COLLATE "C" NOT NULL,
+  seq       bigint  NOT NULL,
+  id        text COLLATE "C" NOT NULL,
+  version   bigint  NOT NULL,
+  model     text COLLATE "C" NOT NULL,
+  removed   boolean NOT NULL,
+  PRIMARY KEY (tenant_id, seq)
+);
+CREATE OR REPLACE FUNCTION cairn_remove_artifact(p_tenant text, p_id text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_seq bigint;
+BEGIN
+  DELETE FROM cairn_heads WHERE tenant_id = p_tenant AND id = p_id;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  DELETE FROM cairn_artifacts WHERE tenant_id = p_tenant AND id = p_id;
+  PERFORM 1 FROM cairn_search_vectors WHERE tenant_id = p_tenant AND id = p_id;
+  IF FOUND THEN
+    DELETE FROM cairn_search_vectors WHERE tenant_id = p_tenant AND id = p_id;
+    INSERT INTO cairn_search_seq AS s (tenant_id, seq) VALUES (p_tenant, 1)
+      ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq INTO v_seq;
+    INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed)
+      VALUES (p_tenant, v_seq, p_id, 0, '', true);
+  END IF;
+  RETURN true;
+END
+$$;
+)sql",
 };
 
 // The unique index that makes a retried write happen at most once (migration 2).
@@ -113,12 +176,26 @@ enum Stmt : std::size_t {
   remove_artifact,
   list_bounded,
   list_open,
+  search_latest,
+  search_all,
+  fetch_vector,
+  read_changes,
+  fetch_candidates,
+  reindex_count,
+  reindex_batch,
+  reindex_words,
+  reindex_vector,
+  vectors_latest,
+  vectors_all,
   statement_count
 };
 
 constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
-    "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open"};
+    "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
+    "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates",
+    "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector",
+    "cairn_vectors_latest", "cairn_vectors_all"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -137,10 +214,69 @@ std::string statement_sql(Stmt s) {
   const std::string insert_version =
       "INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
       "value_text, storage_url, mime_type, created_by, size_bytes, schema_url, created_at, metadata, "
-      "metadata_text, write_token) "
+      "metadata_text, write_token, words, word_count) "
       "SELECT $1::text, $2::text, head.latest, $3::text, $4::text, $5::text, $6::text, $7::jsonb, $8::text, "
-      "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text "
+      "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text, "
+      "$18::tsvector, $19::integer "
       "FROM head RETURNING version";
+  // The version's vector ($20, float32 bytes; $21 its model) and its change, in the same statement: nothing when
+  // the record has none, or when the version row was not written.
+  const std::string insert_vector =
+      ", vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+      "SELECT $1::text, $2::text, version, $21::text, length($20::bytea) / 4, $20::bytea FROM ins "
+      "WHERE $20::bytea IS NOT NULL), "
+      "seq AS (INSERT INTO cairn_search_seq AS s (tenant_id, seq) SELECT $1::text, 1 FROM ins "
+      "WHERE $20::bytea IS NOT NULL ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq), "
+      "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
+      "SELECT $1::text, seq.seq, $2::text, ins.version, $21::text, false FROM seq, ins) "
+      "SELECT version FROM ins";
+  // The rows a word search looks at: the latest version of each id, or every version, of the tenant's ids in
+  // [$2, $3) (the filter's id prefix). BM25's statistics are counted over the same without the id range (as the
+  // default scan counts them: a filter never changes a score).
+  const std::string scope_latest =
+      "FROM cairn_heads h JOIN cairn_artifacts a "
+      "ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest "
+      "WHERE h.tenant_id = $1::text AND h.id >= $2::text AND ($3::text IS NULL OR h.id < $3::text)";
+  const std::string scope_all =
+      "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text AND ($3::text IS NULL OR a.id < $3::text)";
+  // One statement, so one snapshot: the candidates (the rows whose words match the tsquery $5 and the filters
+  // SQL can check) and the statistics BM25 scores them with: the rows searched, their words, the rows not
+  // indexed yet, and how many rows hold each query word ($4, one tsquery per word). One row with NULL record
+  // columns when nothing matches.
+  const auto search_sql = [&](const std::string& scope) {
+    const std::string whole_tenant = scope.substr(0, scope.find("WHERE ")) + "WHERE a.tenant_id = $1::text";
+    return fmt::format(
+        "SELECT f.*, s.n, s.total, s.unindexed, d.df FROM "
+        "(SELECT count(a.words) AS n, coalesce(sum(a.word_count), 0) AS total, "
+        "count(*) - count(a.words) AS unindexed {1}) s "
+        "CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) {1} AND a.words @@ w.q) "
+        "FROM unnest($4::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d "
+        "LEFT JOIN (SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+        "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+        "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text) {0} AND a.words @@ $5::tsquery "
+        "AND ($6::text IS NULL OR a.type = $6::text) AND ($7::text IS NULL OR a.mime_type = $7::text) "
+        "AND ($8::text IS NULL OR a.created_by = $8::text) AND ($9::bigint IS NULL OR a.created_at >= $9::bigint) "
+        "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)) f ON true",
+        scope, whole_tenant);
+  };
+  // Exact similarity: every version in scope with a vector of the model $4 and dimension $5, after the filters.
+  const auto vectors_sql = [](std::string scope) {
+    scope.insert(scope.find(" WHERE "), " JOIN cairn_search_vectors v ON v.tenant_id = a.tenant_id "
+                                        "AND v.model = $4::text AND v.id = a.id AND v.version = a.version "
+                                        "AND v.dim = $5::integer");
+    return fmt::format(
+        "SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+        "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+        "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text), v.vec {} "
+        "AND ($6::text IS NULL OR a.type = $6::text) AND ($7::text IS NULL OR a.mime_type = $7::text) "
+        "AND ($8::text IS NULL OR a.created_by = $8::text) AND ($9::bigint IS NULL OR a.created_at >= $9::bigint) "
+        "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)",
+        scope);
+  };
+  // A version reindex() has work for: no words yet, or (with a model $2) no vector of that model.
+  const std::string unindexed_version =
+      "(a.words IS NULL OR ($2::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v "
+      "WHERE v.tenant_id = a.tenant_id AND v.model = $2::text AND v.id = a.id AND v.version = a.version)))";
   switch (s) {
     case store_version:
       return "WITH head AS ("
@@ -148,22 +284,22 @@ std::string statement_sql(Stmt s) {
              "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
              "ON CONFLICT (tenant_id, id) DO UPDATE "
              "SET latest = h.latest + 1, type = EXCLUDED.type, created_by = EXCLUDED.created_by "
-             "RETURNING latest) " +
-             insert_version;
+             "RETURNING latest), ins AS (" +
+             insert_version + ")" + insert_vector;
     case store_create:
       // ON CONFLICT DO NOTHING waits for a concurrent creator of the same id and then does nothing.
       return "WITH head AS ("
              "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by) "
              "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
-             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest) " +
-             insert_version;
+             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest), ins AS (" +
+             insert_version + ")" + insert_vector;
     case store_replace:
       // Under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock re-checks its WHERE clause
       // on the row that writer left: if it moved the version on, this matches nothing.
       return "WITH head AS ("
              "UPDATE cairn_heads SET latest = latest + 1, type = $3::text, created_by = $11::text "
-             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $18::bigint RETURNING latest) " +
-             insert_version;
+             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $22::bigint RETURNING latest), ins AS (" +
+             insert_version + ")" + insert_vector;
     case head_version:
       return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
     case find_token:
@@ -182,6 +318,64 @@ std::string statement_sql(Stmt s) {
     case remove_artifact: return "SELECT cairn_remove_artifact($1::text, $2::text)";
     case list_bounded: return fmt::format(list_select, "AND h.id < $3::text");
     case list_open: return fmt::format(list_select, "AND $3::text IS NULL");
+    case search_latest: return search_sql(scope_latest);
+    case vectors_latest: return vectors_sql(scope_latest);
+    case vectors_all: return vectors_sql(scope_all);
+    case search_all: return search_sql(scope_all);
+    case fetch_vector:
+      // The store's model first when it has one ($4), else any (the first by name).
+      return "SELECT model, vec FROM cairn_search_vectors "
+             "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint "
+             "ORDER BY model = $4::text DESC, model LIMIT 1";
+    case read_changes:
+      // A (tenant, model)'s changes after $2, with the vectors they add (gone when removed since: nothing to add).
+      return "SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
+             "LEFT JOIN cairn_search_vectors v ON v.tenant_id = c.tenant_id AND v.model = c.model AND v.id = c.id "
+             "AND v.version = c.version AND v.dim = $4::integer "
+             "WHERE c.tenant_id = $1::text AND c.seq > $2::bigint AND (c.model = $3::text OR c.removed) "
+             "ORDER BY c.seq LIMIT 1000";
+    case fetch_candidates:
+      // The versions an approximate index proposed ($2 ids, $3 versions) that are still there, still the latest
+      // unless every version is searched ($5), with their vector of the model $4: the rows decide, not the index.
+      return fmt::format(
+          "SELECT {}, v.vec FROM unnest($2::text[], $3::bigint[]) AS c(id, version) "
+          "JOIN cairn_artifacts a ON a.tenant_id = $1::text AND a.id = c.id AND a.version = c.version "
+          "JOIN cairn_search_vectors v ON v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id "
+          "AND v.version = c.version "
+          "WHERE $5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text AND h.id = a.id "
+          "AND h.latest = a.version)",
+          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+          "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+          "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)");
+    case reindex_count:
+      return "SELECT count(*) FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND " + unindexed_version;
+    case reindex_batch:
+      // In (id, version) order after ($3, $4), so a call never looks at a version twice (one that cannot be
+      // read is passed over) and a later call starts again from what is still not indexed.
+      return fmt::format(
+          "SELECT {}, a.words IS NULL FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND "
+          "(a.id > $3::text OR (a.id = $3::text AND a.version > $4::bigint)) AND {} "
+          "ORDER BY a.id, a.version LIMIT 64",
+          "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
+          "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
+          "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)",
+          unindexed_version);
+    case reindex_words:
+      return "UPDATE cairn_artifacts SET words = $4::tsvector, word_count = $5::integer "
+             "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint AND words IS NULL";
+    case reindex_vector:
+      // The head row is locked first, so a removal of the id waits for this (or went first: then nothing is
+      // written), and no vector outlives its artifact.
+      return "WITH head AS (SELECT 1 FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text FOR SHARE), "
+             "vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+             "SELECT $1::text, $2::text, $3::bigint, $4::text, length($5::bytea) / 4, $5::bytea FROM head "
+             "WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text "
+             "AND version = $3::bigint) ON CONFLICT DO NOTHING RETURNING version), "
+             "seq AS (INSERT INTO cairn_search_seq AS s (tenant_id, seq) SELECT $1::text, 1 FROM vec "
+             "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq), "
+             "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
+             "SELECT $1::text, seq.seq, $2::text, $3::bigint, $4::text, false FROM seq) "
+             "SELECT count(*) FROM vec";
     case statement_count: break;
   }
   return {};
@@ -279,6 +473,26 @@ std::optional<PrefixRange> prefix_range(const std::string& prefix) {
   return range;
 }
 
+/// The conditions of a search filter that SQL checks (the id prefix as a range, type, creation time; MIME type and
+/// creator are passed as they are), as statement parameters; nothing when no stored row can match.
+struct SqlFilter {
+  PrefixRange range;
+  std::optional<std::string> type, after, before;
+};
+
+std::optional<SqlFilter> sql_filter(const std::string& tenant_id, const SearchFilter& f) {
+  auto range = f.id_prefix.find('\0') == std::string::npos ? prefix_range(f.id_prefix) : std::nullopt;
+  if (!fits_pg_text(tenant_id) || !range || (f.mime_type && !fits_pg_text(*f.mime_type)) ||
+      (f.created_by && !fits_pg_text(*f.created_by))) {
+    return std::nullopt;
+  }
+  const auto int_text = [](const std::optional<std::int64_t>& v) {
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  };
+  return SqlFilter{std::move(*range), f.type ? std::optional<std::string>(f.type->str()) : std::nullopt,
+                   int_text(f.created_after), int_text(f.created_before)};
+}
+
 /// A JSON value as the two columns keep it: `jsonb` for SQL, `text` only when jsonb would change it.
 struct JsonColumns {
   std::optional<std::string> jsonb;
@@ -319,6 +533,150 @@ std::int64_t to_int64(std::string_view s) {
   return v;
 }
 
+// ---- words (docs/search.md): PostgreSQL gets the tokens cairn made, never its own parser's, and never query text.
+
+/// A word as a tsvector lexeme. PostgreSQL refuses lexemes of 2 KiB or more, so a longer word is cut (at a
+/// character boundary) and told apart from other long words by a hash of the whole word after '#' (which no word
+/// holds). Candidates are checked against the record's own words afterwards, so a hash collision finds nothing
+/// more.
+std::string lexeme(const std::string& word) {
+  constexpr std::size_t max_bytes = 2000;
+  if (word.size() <= max_bytes) return word;
+  std::string out = word.substr(0, detail::valid_utf8_prefix_length(std::string_view(word).substr(0, 1900)));
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : word) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return out + fmt::format("#{:016x}", h);
+}
+
+/// A lexeme quoted for tsvector and tsquery input: in single quotes, quotes and backslashes doubled. (cairn's
+/// words hold neither, but the quoting does not depend on that.)
+std::string quoted(const std::string& lex) {
+  std::string out = "'";
+  for (const char c : lex) {
+    if (c == '\'' || c == '\\') out.push_back(c);
+    out.push_back(c);
+  }
+  return out + "'";
+}
+
+/// What the words and word_count columns hold for a record: its distinct words as a tsvector literal, and how
+/// many words it has (BM25's document length).
+struct IndexedWords {
+  std::string tsvector;
+  std::string count;
+};
+
+IndexedWords indexed_words(const ArtifactRecord& r) {
+  const detail::RecordWords w = detail::record_words(r);
+  std::vector<std::string> all;
+  all.reserve(w.length());
+  for (const auto* field : {&w.title, &w.description, &w.value}) {
+    for (const auto& word : *field) all.push_back(lexeme(word));
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  IndexedWords out;
+  for (const auto& lex : all) out.tsvector += (out.tsvector.empty() ? "" : " ") + quoted(lex);
+  out.count = std::to_string(w.length());
+  return out;
+}
+
+/// The tsquery that finds a superset of what `q` matches: every group (any of its terms; a phrase as all of its
+/// words), and none of the excluded single words. Phrases and excluded phrases are checked in cairn afterwards,
+/// on the record's own words (so tsvector positions, which PostgreSQL caps, are not needed).
+std::string word_tsquery(const detail::WordQuery& q) {
+  const auto term = [](const detail::QueryTerm& t) {
+    std::string out;
+    for (const auto& w : t.words) out += (out.empty() ? "" : " & ") + quoted(lexeme(w));
+    return t.words.size() > 1 ? "(" + out + ")" : out;
+  };
+  std::string out;
+  for (const auto& group : q.all_of) {
+    std::string any;
+    for (const auto& t : group) any += (any.empty() ? "" : " | ") + term(t);
+    out += (out.empty() ? "" : " & ") + (group.size() > 1 ? "(" + any + ")" : any);
+  }
+  for (const auto& t : q.none_of) {
+    if (t.words.size() == 1 && lexeme(t.words[0]) == t.words[0]) out += " & !" + quoted(t.words[0]);
+  }
+  return out;
+}
+
+/// A PostgreSQL array literal of `items`, each element double-quoted with quotes and backslashes escaped.
+std::string array_literal(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const auto& item : items) {
+    out += out.size() > 1 ? ",\"" : "\"";
+    for (const char c : item) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+/// A tsquery[] literal of one single-word tsquery per word (for their document frequencies).
+std::string word_tsquery_array(const std::vector<std::string>& words) {
+  std::vector<std::string> queries;
+  for (const auto& w : words) queries.push_back(quoted(lexeme(w)));
+  return array_literal(queries);
+}
+
+// ---- vectors: bytea of float32, little-endian (the byte order of every machine cairn builds on is checked below)
+
+static_assert(sizeof(float) == 4, "vectors are stored as 4-byte floats");
+
+/// A vector as bytea input text ("\\x" and two hex digits per byte).
+std::string vector_bytea(const std::vector<float>& v) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + v.size() * 8);
+  for (const float x : v) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    for (int b = 0; b < 4; ++b) {  // little-endian, whatever the machine's order
+      const auto byte = static_cast<unsigned>((bits >> (8 * b)) & 0xFFu);
+      out.push_back(hex[byte >> 4]);
+      out.push_back(hex[byte & 0xFu]);
+    }
+  }
+  return out;
+}
+
+/// The vector a bytea column's text ("\\x...") holds; nothing when it is not whole floats.
+std::optional<std::vector<float>> bytea_vector(std::string_view text) {
+  if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || (text.size() - 2) % 8 != 0) return std::nullopt;
+  const auto nibble = [](char c) -> int {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  std::vector<float> out((text.size() - 2) / 8);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint32_t bits = 0;
+    for (int b = 0; b < 4; ++b) {
+      const int hi = nibble(text[2 + i * 8 + static_cast<std::size_t>(b) * 2]);
+      const int lo = nibble(text[3 + i * 8 + static_cast<std::size_t>(b) * 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      bits |= static_cast<std::uint32_t>(hi << 4 | lo) << (8 * b);
+    }
+    std::memcpy(&out[i], &bits, sizeof bits);
+  }
+  return out;
+}
+
+/// `v` scaled to length 1 (the approximate index compares by inner product).
+std::vector<float> normalised(const std::vector<float>& v) {
+  double norm = 0;
+  for (const float x : v) norm += static_cast<double>(x) * x;
+  norm = std::sqrt(norm);
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = norm > 0 ? static_cast<float>(v[i] / norm) : 0.0f;
+  return out;
+}
+
 }  // namespace
 
 struct PostgresArtifactStore::Impl {
@@ -339,9 +697,9 @@ struct PostgresArtifactStore::Impl {
     }
   };
 
-  /// Up to 18 text parameters; null pointers are SQL NULLs.
+  /// Up to 22 text parameters; null pointers are SQL NULLs.
   struct Params {
-    std::array<const char*, 18> values{};
+    std::array<const char*, 22> values{};
     int count = 0;
     Params& add(const std::string& s) {
       values[static_cast<std::size_t>(count++)] = s.c_str();
@@ -654,6 +1012,27 @@ struct PostgresArtifactStore::Impl {
     return detail::decode_row(r, options.json_limits, where);
   }
 
+  /// The rows of a statement that returns record columns and a vector (column 15), as similarity candidates:
+  /// those that decode, pass the filter and hold a vector of the query's dimension, scored by exact cosine.
+  std::vector<detail::SearchCandidate> similar_rows(const PGresult* res, const Embedding& vector,
+                                                    const SearchFilter& filter) const {
+    std::vector<detail::SearchCandidate> out;
+    for (int i = 0; i < PQntuples(res); ++i) {
+      ArtifactPtr r;
+      try {
+        r = decode(res, i);
+      } catch (const storage_error&) {
+        continue;  // a damaged row: list() does not show it either (fetch it to get the error)
+      }
+      const auto values = bytea_vector(PQgetvalue(res, i, 15));
+      if (!values || values->size() != vector.values.size() || !detail::matches_filter(*r, filter)) continue;
+      detail::SearchCandidate c{std::move(r), std::nullopt, detail::cosine(vector.values, *values), {}};
+      c.matched.similarity = c.similarity;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
   void migrate(Connection& c) {
     if (read_schema_version(c) == PostgresArtifactStore::schema_version) return;
     simple(c, "BEGIN");
@@ -698,6 +1077,7 @@ struct PostgresArtifactStore::Impl {
   std::string where = "postgres store";
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
+  mutable detail::VectorCache vectors;  // this process's approximate indexes, caught up from cairn_search_changes
 };
 
 PostgresArtifactStore::PostgresArtifactStore(std::string conninfo, PostgresOptions options) {
@@ -751,14 +1131,56 @@ void require_pg_text(const char* field, const std::optional<std::string>& v) {
 
 }  // namespace
 
-ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) { return put(record, nullptr); }
+// The record's vector, made before anything is sent (never a model call inside a transaction).
+std::optional<Embedding> PostgresArtifactStore::embed(const ArtifactRecord& record) const {
+  const auto& e = impl_->options.embedder;
+  if (!e) return std::nullopt;
+  return std::move(detail::embed_checked(*e, {e->text_of(record)}).front());
+}
+
+ArtifactPtr PostgresArtifactStore::store(const ArtifactRecord& record) { return put(record, nullptr, embed(record)); }
 
 ArtifactPtr PostgresArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
   detail::check_store_if(record, expected_version);
-  return put(record, &expected_version);
+  return put(record, &expected_version, embed(record));
 }
 
-ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::uint64_t* expected) {
+ArtifactPtr PostgresArtifactStore::store_embedded(const ArtifactRecord& record, const Embedding& embedding) {
+  if (!impl_->options.embedder) return ArtifactStore::store_embedded(record, embedding);  // refuses: no vectors kept
+  detail::check_vector("store_embedded", embedding, impl_->options.embedder.get());
+  require_pg_text("store_embedded: vector.model", embedding.model);
+  return put(record, nullptr, embedding);
+}
+
+std::optional<Embedding> PostgresArtifactStore::embedding(const std::string& id, const std::string& tenant_id,
+                                                          std::uint64_t version) const {
+  detail::check_tenant(tenant_id);
+  if (!fits_pg_text(id) || !fits_pg_text(tenant_id)) return std::nullopt;
+  if (version == latest || version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return std::nullopt;
+  }
+  const std::string version_text = std::to_string(version);
+  const std::string model = impl_->options.embedder ? impl_->options.embedder->model() : std::string();
+  return impl_->with_connection([&](Impl::Connection& c, bool) -> std::optional<Embedding> {
+    Impl::Params p;
+    p.add(tenant_id).add(id).add(version_text).add(model);
+    auto res = impl_->run(c, fetch_vector, p);
+    if (PQntuples(res.get()) == 0) return std::nullopt;
+    auto values = bytea_vector(PQgetvalue(res.get(), 0, 1));
+    if (!values) {
+      throw storage_error(fmt::format("{}: the vector of artifact '{}' version {} in tenant '{}' is damaged",
+                                      impl_->where, detail::excerpt(id), version, detail::excerpt(tenant_id)));
+    }
+    return Embedding{PQgetvalue(res.get(), 0, 0), std::move(*values)};
+  });
+}
+
+bool PostgresArtifactStore::keeps_embeddings() const noexcept { return impl_->options.embedder != nullptr; }
+
+std::shared_ptr<Embedder> PostgresArtifactStore::embedder() const { return impl_->options.embedder; }
+
+ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::uint64_t* expected,
+                                       const std::optional<Embedding>& vector) {
   // Everything that can fail on bad input fails before anything is sent.
   require_pg_text("tenant_id", record.tenant_id());
   require_pg_text("id", record.id());
@@ -783,6 +1205,10 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const std::string token = detail::uuid_v4();
   const std::optional<std::string> expected_text =
       expected && *expected != absent ? std::optional<std::string>(std::to_string(*expected)) : std::nullopt;
+  const IndexedWords words = indexed_words(record);
+  const std::optional<std::string> vector_bytes =
+      vector ? std::optional<std::string>(vector_bytea(vector->values)) : std::nullopt;
+  const std::optional<std::string> vector_model = vector ? std::optional<std::string>(vector->model) : std::nullopt;
   const Stmt statement = !expected ? store_version : *expected == absent ? store_create : store_replace;
 
   // The version the write that carries this token got, if it committed.
@@ -811,7 +1237,11 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
         .add(created_at_text)
         .add(metadata.jsonb)
         .add(metadata.text)
-        .add(token);
+        .add(token)
+        .add(words.tsvector)
+        .add(words.count)
+        .add(vector_bytes)
+        .add(vector_model);
     if (expected_text) p.add(expected_text);
     // The statement assigns versions without races under READ COMMITTED; a database whose default isolation is
     // stricter may still report a conflict, and the statement, rolled back as a whole, can run again.
@@ -930,6 +1360,276 @@ ListPage PostgresArtifactStore::list(const std::string& tenant_id, const ListQue
     }
     return page;
   });
+}
+
+CAIRN_END_NAMESPACE
+
+CAIRN_BEGIN_NAMESPACE
+
+SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
+  // The default search's checks, choices and errors (detail::prepare_search); filters alone are its scan of list()
+  // pages.
+  const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
+  if (!p.by_text && !p.by_vector) return ArtifactStore::search(tenant_id, q);
+  // Similarity alone, approximate: this process's hnswlib index.
+  if (p.by_vector && !p.by_text && !q.exact) return search_similar(tenant_id, q, p);
+  // Otherwise every version of each list (the GIN index's candidates with their BM25 scores; the tenant's vectors of
+  // the query's model, exactly), ranked as the default scan ranks (detail::rank_search_page).
+  std::size_t unindexed = 0;
+  std::vector<detail::SearchCandidate> found;
+  if (p.by_text) found = word_hits(tenant_id, q, p.words, &unindexed);
+  if (p.by_vector) {
+    std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;
+    for (std::size_t i = 0; i < found.size(); ++i) at[{found[i].record->id(), found[i].record->version()}] = i;
+    for (auto& c : vector_hits(tenant_id, q, *p.vector)) {
+      const auto it = at.find({c.record->id(), c.record->version()});
+      if (it == at.end()) {
+        found.push_back(std::move(c));
+      } else {
+        found[it->second].similarity = c.similarity;
+        found[it->second].matched.similarity = c.similarity;
+      }
+    }
+  }
+  SearchPage page = detail::rank_search_page(std::move(found), q, p);
+  page.unindexed = unindexed;
+  return page;
+}
+
+std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std::string& tenant_id, const SearchQuery& q,
+                                                        const detail::WordQuery& words,
+                                                        std::size_t* unindexed) const {
+  std::vector<detail::SearchCandidate> hits;
+  const auto& f = q.filter;
+  const auto sql = sql_filter(tenant_id, f);
+  if (!sql) return hits;  // nothing stored can match
+  const std::vector<std::string> query_words = words.words();
+  const std::string df_queries = word_tsquery_array(query_words);
+  const std::string match = word_tsquery(words);
+  Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+    Impl::Params p;
+    p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(df_queries).add(match).add(sql->type);
+    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before);
+    return impl_->run(c, q.all_versions ? search_all : search_latest, p);
+  });
+
+  // The statistics (the same on every row), then the candidates, scored in cairn exactly as the default scan does.
+  constexpr int stats_column = 15;
+  const auto number = [&](int col) { return static_cast<std::size_t>(to_int64(PQgetvalue(res.get(), 0, col))); };
+  const std::size_t documents = number(stats_column), total_length = number(stats_column + 1);
+  if (unindexed) *unindexed = number(stats_column + 2);
+  std::vector<std::size_t> df;
+  const std::string_view df_text = PQgetvalue(res.get(), 0, stats_column + 3);  // "{3,1}"
+  for (std::size_t i = 1; i < df_text.size();) {
+    const std::size_t end = std::min(df_text.find_first_of(",}", i), df_text.size());
+    df.push_back(static_cast<std::size_t>(to_int64(df_text.substr(i, end - i))));
+    i = end + 1;
+  }
+  const detail::Bm25 bm25(query_words, documents, total_length, std::move(df));
+
+  const int rows = PQntuples(res.get());
+  for (int i = 0; i < rows; ++i) {
+    if (PQgetisnull(res.get(), i, 1)) continue;  // no candidate: the row carries the statistics only
+    ArtifactPtr r;
+    try {
+      r = impl_->decode(res.get(), i);
+    } catch (const storage_error&) {
+      continue;  // a damaged row: list() does not show it either (fetch it to get the error)
+    }
+    if (!detail::matches_filter(*r, f)) continue;
+    const detail::RecordWords rw = detail::record_words(*r);
+    if (!detail::matches_words(rw, words)) continue;
+    detail::SearchCandidate c{std::move(r), bm25.score(rw), std::nullopt, {}};
+    detail::describe_word_match(rw, query_words, c.matched);
+    hits.push_back(std::move(c));
+  }
+  return hits;
+}
+
+std::vector<detail::SearchCandidate> PostgresArtifactStore::vector_hits(const std::string& tenant_id, const SearchQuery& q,
+                                                          const Embedding& vector) const {
+  const auto& f = q.filter;
+  const auto sql = sql_filter(tenant_id, f);
+  if (!sql || !fits_pg_text(vector.model)) return {};  // nothing stored can match
+  const std::string dimension = std::to_string(vector.values.size());
+  // One statement: the tenant's versions in scope with a vector of the model, after the filters SQL can check.
+  Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+    Impl::Params p;
+    p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(vector.model).add(dimension).add(sql->type);
+    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before);
+    return impl_->run(c, q.all_versions ? vectors_all : vectors_latest, p);
+  });
+  return impl_->similar_rows(res.get(), vector, f);
+}
+
+CAIRN_END_NAMESPACE
+
+CAIRN_BEGIN_NAMESPACE
+
+SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, const SearchQuery& q,
+                                                 const detail::PreparedSearch& p) const {
+  const Embedding& vector = *p.vector;
+  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return {};
+  const std::size_t dimension = vector.values.size();
+  const std::string dimension_text = std::to_string(dimension);
+  // This process's index of (tenant, model), caught up with every change committed before this call.
+  const detail::ReadVectorChanges read = [&](const std::string& tenant, const std::string& model,
+                                             std::uint64_t after) {
+    const std::string after_text = std::to_string(after);
+    return impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant).add(after_text).add(model).add(dimension_text);
+      auto res = impl_->run(c, read_changes, p);
+      std::vector<detail::VectorChange> changes;
+      for (int i = 0; i < PQntuples(res.get()); ++i) {
+        detail::VectorChange ch;
+        ch.seq = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 0)));
+        ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+        ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
+        ch.removed = PQgetvalue(res.get(), i, 3)[0] == 't';
+        std::optional<std::vector<float>> values;
+        if (!ch.removed && !PQgetisnull(res.get(), i, 4)) values = bytea_vector(PQgetvalue(res.get(), i, 4));
+        if (!ch.removed && (!values || values->size() != dimension)) {
+          ch.removed = true;  // the vector is gone since (its removal follows), or of another dimension: not indexed
+        } else if (!ch.removed) {
+          ch.vector = normalised(*values);
+        }
+        changes.push_back(std::move(ch));
+      }
+      return changes;
+    });
+  };
+  const auto index = impl_->vectors.current(tenant_id, vector.model, dimension, read);
+  const std::vector<float> query = normalised(vector.values);
+  const std::string all_versions = q.all_versions ? "true" : "false";
+
+  // Candidates from the index, checked against the rows (present, the latest unless all versions are searched,
+  // the filters) and scored by the exact cosine of the stored vectors; more are asked for until a page and one
+  // more hit pass, or the index has no more.
+  for (std::size_t k = std::max<std::size_t>(detail::VectorIndex::ef_search, 4 * q.limit);; k *= 4) {
+    const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
+    std::vector<std::string> ids, versions;
+    for (const auto& h : found) {
+      ids.push_back(h.id);
+      versions.push_back(std::to_string(h.version));
+    }
+    const std::string ids_text = array_literal(ids), versions_text = array_literal(versions);
+    Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params params;
+      params.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions);
+      return impl_->run(c, fetch_candidates, params);
+    });
+    SearchPage page = detail::rank_search_page(impl_->similar_rows(res.get(), vector, q.filter), q, p);
+    if (page.next_cursor || found.size() < k) return page;
+  }
+}
+
+CAIRN_END_NAMESPACE
+
+CAIRN_BEGIN_NAMESPACE
+
+std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
+  detail::check_tenant(tenant_id);
+  if (!fits_pg_text(tenant_id)) return 0;
+  const auto& embedder = impl_->options.embedder;
+  const std::optional<std::string> model = embedder ? std::optional<std::string>(embedder->model()) : std::nullopt;
+  if (model) require_pg_text("reindex: embedder.model", *model);
+  const auto count = [&] {
+    return impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant_id).add(model);
+      auto res = impl_->run(c, reindex_count, p);
+      return static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), 0, 0)));
+    });
+  };
+  const std::uint64_t total = count();
+  const auto report = [&](std::uint64_t done) {
+    if (!impl_->options.observer) return;
+    Event e;
+    e.kind = EventKind::index;
+    e.operation = "reindex";
+    e.tenant = tenant_id;
+    e.items = done;
+    e.total = total;
+    impl_->options.observer->on_event(e);
+  };
+  std::size_t indexed = 0;
+  std::uint64_t done = 0;
+  std::string after_id;
+  std::string after_version = "0";
+  for (;;) {
+    // A batch: read, then tokenize and embed (outside any transaction), then write in one transaction.
+    struct Item {
+      ArtifactPtr record;
+      bool needs_words;
+      std::optional<IndexedWords> words;
+      std::optional<std::string> vector;
+    };
+    std::vector<Item> items;
+    std::size_t rows = 0;
+    impl_->with_connection([&](Impl::Connection& c, bool) {
+      Impl::Params p;
+      p.add(tenant_id).add(model).add(after_id).add(after_version);
+      auto res = impl_->run(c, reindex_batch, p);
+      rows = static_cast<std::size_t>(PQntuples(res.get()));
+      items.clear();
+      for (int i = 0; i < PQntuples(res.get()); ++i) {
+        after_id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+        after_version = PQgetvalue(res.get(), i, 2);
+        try {
+          items.push_back({impl_->decode(res.get(), i), PQgetvalue(res.get(), i, 15)[0] == 't', {}, {}});
+        } catch (const storage_error&) {
+          // a damaged row: left as it is (fetch it to get the error); it stays unindexed
+        }
+      }
+      return 0;
+    });
+    if (rows == 0) break;
+    std::vector<std::string> texts;
+    for (auto& item : items) {
+      if (item.needs_words) item.words = indexed_words(*item.record);
+      if (embedder) texts.push_back(embedder->text_of(*item.record));
+    }
+    if (embedder) {
+      // Versions that have a vector of the model already get the same one again: it is not written twice.
+      auto vectors = detail::embed_checked(*embedder, texts);
+      for (std::size_t i = 0; i < items.size(); ++i) items[i].vector = vector_bytea(vectors[i].values);
+    }
+    indexed += impl_->with_connection([&](Impl::Connection& c, bool) {
+      std::size_t n = 0;
+      impl_->simple(c, "BEGIN", "reindexing");
+      try {
+        for (const auto& item : items) {
+          const std::string version = std::to_string(item.record->version());
+          bool wrote = false;
+          if (item.words) {
+            Impl::Params p;
+            p.add(tenant_id).add(item.record->id()).add(version).add(item.words->tsvector).add(item.words->count);
+            wrote = std::string_view(PQcmdTuples(impl_->run(c, reindex_words, p).get())) == "1";
+          }
+          if (item.vector) {
+            Impl::Params p;
+            p.add(tenant_id).add(item.record->id()).add(version).add(model).add(item.vector);
+            auto res = impl_->run(c, reindex_vector, p);
+            wrote = wrote || PQgetvalue(res.get(), 0, 0)[0] != '0';
+          }
+          if (wrote) ++n;
+        }
+        impl_->simple(c, "COMMIT", "reindexing");
+      } catch (...) {
+        try {
+          impl_->simple(c, "ROLLBACK", "reindexing");
+        } catch (const error&) {
+          // the connection is gone, and the transaction with it
+        }
+        throw;
+      }
+      return n;
+    });
+    done += rows;
+    report(std::min(done, total));
+  }
+  return indexed;
 }
 
 CAIRN_END_NAMESPACE

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -602,13 +603,15 @@ TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database wi
   RawPg raw(db.conninfo());
   // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
   raw.scalar("DROP INDEX cairn_artifacts_write_token");
+  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");  // schema 3's
+  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");  // schema 4's
   raw.scalar("UPDATE cairn_schema SET version = 1");
   raw.scalar("UPDATE cairn_heads SET latest = 2 WHERE id = 'a'");
   raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
              "value_text, storage_url, mime_type, size_bytes, schema_url, created_by, created_at, metadata, "
              "metadata_text, write_token FROM cairn_artifacts WHERE id = 'a'");
   PostgresArtifactStore store(db.conninfo());
-  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "2");
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
   CHECK(raw.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'cairn_artifacts_write_token'") == "1");
   // Nothing is deleted; the later copy gets a token of its own.
   CHECK(store.versions("a", "t") == std::vector<std::uint64_t>{1, 2});
@@ -822,4 +825,557 @@ TEST_CASE("postgres: reconnect_timeout_ms = 0 means one try at reconnecting, not
                                 "WHERE application_name = '" + app + "'");
   CHECK(store.fetch("a", t)->value() == "v1");
   CHECK(store.reconnects() == 1);
+}
+
+// ---- search by words: the tsvector + GIN index (docs/search.md) against the default scan over the same store
+
+namespace {
+
+std::size_t env_count(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? static_cast<std::size_t>(std::stoul(v)) : fallback;
+}
+
+// What a search gave: its page, or the error it threw.
+struct Outcome {
+  SearchPage page;
+  std::string error;
+};
+
+template <typename F>
+Outcome outcome_of(F&& f) {
+  try {
+    return {f(), ""};
+  } catch (const std::exception& e) {
+    return {{}, e.what()};
+  }
+}
+
+// Two pages are the same: the same records (tenant, id, version), the same scores to the bit, the same matches
+// and the same cursor.
+void require_same_page(const SearchPage& got, const SearchPage& want) {
+  REQUIRE(got.hits.size() == want.hits.size());
+  for (std::size_t i = 0; i < got.hits.size(); ++i) {
+    const auto& g = got.hits[i];
+    const auto& w = want.hits[i];
+    INFO("hit " << i << ": " << g.record->id() << " v" << g.record->version() << " (want " << w.record->id() << " v"
+                << w.record->version() << ")");
+    CHECK(g.record->tenant_id() == w.record->tenant_id());
+    CHECK(g.record->id() == w.record->id());
+    CHECK(g.record->version() == w.record->version());
+    CHECK(*g.record == *w.record);
+    CHECK(g.score == w.score);
+    CHECK(g.matched.words == w.matched.words);
+    CHECK(g.matched.fields == w.matched.fields);
+    CHECK(g.matched.text_rank == w.matched.text_rank);
+    CHECK(g.matched.vector_rank == w.matched.vector_rank);
+    CHECK(g.matched.similarity == w.matched.similarity);
+  }
+  CHECK(got.next_cursor == want.next_cursor);
+}
+
+// Every page of `q` from the store's index and from the default scan, compared page by page.
+void require_same_search(const PostgresArtifactStore& store, const std::string& tenant, SearchQuery q) {
+  for (int pages = 0; pages < 100; ++pages) {
+    INFO("page " << pages);
+    const Outcome got = outcome_of([&] { return store.search(tenant, q); });
+    const Outcome want = outcome_of([&] { return store.ArtifactStore::search(tenant, q); });
+    REQUIRE(got.error == want.error);
+    if (!got.error.empty()) return;
+    require_same_page(got.page, want.page);
+    for (const auto& h : got.page.hits) REQUIRE(h.record->tenant_id() == tenant);
+    if (!got.page.next_cursor) return;
+    q.cursor = *got.page.next_cursor;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("postgres search: words through the index give the default scan's hits, scores, order and cursors") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_"), other = random_name("so_");
+  const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  // Few words, so that queries find many records and BM25's statistics matter; case and non-ASCII words too;
+  // separators that are tsquery and tsvector syntax, which must never reach PostgreSQL's parser as such.
+  const std::vector<std::string> vocabulary = {"alpha", "beta", "Gamma", "delta", "eps", "zeta", "ALPHA",
+                                               "ünï",   "数据", "x1",    "it",    "s",    "or"};
+  const std::vector<std::string> separators = {" ", "  ", "-", ", ", "\n", "'", "\\", "&", "|", "!", ":*",
+                                               "(", ")", "<->", "\"'"};
+  const auto words = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += (i ? separators[pick(separators.size())] : "") + vocabulary[pick(vocabulary.size())];
+    return s;
+  };
+  const std::vector<std::string> prefixes = {"a/", "b/", "ab", ""};
+  const std::vector<ArtifactType> types = {ArtifactType::document, ArtifactType::dataset, ArtifactType::code};
+  const std::size_t records = env_count("CAIRN_PG_SEARCH_RECORDS", 120);
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < records; ++i) {
+    const std::string id = prefixes[pick(prefixes.size())] + std::to_string(pick(records / 2 + 1));
+    auto b = ArtifactRecord::builder().tenant_id(t).id(id).type(types[pick(types.size())]).title(words(1 + pick(3)))
+                 .description(words(pick(6))).created_at(static_cast<std::int64_t>(1000 + i))
+                 .metadata(json{{"n", pick(5)}});
+    switch (pick(3)) {
+      case 0: b.value(words(pick(30))); break;
+      case 1: b.value(json{{"k", words(pick(10))}, {words(1), json::array({words(3), 7, nullptr})}}); break;
+      default: b.value(json(pick(100))).storage_url("s3://bucket/" + std::to_string(pick(9))); break;  // no text in the value
+    }
+    const ArtifactPtr r = b.build();
+    (void)store.store(*r);
+    (void)store.store(*r->to_builder().tenant_id(other).build());  // the same words in another tenant
+    ids.push_back(id);
+    if (pick(10) == 0) {
+      const std::string gone = ids[pick(ids.size())];
+      try {
+        store.remove(gone, t);
+      } catch (const not_found&) {
+      }
+    }
+  }
+  const std::size_t rounds = env_count("CAIRN_PG_SEARCH_ROUNDS", 25);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    SearchQuery q;
+    const std::size_t terms = 1 + pick(3);
+    for (std::size_t i = 0; i < terms; ++i) {
+      switch (pick(6)) {
+        case 0: q.text += " \"" + words(2 + pick(2)) + "\""; break;
+        case 1: q.text += " -" + words(1); break;
+        case 2: q.text += " " + words(1) + " OR " + words(1); break;
+        default: q.text += " " + words(1); break;
+      }
+    }
+    if (pick(2) == 0) q.mode = SearchMode::text;
+    if (pick(4) == 0) q.filter.type = types[pick(types.size())];
+    if (pick(4) == 0) q.filter.id_prefix = prefixes[pick(prefixes.size())];
+    if (pick(4) == 0) q.filter.created_after = static_cast<std::int64_t>(1000 + pick(records));
+    if (pick(4) == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, pick(5)});
+    q.all_versions = pick(3) == 0;
+    q.limit = 1 + pick(8);
+    INFO("round " << round << ": '" << q.text << "' all_versions " << q.all_versions << " limit " << q.limit);
+    require_same_search(store, t, q);
+  }
+}
+
+TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_");
+  SearchQuery q;
+  q.text = "marmalade";
+  (void)store.store(*note(t, "a", "orange marmalade"));
+  (void)store.store(*note(t, "b", "plain toast"));
+  REQUIRE(store.search(t, q).hits.size() == 1);
+  (void)store.store(*note(t, "a", "lemon curd"));  // a new version without the word
+  CHECK(store.search(t, q).hits.empty());
+  q.all_versions = true;
+  REQUIRE(store.search(t, q).hits.size() == 1);
+  CHECK(store.search(t, q).hits[0].record->version() == 1);
+  (void)store.store_if(*note(t, "b", "marmalade on toast"), 1);
+  CHECK(store.search(t, q).hits.size() == 2);
+  store.remove("a", t);
+  store.remove("b", t);
+  CHECK(store.search(t, q).hits.empty());
+  CHECK(store.search(t, q).unindexed == 0);
+  require_same_search(store, t, q);
+}
+
+TEST_CASE("postgres search: words longer than a tsvector lexeme are found, and told apart") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_");
+  const std::string stem(1990, 'q');
+  (void)store.store(*note(t, "one", json{{"blob", stem + std::string(600, 'a')}}));
+  (void)store.store(*note(t, "two", json{{"blob", stem + std::string(600, 'b') + " and more"}}));
+  SearchQuery q;
+  q.text = stem + std::string(600, 'b');
+  auto page = store.search(t, q);
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].record->id() == "two");
+  q.text = stem;  // only a part of the long words
+  CHECK(store.search(t, q).hits.empty());
+  q.text = "more -" + stem + std::string(600, 'b');
+  CHECK(store.search(t, q).hits.empty());
+  require_same_search(store, t, q);
+}
+
+// ---- search by meaning: vectors in cairn_search_vectors, each process's hnswlib index caught up from the change
+// sequence
+
+namespace {
+
+// A deterministic embedder: each word adds 1 to one of 16 dimensions (by a hash of the word), so texts sharing
+// words point alike. `fail` makes the next embed throw.
+class HashEmbedder final : public Embedder {
+ public:
+  std::string model() const override { return "hash-16"; }
+  std::size_t dimension() const override { return 16; }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    if (fail.exchange(false)) throw std::runtime_error("the model is down");
+    ++calls;
+    std::vector<std::vector<float>> out;
+    for (const auto& t : texts) {
+      std::vector<float> v(16, 0.0f);
+      v[15] = 0.01f;  // never all zero
+      cairn::detail::for_each_word(t, [&v](const std::string& w) { v[std::hash<std::string>{}(w) % 15] += 1.0f; });
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+  std::atomic<int> calls{0};
+  std::atomic<bool> fail{false};
+};
+
+PostgresOptions with_embedder(std::shared_ptr<Embedder> e) {
+  PostgresOptions o;
+  o.embedder = std::move(e);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("PostgresArtifactStore with an embedder passes the conformance suite") {
+  PostgresArtifactStore store(base_conninfo(), with_embedder(std::make_shared<HashEmbedder>()));
+  REQUIRE(store.keeps_embeddings());
+  for (const auto& check : testing::store_conformance_checks()) {
+    INFO(check.name);
+    CHECK_NOTHROW(check.run(store));
+  }
+}
+
+TEST_CASE("postgres search: similarity through the approximate index gives the exact scan's hits on a small corpus") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  PostgresArtifactStore store(base_conninfo(), with_embedder(embedder));
+  const std::string t = random_name("sv_");
+  const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const std::vector<std::string> vocabulary = {"cats", "dogs", "purr", "bark", "sleep", "run", "mice", "sun"};
+  const auto words = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += (i ? " " : "") + vocabulary[pick(vocabulary.size())];
+    return s;
+  };
+  // Fewer versions than the index's least candidates (ef_search): hnswlib then looks at every one, so the
+  // approximate answer must be the exact one.
+  for (std::size_t i = 0; i < 40; ++i) {
+    const std::string id = std::to_string(pick(25));
+    (void)store.store(*ArtifactRecord::builder().tenant_id(t).id(id).type(i % 2 ? ArtifactType::document
+                                                                                  : ArtifactType::dataset)
+                           .title(words(1 + pick(3))).value(words(pick(6))).created_at(1000 + static_cast<std::int64_t>(i))
+                           .build());
+    if (pick(8) == 0) {
+      try {
+        store.remove(std::to_string(pick(25)), t);
+      } catch (const not_found&) {
+      }
+    }
+  }
+  const std::size_t rounds = env_count("CAIRN_PG_SEARCH_ROUNDS", 25) / 2;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    SearchQuery q;
+    q.mode = SearchMode::similarity;
+    if (pick(2) == 0) {
+      q.text = words(1 + pick(3));
+    } else {
+      q.vector = Embedding{"hash-16", embedder->embed({words(2)})[0]};
+    }
+    if (pick(3) == 0) q.filter.type = ArtifactType::document;
+    q.all_versions = pick(3) == 0;
+    q.limit = 1 + pick(6);
+    INFO("round " << round);
+    // Exact similarity and hybrid (words and meaning) by the store's own statements give the scan's pages.
+    SearchQuery exact_q = q;
+    exact_q.exact = true;
+    require_same_search(store, t, exact_q);
+    SearchQuery hybrid = q;
+    hybrid.mode = pick(2) == 0 ? SearchMode::hybrid : SearchMode::automatic;
+    hybrid.text = words(1 + pick(2)) + (pick(3) == 0 ? " -" + words(1) : "");
+    hybrid.exact = pick(2) == 0;
+    require_same_search(store, t, hybrid);
+    for (int pages = 0; pages < 100; ++pages) {
+      const SearchPage got = store.search(t, q);
+      SearchQuery exact = q;
+      exact.exact = true;
+      SearchPage want = store.ArtifactStore::search(t, exact);
+      // The cursor names the query, and `exact` is not part of it: the same cursor either way.
+      require_same_page(got, want);
+      if (!got.next_cursor) break;
+      q.cursor = *got.next_cursor;
+    }
+  }
+}
+
+TEST_CASE("postgres search: two store objects on one database, one writing and one searching by meaning") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  TempDatabase db;
+  PostgresArtifactStore writer(db.conninfo(), with_embedder(embedder));
+  PostgresArtifactStore reader(db.conninfo(), with_embedder(embedder));
+  SearchQuery q;
+  q.mode = SearchMode::similarity;
+  q.text = "cats purr";
+  q.limit = 100;
+  const auto found = [&] {
+    std::set<std::string> out;
+    for (const auto& h : reader.search("t", q).hits) out.insert(h.record->id() + "@" + std::to_string(h.record->version()));
+    return out;
+  };
+  CHECK(found().empty());  // the reader's index is built now, empty
+  (void)writer.store(*note("t", "cat", "cats purr"));
+  (void)writer.store(*note("t", "dog", "dogs bark"));
+  CHECK(found() == std::set<std::string>{"cat@1", "dog@1"});
+  (void)writer.store(*note("t", "cat", "cats purr again"));
+  CHECK(found() == std::set<std::string>{"cat@2", "dog@1"});
+  writer.remove("dog", "t");
+  CHECK(found() == std::set<std::string>{"cat@2"});
+  q.all_versions = true;
+  CHECK(found() == std::set<std::string>{"cat@1", "cat@2"});
+  writer.remove("cat", "t");
+  (void)writer.store(*note("t", "cat", "a new cat"));  // version 1 again, a new vector
+  CHECK(found() == std::set<std::string>{"cat@1"});
+  CHECK(reader.search("t", q).hits[0].record->title() == "note cat");
+  const auto kept = reader.embedding("cat", "t", 1);
+  REQUIRE(kept);
+  CHECK(kept->model == "hash-16");
+  CHECK(kept->values == embedder->embed({embedder->text_of(*writer.fetch("cat", "t"))})[0]);
+}
+
+TEST_CASE("postgres: bad vectors and a failing embedder store nothing, with what and where") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  PostgresArtifactStore store(base_conninfo(), with_embedder(embedder));
+  const std::string t = random_name("sb_");
+  std::vector<float> v(16, 1.0f);
+  v[3] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(store.store_embedded(*note(t, "a", "x"), Embedding{"hash-16", v}),
+                    cairn_test::ContainsSubstring("store_embedded: vector[3] is not a finite number"));
+  CHECK_THROWS_WITH(store.store_embedded(*note(t, "a", "x"), Embedding{"other-model", std::vector<float>(16, 1.0f)}),
+                    cairn_test::ContainsSubstring("'other-model'"));
+  CHECK_THROWS_AS(store.store_embedded(*note(t, "a", "x"), Embedding{"hash-16", std::vector<float>(8, 1.0f)}),
+                  invalid_argument);
+  embedder->fail = true;
+  CHECK_THROWS_WITH(store.store(*note(t, "a", "x")), cairn_test::ContainsSubstring("the model is down"));
+  CHECK(store.versions("a", t).empty());
+  // A vector the host made is kept as given, and found.
+  const std::vector<float> mine = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  const auto stored = store.store_embedded(*note(t, "a", "x"), Embedding{"hash-16", mine});
+  CHECK(store.embedding("a", t, stored->version())->values == mine);
+  SearchQuery q;
+  q.vector = Embedding{"hash-16", mine};
+  const auto page = store.search(t, q);
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].score == Approx(1.0));
+  // A query vector of another model compares with nothing.
+  q.vector = Embedding{"other-model", mine};
+  CHECK(store.search(t, q).hits.empty());
+  // A store without an embedder keeps no vectors and says so.
+  PostgresArtifactStore plain(base_conninfo());
+  CHECK_FALSE(plain.keeps_embeddings());
+  CHECK_THROWS_AS(plain.store_embedded(*note(t, "b", "x"), Embedding{"hash-16", mine}), invalid_argument);
+  CHECK(plain.versions("b", t).empty());
+}
+
+TEST_CASE("postgres: a database from before search migrates untouched; reindex indexes it in resumable batches") {
+  TempDatabase db;
+  std::vector<ArtifactPtr> stored;
+  {
+    PostgresArtifactStore old(db.conninfo());
+    for (int i = 0; i < 150; ++i) {
+      const std::string id = fmt::format("r{:03}", i % 100);  // 50 ids with two versions
+      stored.push_back(old.store(*note("t", id, json{{"text", fmt::format("common word{} shared", i % 7)}})));
+    }
+    (void)old.store(*note("u", "other", "common"));
+  }
+  // Back to schema 2: no words, no vector tables (what a cairn from before search wrote).
+  RawPg raw(db.conninfo());
+  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");
+  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");
+  raw.scalar("UPDATE cairn_schema SET version = 2");
+
+  auto embedder = std::make_shared<HashEmbedder>();
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> progress;
+  std::mutex progress_mutex;
+  PostgresOptions options = with_embedder(embedder);
+  options.observer = observe_with([&](const Event& e) {
+    if (e.kind != EventKind::index || e.operation != "reindex" || e.tenant != "t") return;
+    std::lock_guard lock(progress_mutex);
+    progress.emplace_back(e.items, e.total);
+    if (progress.size() == 1) embedder->fail = true;  // the next batch's embedding fails: an interrupted reindex
+  });
+  PostgresArtifactStore store(db.conninfo(), options);
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
+  // The records are untouched and found by filters, not yet by words, and search says so.
+  for (const auto& r : stored) store_test::require_identical(*store.fetch(r->id(), "t", r->version()), *r);
+  SearchQuery words;
+  words.text = "common";
+  words.mode = SearchMode::text;
+  words.limit = 100;
+  auto page = store.search("t", words);
+  CHECK(page.hits.empty());
+  CHECK(page.unindexed == 100);
+  SearchQuery filters;
+  filters.filter.id_prefix = "r";
+  filters.limit = 100;
+  CHECK(store.search("t", filters).hits.size() == 100);
+
+  CHECK_THROWS_WITH(store.reindex("t"), cairn_test::ContainsSubstring("the model is down"));
+  REQUIRE(progress.size() == 1);
+  CHECK(progress[0] == std::pair<std::uint64_t, std::uint64_t>{64, 150});
+  page = store.search("t", words);
+  CHECK(page.unindexed == 100 - 32);  // the first batch: r000..r031, both versions of each
+  CHECK(page.hits.size() == 32);
+  // Resumed: what is left, and nothing twice.
+  CHECK(store.reindex("t") == 150 - 64);
+  CHECK(progress.back() == std::pair<std::uint64_t, std::uint64_t>{86, 86});
+  CHECK(store.reindex("t") == 0);
+  page = store.search("t", words);
+  CHECK(page.unindexed == 0);
+  CHECK(page.hits.size() == 100);
+  require_same_search(store, "t", words);
+  words.all_versions = true;
+  require_same_search(store, "t", words);
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors WHERE tenant_id = 't'") == "150");
+  SearchQuery meaning;
+  meaning.mode = SearchMode::similarity;
+  meaning.text = "word3 shared";
+  meaning.limit = 5;
+  const SearchPage approx = store.search("t", meaning);
+  meaning.exact = true;
+  require_same_page(approx, store.search("t", meaning));
+  // Another tenant is its own business.
+  CHECK(store.search("u", words).unindexed == 1);
+  CHECK(store.reindex("u") == 1);
+  CHECK(store.search("u", words).hits.size() == 1);
+}
+
+TEST_CASE("postgres search: two writers on their own connections and a searcher: a removed record never comes back") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  PostgresArtifactStore w1(base_conninfo(), with_embedder(embedder));
+  PostgresArtifactStore w2(base_conninfo(), with_embedder(embedder));
+  PostgresArtifactStore reader(base_conninfo(), with_embedder(embedder));
+  const std::string t = random_name("sc_");
+  const std::size_t ops = env_count("CAIRN_PG_SEARCH_OPS", 60);
+  std::mutex mutex;
+  std::set<std::string> removed;  // ids removed (never stored again) before the time they were added here
+  std::atomic<int> writers_left{2};
+  const auto writer = [&](PostgresArtifactStore& s, const std::string& name, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::string> live;
+    for (std::size_t i = 0; i < ops; ++i) {
+      const auto roll = rng() % 4;
+      if (roll == 0 && !live.empty()) {
+        const std::size_t k = rng() % live.size();
+        s.remove(live[k], t);
+        std::lock_guard lock(mutex);
+        removed.insert(live[k]);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      } else if (roll == 1 && !live.empty()) {
+        (void)s.store(*note(t, live[rng() % live.size()], "alpha beta again " + std::to_string(i)));  // a re-save
+      } else {
+        live.push_back(name + "-" + std::to_string(i));
+        (void)s.store(*note(t, live.back(), "alpha beta " + std::to_string(i)));
+      }
+    }
+    --writers_left;
+  };
+  std::thread a(writer, std::ref(w1), "a", static_cast<std::uint32_t>(std::random_device{}()));
+  std::thread b(writer, std::ref(w2), "b", static_cast<std::uint32_t>(std::random_device{}()));
+  std::size_t searches = 0, hits_seen = 0;
+  std::vector<std::string> came_back;
+  while (writers_left > 0 || searches < 4) {
+    std::set<std::string> gone;
+    {
+      std::lock_guard lock(mutex);
+      gone = removed;
+    }
+    SearchQuery words;
+    words.text = "alpha";
+    words.mode = SearchMode::text;
+    words.limit = 100;
+    SearchQuery meaning;
+    meaning.mode = SearchMode::similarity;
+    meaning.text = "alpha beta";
+    meaning.limit = 20;
+    for (const auto* q : {&words, &meaning}) {
+      for (const auto& h : reader.search(t, *q).hits) {
+        ++hits_seen;
+        if (gone.count(h.record->id())) came_back.push_back(h.record->id());
+      }
+    }
+    ++searches;
+  }
+  a.join();
+  b.join();
+  CHECK(came_back.empty());
+  CHECK(searches >= 4);
+  CHECK(hits_seen > 0);
+  // Afterwards the index agrees with the scan, and the similarity index holds exactly the live latest versions.
+  SearchQuery words;
+  words.text = "alpha";
+  words.mode = SearchMode::text;
+  words.limit = 7;
+  require_same_search(reader, t, words);
+  SearchQuery meaning;
+  meaning.mode = SearchMode::similarity;
+  meaning.text = "alpha beta";
+  meaning.limit = 100;
+  std::set<std::string> found, live;
+  for (const auto& h : reader.search(t, meaning).hits) found.insert(h.record->id());
+  ListQuery lq;
+  lq.limit = 1000;
+  for (const auto& r : reader.list(t, lq).items) live.insert(r->id());
+  CHECK(found == live);
+}
+
+TEST_CASE("postgres: a record whose distinct words pass PostgreSQL's tsvector size is refused whole, naming the limit") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("sl_");
+  std::string description;
+  for (int i = 0; i < 150000; ++i) description += fmt::format("w{:06} ", i);  // 1.2 MB of distinct words
+  const auto big = ArtifactRecord::builder().tenant_id(t).id("big").type("document").title("big")
+                       .description(description).value("x").build();
+  CHECK_THROWS_WITH(store.store(*big), cairn_test::ContainsSubstring("too long for tsvector"));
+  CHECK(store.versions("big", t).empty());
+  CHECK(store.list(t).items.empty());
+}
+
+TEST_CASE("postgres search: another process's writes reach this process's approximate index") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  TempDatabase db;
+  PostgresArtifactStore here(db.conninfo(), with_embedder(embedder));
+  (void)here.store(*note("t", "old", "cats purr"));
+  SearchQuery q;
+  q.mode = SearchMode::similarity;
+  q.text = "cats purr";
+  q.limit = 50;
+  REQUIRE(here.search("t", q).hits.size() == 1);  // this process's index is built now
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Another process with its own store object: 20 records, then the old one and every fifth of its own removed.
+    int status = 0;
+    try {
+      PostgresArtifactStore there(db.conninfo(), with_embedder(std::make_shared<HashEmbedder>()));
+      for (int i = 0; i < 20; ++i) (void)there.store(*note("t", "n" + std::to_string(i), "cats purr " + std::to_string(i)));
+      there.remove("old", "t");
+      for (int i = 0; i < 20; i += 5) there.remove("n" + std::to_string(i), "t");
+    } catch (...) {
+      status = 1;
+    }
+    _exit(status);
+  }
+  int status = -1;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::set<std::string> found;
+  for (const auto& h : here.search("t", q).hits) found.insert(h.record->id());
+  std::set<std::string> want;
+  for (int i = 0; i < 20; ++i) {
+    if (i % 5 != 0) want.insert("n" + std::to_string(i));
+  }
+  CHECK(found == want);
+  SearchQuery exact = q;
+  exact.exact = true;
+  require_same_page(here.search("t", q), here.search("t", exact));
 }

@@ -17,6 +17,7 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -50,6 +51,14 @@ struct PostgresOptions {
   /// leased (calls stuck on row locks, more threads than connections, a call made from inside another call on
   /// the same store). 0 = wait for ever.
   int pool_wait_ms = 30000;
+  /// Embeds every record as it is stored (before its transaction: never a model call inside one), so search()
+  /// can rank by similarity (docs/search.md); its vectors go into cairn_search_vectors in the record's own
+  /// statement. Null: no vectors are kept, and similarity queries are refused. open_store(url) opens without one:
+  /// a host that wants vectors constructs the store with these options.
+  std::shared_ptr<Embedder> embedder{};
+  /// Told of reindex()'s progress: an EventKind::index event ("reindex", the tenant, items done of total) after
+  /// each batch of 64 versions. Null: no events (cairn::observed(store, ...) still reports the whole call).
+  std::shared_ptr<Observer> observer{};
 };
 
 /// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may
@@ -59,12 +68,13 @@ struct PostgresOptions {
 ///     store.store(*record);
 ///
 /// The constructor connects once and creates or migrates the schema (tables cairn_schema, cairn_artifacts,
-/// cairn_heads, function cairn_remove_artifact); it throws cairn::storage_error when the server cannot be reached
+/// cairn_heads, cairn_search_vectors, cairn_search_seq, cairn_search_changes, function cairn_remove_artifact;
+/// docs/search.md has what search keeps); it throws cairn::storage_error when the server cannot be reached
 /// or its schema is newer than this cairn knows. Error messages never repeat the conninfo (it may hold a password).
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 2;
+  static constexpr int schema_version = 4;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
@@ -81,12 +91,35 @@ class PostgresArtifactStore final : public ArtifactStore {
   void remove(const std::string& id, const std::string& tenant_id) override;
   [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
+  /// Words are found through a GIN index over each version's words (cairn's tokens in a tsvector) and ranked by
+  /// BM25 with the tenant's statistics counted in the same statement: the same hits, scores and order as the
+  /// default scan. Filters alone and similarity use the default scan (docs/search.md, "Per backend").
+  [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
+
+  [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override;
+  [[nodiscard]] std::optional<Embedding> embedding(const std::string& id, const std::string& tenant_id,
+                                                   std::uint64_t version) const override;
+  [[nodiscard]] bool keeps_embeddings() const noexcept override;
+  /// Indexes the tenant's versions that have no words yet (written before schema 3) and, with an embedder, no
+  /// vector of its model (written before it had one), in batches of 64 in (id, version) order: tokenized and
+  /// embedded outside any transaction, written in one transaction per batch. Interrupted, a later call goes on
+  /// with what is still not indexed. Progress goes to PostgresOptions::observer. Returns how many versions it
+  /// indexed.
+  std::size_t reindex(const std::string& tenant_id) override;
+  [[nodiscard]] std::shared_ptr<Embedder> embedder() const override;
 
   /// How many times a broken connection was re-opened (for monitoring, and for tests of restarts).
   std::uint64_t reconnects() const noexcept;
 
  private:
-  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected);
+  std::optional<Embedding> embed(const ArtifactRecord& record) const;
+  ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, const std::optional<Embedding>& vector);
+  std::vector<detail::SearchCandidate> word_hits(const std::string& tenant_id, const SearchQuery& query,
+                                   const detail::WordQuery& words, std::size_t* unindexed) const;
+  std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
+                                     const Embedding& vector) const;
+  SearchPage search_similar(const std::string& tenant_id, const SearchQuery& query,
+                            const detail::PreparedSearch& prepared) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
