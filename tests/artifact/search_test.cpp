@@ -473,3 +473,32 @@ TEST_CASE("the in-memory store's approximate similarity agrees with its exact on
   }
   CHECK(static_cast<double>(agree) / static_cast<double>(total) >= 0.95);  // recall@10
 }
+
+TEST_CASE("an observed store forwards store_embedded, reindex and the embedder, and reports them") {
+  cairn::InMemoryStoreOptions options;
+  options.embedder = std::make_shared<WordHashEmbedder>();
+  auto inner = std::make_shared<cairn::InMemoryArtifactStore>(options);
+  struct Seen {
+    cairn::EventKind kind;
+    std::string operation, subject;
+    bool failed;
+  };
+  std::vector<Seen> events;  // an Event's views live only during the call: copied
+  auto store = cairn::observed(inner, std::make_shared<cairn::FunctionObserver>([&events](const cairn::Event& e) {
+    events.push_back({e.kind, std::string(e.operation), std::string(e.subject), e.error != cairn::errc{}});
+  }));
+  CHECK(store->embedder() == options.embedder);
+  std::vector<float> v(8, 0.0f);
+  v[3] = 1.0f;
+  const auto stored = store->store_embedded(*doc("given", "x").build(), Embedding{"word-hash-8", v});
+  CHECK(inner->embedding("given", "acme", stored->version())->values == v);
+  CHECK_THROWS_AS(store->store_embedded(*doc("bad", "x").build(), Embedding{"other", v}), cairn::invalid_argument);
+  CHECK(store->reindex("acme") == 0);
+  REQUIRE(events.size() == 3);
+  CHECK(events[0].operation == "store_embedded");
+  CHECK(events[0].subject == "given");
+  CHECK(events[1].operation == "store_embedded");
+  CHECK(events[1].failed);
+  CHECK(events[2].kind == cairn::EventKind::index);
+  CHECK(events[2].operation == "reindex");
+}
