@@ -51,9 +51,26 @@
 #include <cpuid.h>
 #include <x86intrin.h>
 #endif
+// Under AddressSanitizer, hnswlib goes without its SSE code: its prefetches read one element past a link list
+// (harmless, but ASan stops there). The distances are then computed without SIMD (equal up to float rounding).
+#if defined(__SANITIZE_ADDRESS__)
+#define CAIRN_HNSWLIB_PLAIN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CAIRN_HNSWLIB_PLAIN 1
+#endif
+#endif
+#if defined(CAIRN_HNSWLIB_PLAIN) && !defined(NO_MANUAL_VECTORIZATION)
+#define NO_MANUAL_VECTORIZATION
+#define CAIRN_UNDEF_NO_MANUAL_VECTORIZATION
+#endif
 namespace {
 #include <hnswlib/hnswlib.h>
 }  // namespace
+#if defined(CAIRN_UNDEF_NO_MANUAL_VECTORIZATION)
+#undef NO_MANUAL_VECTORIZATION
+#undef CAIRN_UNDEF_NO_MANUAL_VECTORIZATION
+#endif
 #endif
 
 #include "cairn/version.hpp"
