@@ -18,14 +18,6 @@
 #include <vector>
 
 #if defined(CAIRN_WITH_HNSWLIB)
-// Under UndefinedBehaviorSanitizer, hnswlib without its SSE code: its search prefetches the slot one past a
-// neighbour list (hnswalg.h, searchBaseLayerST), and the garbage label there makes a pointer addition overflow,
-// which UBSan reports (harmless in a release build: a prefetch of a wild address does nothing).
-#if defined(__has_feature)
-#if __has_feature(undefined_behavior_sanitizer) && !defined(NO_MANUAL_VECTORIZATION)
-#define NO_MANUAL_VECTORIZATION
-#endif
-#endif
 // hnswlib 0.6.2's headers define functions and variables that are not inline (cpuid, AVXCapable, the SIMD function
 // pointers), so two translation units that include them do not link. They are included inside an unnamed namespace
 // (each translation unit gets its own copy, of internal linkage); the headers they use are included first, so that
@@ -51,12 +43,14 @@
 #include <cpuid.h>
 #include <x86intrin.h>
 #endif
-// Under AddressSanitizer, hnswlib goes without its SSE code: its prefetches read one element past a link list
-// (harmless, but ASan stops there). The distances are then computed without SIMD (equal up to float rounding).
+// Under AddressSanitizer or UndefinedBehaviorSanitizer, hnswlib goes without its SSE code: its search prefetches
+// one element past a link list (searchBaseLayer), which ASan stops at, and the garbage label there makes a pointer
+// addition overflow, which UBSan reports (harmless in a release build: a prefetch of a wild address does nothing).
+// The distances are then computed without SIMD (equal up to float rounding).
 #if defined(__SANITIZE_ADDRESS__)
 #define CAIRN_HNSWLIB_PLAIN 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
 #define CAIRN_HNSWLIB_PLAIN 1
 #endif
 #endif
