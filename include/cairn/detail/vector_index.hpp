@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -127,9 +128,12 @@ class VectorIndex {
   void add(const std::string& id, std::uint64_t version, const std::vector<float>& normalised) {
     if (normalised.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
     std::unique_lock lock(mutex_);
-    const std::string k = key(id, version);
-    if (const auto it = labels_.find(k); it != labels_.end()) erase_locked(it);
-    const auto label = static_cast<std::size_t>(keys_.size());
+    auto& versions = labels_[id];
+    if (const auto it = versions.find(version); it != versions.end()) {
+      erase_label(it->second);
+      versions.erase(it);
+    }
+    const std::size_t label = entries_.size();
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (!graph_) {
       auto space = std::make_shared<hnswlib::InnerProductSpace>(dimension_);
@@ -144,28 +148,30 @@ class VectorIndex {
 #else
     vectors_.push_back(normalised);
 #endif
-    keys_.push_back(k);
-    labels_.emplace(k, label);
+    entries_.push_back(Entry{id, version, true});
+    versions.emplace(version, label);
     ++live_;
   }
 
   /// Removes a version; nothing when it is not there.
   void remove(const std::string& id, std::uint64_t version) {
     std::unique_lock lock(mutex_);
-    if (const auto it = labels_.find(key(id, version)); it != labels_.end()) erase_locked(it);
+    const auto versions = labels_.find(id);
+    if (versions == labels_.end()) return;
+    const auto it = versions->second.find(version);
+    if (it == versions->second.end()) return;
+    erase_label(it->second);
+    versions->second.erase(it);
+    if (versions->second.empty()) labels_.erase(versions);
   }
 
   /// Removes every version of `id`.
   void remove_all(const std::string& id) {
     std::unique_lock lock(mutex_);
-    const std::string prefix = id + '\0';
-    for (auto it = labels_.begin(); it != labels_.end();) {
-      if (it->first.compare(0, prefix.size(), prefix) == 0) {
-        it = erase_locked(it);
-      } else {
-        ++it;
-      }
-    }
+    const auto versions = labels_.find(id);
+    if (versions == labels_.end()) return;
+    for (const auto& [version, label] : versions->second) erase_label(label);
+    labels_.erase(versions);
   }
 
   /// Up to `k` versions most similar to `query` (normalised) that `accept(id, version)` lets through, best first
@@ -194,8 +200,8 @@ class VectorIndex {
       want = asked * 4;
     }
 #else
-    for (std::size_t label = 0; label < keys_.size(); ++label) {
-      if (keys_[label].empty()) continue;
+    for (std::size_t label = 0; label < entries_.size(); ++label) {
+      if (!entries_[label].live) continue;
       double dot = 0;
       for (std::size_t i = 0; i < dimension_; ++i) dot += static_cast<double>(query[i]) * vectors_[label][i];
       append_if(out, label, dot, accept);
@@ -211,38 +217,35 @@ class VectorIndex {
   }
 
  private:
-  using Labels = std::unordered_map<std::string, std::size_t>;
+  struct Entry {  // what a label holds
+    std::string id;
+    std::uint64_t version = 0;
+    bool live = false;
+  };
 
-  static std::string key(const std::string& id, std::uint64_t version) {
-    return id + '\0' + std::to_string(version);
-  }
-
-  Labels::iterator erase_locked(Labels::iterator it) {
+  void erase_label(std::size_t label) {
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(it->second);
+    static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(label);
 #else
-    std::vector<float>().swap(vectors_[it->second]);
+    std::vector<float>().swap(vectors_[label]);
 #endif
-    keys_[it->second].clear();
+    entries_[label].live = false;
     --live_;
-    return labels_.erase(it);
   }
 
   void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity,
                  const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
-    const std::string& k = keys_[label];
-    if (k.empty()) return;  // removed (hnswlib skips marked ones; the scan skips them here)
-    const auto nul = k.find('\0');
-    std::string id = k.substr(0, nul);
-    const auto version = static_cast<std::uint64_t>(std::stoull(k.substr(nul + 1)));
-    if (accept && !accept(id, version)) return;
-    out.push_back(VectorHit{std::move(id), version, similarity});
+    const Entry& e = entries_[label];
+    if (!e.live) return;  // removed (hnswlib skips marked ones; the scan skips them here)
+    if (accept && !accept(e.id, e.version)) return;
+    out.push_back(VectorHit{e.id, e.version, similarity});
   }
 
   std::size_t dimension_;
   mutable std::shared_mutex mutex_;
-  std::vector<std::string> keys_;  // label -> key ("" once removed); labels are never reused
-  Labels labels_;                  // key -> label, live ones only
+  std::vector<Entry> entries_;  // label -> what it holds; labels are never reused
+  // id -> version -> label, live ones only: removing an id touches its own versions, not the whole index
+  std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
   std::size_t live_ = 0;
 #if defined(CAIRN_DETAIL_HNSWLIB)
   std::shared_ptr<void> space_;  // hnswlib::InnerProductSpace (its distance function); the graph points into it
