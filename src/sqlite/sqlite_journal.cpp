@@ -229,7 +229,14 @@ struct SqliteRunJournal::Impl {
     const std::size_t every = self->options.checkpoint_pages;
     if (n < every) return SQLITE_OK;
     const std::size_t limit = every * std::max<std::size_t>(self->options.checkpoint_limit_factor, 1);
-    if (n >= limit || ::getpid() != self->owner) {
+    if (::getpid() != self->owner) {
+      sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      return SQLITE_OK;
+    }
+    if (n >= limit) {
+      // After the thread's checkpoint, if one is running: a checkpoint that finds another one running copies
+      // nothing, and the WAL would grow on past the limit for as long as the two keep meeting.
+      std::lock_guard<std::mutex> running(self->checkpoint_running);
       sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       return SQLITE_OK;
     }
@@ -264,7 +271,11 @@ struct SqliteRunJournal::Impl {
   void checkpoint_loop() {
     sqlite3* db = nullptr;
     if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
-      sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0", nullptr, nullptr, nullptr);
+      // The read opens the connection's WAL: a connection that has read nothing yet does not know the file is in
+      // WAL mode, and its checkpoints copy nothing (they return at once with no error), so without it the WAL only
+      // ever started over at the limit, in a commit.
+      sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr,
+                   nullptr);
     }
     std::unique_lock<std::mutex> lock(checkpoint_mutex);
     for (;;) {
@@ -273,7 +284,10 @@ struct SqliteRunJournal::Impl {
       requested = false;
       lock.unlock();
       int log = 0, copied = 0;
-      if (db) sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      if (db) {
+        std::lock_guard<std::mutex> running(checkpoint_running);
+        sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      }
       lock.lock();
       checkpointed = static_cast<std::size_t>(std::max(copied, 0));
     }
@@ -322,6 +336,7 @@ struct SqliteRunJournal::Impl {
   detail::ConnectionPool<Connection> pool;
   const pid_t owner;  // the process that may use the checkpoint thread
   std::mutex checkpoint_mutex;
+  std::mutex checkpoint_running;  // held by a checkpoint of this process's (the thread's, or a commit's at the limit)
   std::condition_variable checkpoint_wanted;
   bool requested = false;
   bool stopping = false;
