@@ -816,6 +816,17 @@ TEST_CASE("add_artifact done again after a crash reuses what the lost attempt st
     REQUIRE(r.store.size() == 1);
     CHECK(r.store[0].rfind("brief-1 v1 ", 0) == 0);
   }
+  SECTION("a host's own id added twice with the same content in one lost step: done again, it ends at version 2") {
+    auto twice = [](ExecutionContext& ctx) {
+      (void)ctx.add_artifact("brief", note("ship 2.0", "brief-1"));
+      (void)ctx.add_artifact("brief", note("ship 2.0", "brief-1"));
+    };
+    auto r = redo(sqlite, before, twice, twice);
+    CHECK(r.state == r.expected_state);
+    CHECK(r.store == r.expected_store);
+    REQUIRE(r.store.size() == 2);
+    CHECK(r.store[1].rfind("brief-1 v2 ", 0) == 0);
+  }
   SECTION("a host's own id bound to its latest version already: the same content added again is version 2") {
     auto first = [&before](ExecutionContext& ctx) {
       before(ctx);

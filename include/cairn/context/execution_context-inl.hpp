@@ -146,16 +146,24 @@ CAIRN_INLINE ArtifactPtr ExecutionContext::store_to_bind(const std::string& name
     }
     return store.store_if(*mine, ArtifactStore::absent);
   }
-  // The host's id: the latest version is a lost attempt's when it holds this content and `name` is not bound to it.
-  // Conditional, so that of two workers doing the same step at once one stores and the other finds it.
+  // The host's id: the versions above the one `name` is bound to (0 when it is bound to none of this id) that hold
+  // this content are what this step, or a lost attempt of it, stored: the oldest of them is reused. A lost step
+  // that added the same record twice left two such versions; done again, its first add finds the first and its
+  // second add (bound to that one by then) the second, as an uninterrupted run did. Conditional, so that of two
+  // workers doing the same step at once one stores and the other finds it.
+  const auto* bound = bindings_.find(name);
+  const std::uint64_t bound_version =
+      bound && bound->value.record->id() == record.id() ? bound->value.record->version() : 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     const auto latest = store.fetch(record.id(), tenant_id_);
-    if (latest && detail::same_content(*latest, record)) {
-      const auto* bound = bindings_.find(name);
-      if (!bound || bound->value.record->id() != latest->id() ||
-          bound->value.record->version() != latest->version()) {
-        return latest;
+    if (latest && latest->version() > bound_version && detail::same_content(*latest, record)) {
+      ArtifactPtr oldest = latest;
+      for (std::uint64_t v = latest->version() - 1; v > bound_version; --v) {
+        auto older = store.fetch(record.id(), tenant_id_, v);
+        if (!older || !detail::same_content(*older, record)) break;
+        oldest = std::move(older);
       }
+      return oldest;
     }
     try {
       return store.store_if(record, latest ? latest->version() : ArtifactStore::absent);

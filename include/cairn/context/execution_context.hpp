@@ -185,8 +185,8 @@ class ExecutionContext : private RunParticipant {
   /// instead of storing a second copy, so the resumed run holds what an uninterrupted one would (docs/runs.md):
   /// a record without an id gets one derived from the run, the name and the binding's ordering key (`bind-` and 32
   /// hex digits), and what a lost attempt left under it is reused when it holds the same content, else replaced; a
-  /// record with the host's id reuses the id's latest version when that holds the same content and is not what
-  /// `name` is bound to already.
+  /// record with the host's id reuses the oldest of the id's newest versions that hold the same content and are
+  /// newer than the one `name` is bound to (all of them when `name` is bound to none of this id).
   ArtifactPtr add_artifact(const std::string& name, const ArtifactRecord& record);
 
   /// The same for a record still being built: the tenant is filled in before validation, so the builder need not
