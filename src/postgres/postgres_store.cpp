@@ -1504,9 +1504,10 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
   const std::string all_versions = q.all_versions ? "true" : "false";
 
   // Candidates from the index, checked against the rows (present, the latest unless all versions are searched,
-  // the filters) and scored by the exact cosine of the stored vectors; more are asked for until a page and one
-  // more hit pass, or the index has no more.
-  for (std::size_t k = std::max<std::size_t>(detail::VectorIndex::ef_search, 4 * q.limit);; k *= 4) {
+  // the filters) and scored by the exact cosine of the stored vectors: a page and one more first (what a plain
+  // hnswlib query returns), 4 times as many each round after, until a page and one more pass or the index has no
+  // more.
+  for (std::size_t k = q.limit + 1;; k *= 4) {
     const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
     std::vector<std::string> ids, versions;
     for (const auto& h : found) {

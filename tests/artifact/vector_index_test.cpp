@@ -66,6 +66,8 @@ TEST_CASE("vector index: top 10 agrees with an exact scan (recall@10 >= 0.95), b
     index.add("a" + std::to_string(i), 1, all.back());
   }
   CHECK(index.size() == 3000);
+  // Above the size below which the index scans (next test), so that this is the graph's recall.
+  CHECK((!VectorIndex::approximate() || index.size() >= VectorIndex::exact_scan_below));
   double total = 0;
   for (int q = 0; q < 50; ++q) {
     const auto query = random_unit(rng, dim);
@@ -79,6 +81,53 @@ TEST_CASE("vector index: top 10 agrees with an exact scan (recall@10 >= 0.95), b
     total += recall(hits, exact_top(all, query, 10));
   }
   CHECK(total / 50 >= 0.95);
+}
+
+TEST_CASE("vector index: below exact_scan_below versions a search is exact: the scan's top k, its order and ties") {
+  std::mt19937 rng(11);
+  const std::size_t dim = 48;
+  std::vector<std::vector<float>> all;
+  VectorIndex index(dim);
+  const std::size_t n = std::min<std::size_t>(1500, VectorIndex::exact_scan_below - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    all.push_back(random_unit(rng, dim));
+    index.add("a" + std::to_string(i), 1, all.back());
+  }
+  std::set<std::size_t> removed;
+  for (std::size_t i = 0; i < n; i += 7) {
+    index.remove("a" + std::to_string(i), 1);
+    removed.insert(i);
+  }
+  for (int q = 0; q < 40; ++q) {
+    const auto query = random_unit(rng, dim);
+    const auto hits = index.search(query, 10, nullptr);
+    const auto truth = exact_top(all, query, 10, removed);
+    REQUIRE(hits.size() == truth.size());
+    for (std::size_t i = 0; i < hits.size(); ++i) CHECK(hits[i].id == truth[i]);
+    // A filter: only odd numbers; still the scan's top 10 of what passes.
+    std::set<std::size_t> skip = removed;
+    for (std::size_t i = 0; i < n; i += 2) skip.insert(i);
+    const auto odd = index.search(query, 10, [](const std::string& id, std::uint64_t) {
+      return std::stoul(id.substr(1)) % 2 == 1;
+    });
+    const auto odd_truth = exact_top(all, query, 10, skip);
+    REQUIRE(odd.size() == odd_truth.size());
+    for (std::size_t i = 0; i < odd.size(); ++i) CHECK(odd[i].id == odd_truth[i]);
+  }
+  // Ties: the same vector under three ids and two versions comes back in ascending id, newer version first, even
+  // when k cuts through them.
+  const auto same = random_unit(rng, dim);
+  for (const char* id : {"z-tie", "b-tie", "m-tie"}) index.add(id, 1, same);
+  index.add("b-tie", 2, same);
+  const auto tied = index.search(same, 2, nullptr);
+  REQUIRE(tied.size() == 2);
+  CHECK(tied[0].id == "b-tie");
+  CHECK(tied[0].version == 2);
+  CHECK(tied[1].id == "b-tie");
+  CHECK(tied[1].version == 1);
+  const auto three = index.search(same, 3, nullptr);
+  REQUIRE(three.size() == 3);
+  CHECK(three[2].id == "m-tie");
 }
 
 TEST_CASE("vector index: removed versions never come back; re-adding a key replaces its vector") {

@@ -102,6 +102,9 @@ class VectorIndex {
   static constexpr std::size_t graph_degree = 16;     ///< hnswlib's M
   static constexpr std::size_t ef_construction = 200;
   static constexpr std::size_t ef_search = 64;        ///< the least candidates a search looks at
+  /// An index with fewer live versions than this is searched by a scan of every vector with hnswlib's own
+  /// distance function, over its own storage (exact, and faster than the graph at that size: docs/search.md).
+  static constexpr std::size_t exact_scan_below = 2048;
 
   explicit VectorIndex(std::size_t dimension) : dimension_(dimension) {}
   VectorIndex(const VectorIndex&) = delete;
@@ -175,9 +178,10 @@ class VectorIndex {
   }
 
   /// Up to `k` versions most similar to `query` (normalised) that `accept(id, version)` lets through, best first
-  /// (ties: ascending id, then newer version). The graph is asked for more candidates each round (from
-  /// max(ef_search, 4k), times 4) until k pass or every indexed version was looked at; `accept` runs under the
-  /// index's shared lock, so it must not call back into this index.
+  /// (ties: ascending id, then newer version). The graph is asked for k candidates first (it looks at
+  /// max(ef_search, k) of them either way, so these are the k a plain hnswlib query returns), then for 4 times as
+  /// many each round until k pass or every indexed version was looked at; `accept` runs under the index's shared
+  /// lock, so it must not call back into this index.
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
                                 const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
     std::vector<VectorHit> out;
@@ -185,19 +189,54 @@ class VectorIndex {
     std::shared_lock lock(mutex_);
     if (live_ == 0) return out;
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    std::size_t want = std::max(ef_search, 4 * k);
-    for (;;) {
-      const std::size_t asked = std::min(want, live_);
-      auto found = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->searchKnn(query.data(), asked);
-      out.clear();
-      out.reserve(found.size());
-      while (!found.empty()) {  // farthest first
-        const auto [distance, label] = found.top();
-        found.pop();
-        append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept);
+    const auto* graph = static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get());
+    if (live_ < exact_scan_below) {
+      // Every live vector's similarity, then `accept` in order from the best until k pass.
+      std::vector<std::pair<float, std::size_t>> all;  // (similarity, label)
+      all.reserve(live_);
+      for (std::size_t i = 0; i < graph->cur_element_count; ++i) {
+        const auto internal = static_cast<hnswlib::tableint>(i);
+        if (graph->isMarkedDeleted(internal)) continue;
+        const float distance =
+            graph->fstdistfunc_(query.data(), graph->getDataByInternalId(internal), graph->dist_func_param_);
+        all.emplace_back(1.0f - distance, static_cast<std::size_t>(graph->getExternalLabel(internal)));
       }
-      if (out.size() >= k || asked >= live_) break;
-      want = asked * 4;
+      const auto better = [](const std::pair<float, std::size_t>& a, const std::pair<float, std::size_t>& b) {
+        return a.first > b.first;
+      };
+      std::size_t next = 0, sorted = 0;
+      float last = 0;
+      while (next < all.size() && out.size() < k) {
+        if (next == sorted) {  // sorts the next stretch only when the ones before it were not enough
+          sorted = std::min(all.size(), sorted + std::max<std::size_t>(4 * k, 64));
+          std::partial_sort(all.begin() + static_cast<std::ptrdiff_t>(next),
+                            all.begin() + static_cast<std::ptrdiff_t>(sorted), all.end(), better);
+        }
+        last = all[next].first;
+        append_if(out, all[next].second, static_cast<double>(last), accept);
+        ++next;
+      }
+      // Versions tied with the last one taken may come first in the tie order (below), as in an exact scan.
+      if (out.size() == k) {
+        for (; next < all.size(); ++next) {
+          if (all[next].first == last) append_if(out, all[next].second, static_cast<double>(last), accept);
+        }
+      }
+    } else {
+      std::size_t want = k;
+      for (;;) {
+        const std::size_t asked = std::min(want, live_);
+        auto found = const_cast<hnswlib::HierarchicalNSW<float>*>(graph)->searchKnn(query.data(), asked);
+        out.clear();
+        out.reserve(found.size());
+        while (!found.empty()) {  // farthest first
+          const auto [distance, label] = found.top();
+          found.pop();
+          append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept);
+        }
+        if (out.size() >= k || asked >= live_) break;
+        want = asked * 4;
+      }
     }
 #else
     for (std::size_t label = 0; label < entries_.size(); ++label) {
