@@ -703,19 +703,51 @@ inline bool hit_before(double sa, const ArtifactRecord& a, double sb, const Arti
 
 /// A fingerprint of everything in `q` but its cursor and limit, so a cursor is refused with another query.
 inline std::string search_fingerprint(const SearchQuery& q) {
-  nlohmann::json j = {{"text", q.text}, {"mode", static_cast<int>(q.mode)}, {"all", q.all_versions}};
-  if (q.vector) j["vector"] = {{"model", q.vector->model}, {"values", q.vector->values}};
-  const auto& f = q.filter;
-  nlohmann::json conditions = nlohmann::json::array();
-  for (const auto& c : f.metadata) conditions.push_back({c.pointer, static_cast<int>(c.op), c.value});
-  j["filter"] = {{"type", f.type ? f.type->str() : ""},     {"mime", f.mime_type.value_or("\x01")},
-                 {"by", f.created_by.value_or("\x01")},     {"prefix", f.id_prefix},
-                 {"after", f.created_after.value_or(INT64_MIN)}, {"before", f.created_before.value_or(INT64_MAX)},
-                 {"metadata", std::move(conditions)}};
+  // FNV-1a over every field that changes what the query finds, each behind its length (so that no two queries'
+  // fields run into the same bytes); the vector by its floats' bits.
   std::uint64_t h = 1469598103934665603ULL;
-  for (const char c : j.dump()) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
+  const auto bytes = [&h](const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= p[i];
+      h *= 1099511628211ULL;
+    }
+  };
+  const auto number = [&bytes](std::uint64_t v) { bytes(&v, sizeof v); };
+  const auto text = [&](std::string_view s) {
+    number(s.size());
+    bytes(s.data(), s.size());
+  };
+  const auto optional_text = [&](const std::optional<std::string>& s) {
+    number(s ? 1 : 0);
+    if (s) text(*s);
+  };
+  const auto optional_time = [&](const std::optional<std::int64_t>& t) {
+    number(t ? 1 : 0);
+    if (t) number(static_cast<std::uint64_t>(*t));
+  };
+  text(q.text);
+  number(static_cast<std::uint64_t>(q.mode));
+  number(q.all_versions ? 1 : 0);
+  number(q.vector ? 1 : 0);
+  if (q.vector) {
+    text(q.vector->model);
+    number(q.vector->values.size());
+    bytes(q.vector->values.data(), q.vector->values.size() * sizeof(float));
+  }
+  const auto& f = q.filter;
+  number(f.type ? 1 : 0);
+  if (f.type) text(f.type->str());
+  optional_text(f.mime_type);
+  optional_text(f.created_by);
+  text(f.id_prefix);
+  optional_time(f.created_after);
+  optional_time(f.created_before);
+  number(f.metadata.size());
+  for (const auto& c : f.metadata) {
+    text(c.pointer);
+    number(static_cast<std::uint64_t>(c.op));
+    text(c.value.dump());
   }
   return fmt::format("{:016x}", h);
 }
