@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -138,7 +140,7 @@ enum Stmt : std::size_t {
   vector_get,
   vectors_delete_id,
   change_insert,
-  change_remove_if,
+  change_remove,
   changes_after,
   changes_last,
   vectors_current,
@@ -217,11 +219,11 @@ std::string statement_sql(Stmt s) {
     case vectors_delete_id: return "DELETE FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2";
     case change_insert:
       return "INSERT INTO cairn_search_changes (tenant_id, model, id, version, removed) VALUES (?1, ?2, ?3, ?4, ?5)";
-    case change_remove_if:
-      // A removal for the indexes, when there is a vector to remove (?3: one version, 0: all of them).
-      return "INSERT INTO cairn_search_changes (tenant_id, model, id, version, removed) SELECT ?1, '', ?2, ?3, 1 "
-             "WHERE EXISTS (SELECT 1 FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2 "
-             "AND (?3 = 0 OR version = ?3))";
+    case change_remove:
+      // A removal for the indexes (?3: one version, 0: all of them), written whether or not a vector goes with it:
+      // every write that changes the tenant's latest versions moves the tenant's sequence, which is what a query's
+      // count of unindexed versions is kept by (a removal of nothing changes no index).
+      return "INSERT INTO cairn_search_changes (tenant_id, model, id, version, removed) VALUES (?1, '', ?2, ?3, 1)";
     case changes_after:
       // The (tenant, model)'s changes after ?3, each add with its vector (NULL when that version is gone since).
       return "SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
@@ -403,6 +405,7 @@ struct SqliteArtifactStore::Impl {
                            options.synchronous == SqliteOptions::Synchronous::full},
         [](std::size_t s) { return statement_sql(static_cast<Stmt>(s)); });
     register_fts5_functions(c->db(), where);
+    if (options.mmap_bytes > 0) c->exec(fmt::format("PRAGMA mmap_size = {}", options.mmap_bytes).c_str());
     return c;
   }
 
@@ -556,6 +559,9 @@ struct SqliteArtifactStore::Impl {
   }
 
   mutable detail::VectorCache vectors;
+  // search_similar's count of unindexed versions per (tenant, model), with the change sequence it was made at.
+  mutable std::mutex unindexed_mutex;
+  mutable std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::size_t>> unindexed_counts;
 
   std::string path;
   SqliteOptions options;
@@ -573,6 +579,10 @@ SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options
   if (options.busy_timeout_ms < 0) {
     throw invalid_argument(
         fmt::format("sqlite store: busy_timeout_ms must not be negative (got {})", options.busy_timeout_ms));
+  }
+  if (options.mmap_bytes < 0) {
+    throw invalid_argument(
+        fmt::format("sqlite store: mmap_bytes must not be negative (got {}; 0 turns the map off)", options.mmap_bytes));
   }
   impl_ = std::make_unique<Impl>(std::move(path), options);
   auto first = impl_->open();
@@ -684,9 +694,8 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
     ins.bind(12, record.schema_url()).bind(13, record.created_by()).bind(14, created_at).bind(15, metadata);
     ins.run();
     index_words(*conn, record.tenant_id(), id, version, words);
-    if (version > 1) {
-      Query(*conn, change_remove_if).bind(1, record.tenant_id()).bind(2, id).bind(3, version - 1).run();
-    }
+    // The previous latest version leaves the indexes; a first version removes nothing but moves the sequence too.
+    Query(*conn, change_remove).bind(1, record.tenant_id()).bind(2, id).bind(3, version - 1).run();
     if (vector) {
       Query(*conn, vector_insert)
           .bind(1, record.tenant_id())
@@ -731,7 +740,7 @@ void SqliteArtifactStore::remove(const std::string& id, const std::string& tenan
   if (sqlite3_changes(conn->db()) == 0) throw not_found(detail::artifact_missing_message(id, tenant_id));
   Impl::Query(*conn, artifacts_delete).bind(1, tenant_id).bind(2, id).run();
   Impl::Query(*conn, text_delete_id).bind(1, tenant_id).bind(2, id).run();
-  Impl::Query(*conn, change_remove_if).bind(1, tenant_id).bind(2, id).bind(3, std::int64_t{0}).run();
+  Impl::Query(*conn, change_remove).bind(1, tenant_id).bind(2, id).bind(3, std::int64_t{0}).run();
   Impl::Query(*conn, vectors_delete_id).bind(1, tenant_id).bind(2, id).run();
   Impl::Query(*conn, docs_delete_id).bind(1, tenant_id).bind(2, id).run();
   tx.commit();
@@ -871,25 +880,41 @@ SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, 
   const auto& cursor = p.cursor;
   const std::size_t dimension = query.values.size();
   SearchPage page;
-  // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would).
+  std::uint64_t seen = 0;
+  const auto index = vectors.current(
+      tenant, query.model, dimension,
+      [this](const std::string& t, const std::string& m, std::uint64_t after) { return read_changes(t, m, after); },
+      &seen);
+  // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would). Counting
+  // them probes a vector row per latest version of the tenant, so the count is kept per (tenant, model) and made
+  // again only when the index applied a change since (every new version, removal and vector is one).
   if (options.embedder && options.embedder->model() == query.model) {
-    auto conn = pool.acquire();
-    Query u(*conn, unindexed_vectors);
-    u.bind(1, tenant).bind(2, query.model);
-    if (u.step()) page.unindexed = static_cast<std::size_t>(u.int64(0));
+    const auto key = std::make_pair(tenant, query.model);
+    std::optional<std::size_t> known;
+    {
+      std::lock_guard lock(unindexed_mutex);
+      const auto it = unindexed_counts.find(key);
+      if (it != unindexed_counts.end() && it->second.first == seen) known = it->second.second;
+    }
+    if (!known) {
+      auto conn = pool.acquire();
+      Query u(*conn, unindexed_vectors);
+      u.bind(1, tenant).bind(2, query.model);
+      known = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
+      std::lock_guard lock(unindexed_mutex);
+      unindexed_counts[key] = {seen, *known};
+    }
+    page.unindexed = *known;
   }
-  const auto index = vectors.current(tenant, query.model, dimension,
-                                     [this](const std::string& t, const std::string& m, std::uint64_t after) {
-                                       return read_changes(t, m, after);
-                                     });
   const std::vector<float> direction = normalised(query.values);
   using Found = detail::SearchCandidate;
-  // Ask the index for more candidates until a page and one more pass the rows and the filters, or it has no more.
+  // Ask the index for a page and one more (the candidates a plain hnswlib query returns), then 4 times as many each
+  // round, until a page and one more pass the rows and the filters, or it has no more.
   std::vector<Found> found;
   const auto prefix_ok = [&q](const std::string& id, std::uint64_t) {
     return id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) == 0;
   };
-  for (std::size_t k = (q.limit + 1) * 4;; k *= 2) {
+  for (std::size_t k = q.limit + 1;; k *= 4) {
     const std::vector<detail::VectorHit> candidates = index->search(direction, k, prefix_ok);
     found.clear();
     {

@@ -833,10 +833,61 @@ TEST_CASE("similarity: a removed or replaced version never comes back, whatever 
   REQUIRE(page.hits.size() == 1);
   CHECK(page.hits[0].record->id() == "dogs");
   CHECK(page.hits[0].record->version() == 2);
-  // The change sequence says what changed: adds, the old version removed, the removed id.
+  // The change sequence says what changed: a removal per store (the previous latest version; none before a first
+  // version, which removes nothing but moves the tenant's sequence) and per remove, and an add per vector.
   RawDb raw(path);
-  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 1") == "2");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 1") == "4");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 0") == "3");
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors") == "2");
+}
+
+TEST_CASE("mmap_bytes: a store reading through a memory map reads what one without it reads; negative is refused") {
+  TempDir dir;
+  const auto path = dir.file("mapped.db");
+  SqliteOptions mapped = with_embedder();
+  mapped.mmap_bytes = 64LL << 20;
+  SqliteArtifactStore a(path, mapped);
+  for (int i = 0; i < 50; ++i) (void)a.store(*note("t", "n" + std::to_string(i), "note number " + std::to_string(i)));
+  SqliteArtifactStore b(path, with_embedder());  // no map
+  SearchQuery q;
+  q.text = "note number 7";
+  q.mode = SearchMode::similarity;
+  const auto via_map = a.search("t", q);
+  const auto via_reads = b.search("t", q);
+  REQUIRE(via_map.hits.size() == via_reads.hits.size());
+  for (std::size_t i = 0; i < via_map.hits.size(); ++i) {
+    CHECK(json(*via_map.hits[i].record) == json(*via_reads.hits[i].record));
+    CHECK(via_map.hits[i].score == via_reads.hits[i].score);
+  }
+  CHECK(json(*a.fetch("n7", "t")) == json(*b.fetch("n7", "t")));
+  SqliteOptions bad;
+  bad.mmap_bytes = -1;
+  CHECK_THROWS_WITH(SqliteArtifactStore(dir.file("bad.db"), bad),
+                    cairn_test::ContainsSubstring("mmap_bytes must not be negative (got -1"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("bad.db")));
+}
+
+TEST_CASE("similarity: the unindexed count follows what a store without the embedder stores and removes") {
+  TempDir dir;
+  const auto path = dir.file("unindexed.db");
+  SqliteArtifactStore a(path, with_embedder());
+  SqliteArtifactStore plain(path);  // another process's store, without an embedder: its records get no vector
+  (void)a.store(*note("t", "cats", "cats purr"));
+  SearchQuery q;
+  q.text = "cats purr";
+  q.mode = SearchMode::similarity;
+  CHECK(a.search("t", q).unindexed == 0);
+  // a's count is kept between queries; a record it did not see stored must still be counted.
+  (void)plain.store(*note("t", "mice", "mice squeak"));
+  CHECK(a.search("t", q).unindexed == 1);
+  (void)plain.store(*note("t", "mice", "mice squeak loudly"));
+  CHECK(a.search("t", q).unindexed == 1);
+  (void)plain.store(*note("t", "cats", "cats purr again"));  // a new latest version without a vector
+  CHECK(a.search("t", q).unindexed == 2);
+  plain.remove("mice", "t");
+  CHECK(a.search("t", q).unindexed == 1);
+  CHECK(a.reindex("t") == 1);  // cats v2, the one version left without a vector
+  CHECK(a.search("t", q).unindexed == 0);
 }
 
 TEST_CASE("a process killed at a random moment while storing and removing leaves the indexes agreeing with the rows") {

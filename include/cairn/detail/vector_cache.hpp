@@ -43,8 +43,10 @@ class VectorCache {
   /// has seen (0 at first) and may be called again until it returns nothing new. Concurrent callers of one
   /// (tenant, model) wait for one catch-up; other (tenant, model)s are not held up. What `read` throws reaches
   /// the caller; the index keeps the changes it applied before and their sequence, so nothing is applied twice.
+  /// `seen`, when given, gets the sequence number the index is at (it moves when a change of the (tenant, model),
+  /// or of every model, was applied: what a caller may key its own per-tenant figures on).
   std::shared_ptr<const VectorIndex> current(const std::string& tenant, const std::string& model, std::size_t dimension,
-                                             const ReadVectorChanges& read) {
+                                             const ReadVectorChanges& read, std::uint64_t* seen = nullptr) {
     const std::shared_ptr<Entry> entry = entry_of(tenant, model, dimension);
     std::lock_guard catch_up(entry->catch_up);
     for (;;) {
@@ -63,6 +65,7 @@ class VectorCache {
         if (c.seq > entry->seq) entry->seq = c.seq;
       }
     }
+    if (seen) *seen = entry->seq;
     return entry->index;
   }
 
