@@ -870,9 +870,33 @@ void BM_W6Similar_Exact(benchmark::State& state) {
   const auto& f = mem_floor();
   each_query(state, [&](const Query& q) { auto hits = f.exact(q.tenant, q.vector, kLimit); benchmark::DoNotOptimize(hits); return hits.size(); });
 }
+// A store whose vectors live in a database builds its process's index of a tenant at the tenant's first similarity
+// query (docs/search.md, "The in-process index on SQL backends"). That first query of each tenant is timed apart,
+// untimed in the row, which measures what a process that has served the tenant before answers:
+// `first_query_ms` is the mean of the tenants' first queries.
+template <class Store>
+void first_queries(benchmark::State& state, const Store& store, Timing timing) {
+  std::map<int, const Query*> first;
+  for (const auto& q : queries()) first.emplace(q.tenant, &q);
+  double seconds = 0;
+  for (const auto& [tenant, q] : first) {
+    const double t0 = now_seconds(timing);
+    auto page = store.search(q->tenant_name, similar_query(*q));
+    benchmark::DoNotOptimize(page);
+    seconds += now_seconds(timing) - t0;
+  }
+  state.counters["first_query_ms"] = 1000 * seconds / static_cast<double>(std::max<std::size_t>(1, first.size()));
+}
+
 template <class Store>
 void similar_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
   if (skip_without_vectors(state, store)) return;
+  static std::map<const void*, double> first_ms;  // once per store: a later run of the row finds the tenants built
+  if (!first_ms.count(&store)) {
+    first_queries(state, store, timing);
+    first_ms[&store] = state.counters["first_query_ms"];
+  }
+  state.counters["first_query_ms"] = first_ms[&store];
   each_query(state, [&](const Query& q) {
     auto page = store.search(q.tenant_name, similar_query(q));
     benchmark::DoNotOptimize(page);
@@ -880,7 +904,19 @@ void similar_cairn(benchmark::State& state, const Store& store, Timing timing = 
   }, timing);
 }
 void BM_W6Similar_Memory(benchmark::State& state) { similar_cairn(state, mem_store()); }
-void BM_W6Similar_Sqlite(benchmark::State& state) { similar_cairn(state, sqlite_store()); }
+// A store in a file answers with records it reads from the file: its floor is the library's top 10 and a raw
+// sqlite3 read of those 10 rows (the ratio to the library alone is in docs/search.md too).
+void BM_W6SimilarSql_Floor(benchmark::State& state) {
+  auto& fts = fts_floor();
+  const auto& mem = mem_floor();
+  each_query(state, [&](const Query& q) {
+    std::vector<Row> rows;
+    for (const auto& h : mem.similar(q.tenant, q.vector, kLimit)) rows.push_back(fts.row(h.index, h.score));
+    benchmark::DoNotOptimize(rows);
+    return rows.size();
+  });
+}
+void BM_W6SimilarSql_Sqlite(benchmark::State& state) { similar_cairn(state, sqlite_store()); }
 
 void BM_W6Hybrid_Floor(benchmark::State& state) {
   auto& fts = fts_floor();
@@ -1018,7 +1054,8 @@ const bool registered = [] {
   query("BM_W6Similar_Floor", BM_W6Similar_Floor);
   query("BM_W6Similar_Exact", BM_W6Similar_Exact);
   query("BM_W6Similar_Memory", BM_W6Similar_Memory);
-  query("BM_W6Similar_Sqlite", BM_W6Similar_Sqlite);
+  query("BM_W6SimilarSql_Floor", BM_W6SimilarSql_Floor);
+  query("BM_W6SimilarSql_Sqlite", BM_W6SimilarSql_Sqlite);
   query("BM_W6Hybrid_Floor", BM_W6Hybrid_Floor);
   query("BM_W6Hybrid_Memory", BM_W6Hybrid_Memory);
   query("BM_W6Hybrid_Sqlite", BM_W6Hybrid_Sqlite);
