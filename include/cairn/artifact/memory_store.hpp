@@ -95,9 +95,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
                                                    std::uint64_t version) const override {
     const Shard& shard = shard_for(tenant_id);
     std::shared_lock lock(shard.mutex);
-    const auto it = shard.vectors.find(composite_key(tenant_id, id));
-    if (it == shard.vectors.end()) return std::nullopt;
-    for (const auto& v : it->second) {
+    const auto it = shard.entries.find(composite_key(tenant_id, id));
+    if (it == shard.entries.end()) return std::nullopt;
+    for (const auto& v : it->second.vectors) {
       if (v.first == version) return v.second;
     }
     return std::nullopt;
@@ -152,7 +152,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
-    shard.vectors.erase(key);
   }
 
   [[nodiscard]]
@@ -227,10 +226,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (it->second == found.size()) found.push_back({r, std::nullopt, std::nullopt, {}});
       return found[it->second];
     };
-    const auto kept_vector = [&shard, &tenant_id](const std::string& id, std::uint64_t version) -> const Embedding* {
-      const auto it = shard.vectors.find(composite_key(tenant_id, id));
-      if (it == shard.vectors.end()) return nullptr;
-      for (const auto& v : it->second) {
+    const auto kept_vector = [](const Entry& e, std::uint64_t version) -> const Embedding* {
+      for (const auto& v : e.vectors) {
         if (v.first == version) return &v.second;
       }
       return nullptr;
@@ -267,9 +264,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       const std::string& prefix = q.filter.id_prefix;
       for (auto it = ids->second.lower_bound(prefix);
            it != ids->second.end() && it->first.substr(0, prefix.size()) == prefix; ++it) {
-        const auto v = shard.vectors.find(tenant_id + '\0' + std::string(it->first));
-        if (v == shard.vectors.end()) continue;
-        for (const auto& [version, e] : v->second) {
+        for (const auto& [version, e] : it->second->vectors) {
           if (e.model != p.vector->model || e.values.size() != p.vector->values.size()) continue;
           if (const ArtifactPtr r = searched(*it->second, version)) compare(candidate(r), e);
         }
@@ -279,22 +274,29 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (index != ts->vectors.end()) {
         // Similarity alone pages by the cursor in the index's filter; hybrid fuses 4 x limit candidates.
         const bool paged = p.cursor && !p.by_text;
-        std::unordered_map<std::string, ArtifactPtr> accepted;
+        // What accept() found for each version it let through, in that order (VectorHit::accepted): the record and
+        // its kept vector are looked up once.
+        std::vector<std::pair<ArtifactPtr, const Embedding*>> accepted;
         const auto accept = [&](const std::string& id, std::uint64_t version) {
           const Entry* e = entry_of(id);
           ArtifactPtr r = e ? searched(*e, version) : nullptr;
-          const Embedding* kept = r ? kept_vector(id, version) : nullptr;
+          const Embedding* kept = r ? kept_vector(*e, version) : nullptr;
           if (!kept) return false;
           if (paged && !detail::after_cursor(*p.cursor, detail::cosine(p.vector->values, kept->values), *r)) {
             return false;
           }
-          accepted.emplace(id + '\0' + std::to_string(version), std::move(r));
+          accepted.emplace_back(std::move(r), kept);
           return true;
         };
         const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
         for (const auto& hit : index->second->search(unit, k, accept)) {
-          const ArtifactPtr& r = accepted.at(hit.id + '\0' + std::to_string(hit.version));
-          compare(candidate(r), *kept_vector(hit.id, hit.version));
+          auto& [r, kept] = accepted.at(hit.accepted);
+          if (p.by_text) {
+            compare(candidate(r), *kept);
+          } else {  // nothing else was found: no merging
+            found.push_back({std::move(r), std::nullopt, std::nullopt, {}});
+            compare(found.back(), *kept);
+          }
         }
       }
     }
@@ -504,19 +506,14 @@ class InMemoryArtifactStore final : public ArtifactStore {
       const std::uint64_t actual = found == shard.entries.end() ? 0 : version_of(found->second);
       if (actual != *expected) throw detail::version_conflict(record, *expected, actual);
     }
-    // The vector's place is made first (what may throw before anything changes; a place left empty is harmless),
-    // so that keeping the vector below cannot throw.
-    std::vector<std::pair<std::uint64_t, Embedding>>* vectors = nullptr;
-    if (vector) {
-      vectors = &shard.vectors[composite_key(tenant_id, id)];
-      vectors->reserve(vectors->size() + 1);
-    }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
     Entry& entry = it->second;
     ArtifactPtr stored;
     try {
       // What can throw (a generated id or the clock's time the record refuses, the host's clock or id generator,
       // memory) comes before the new id is visible: a failed store leaves nothing behind.
+      // The vector's place is made first, so that keeping the vector below cannot throw.
+      if (vector) entry.vectors.reserve(entry.vectors.size() + 1);
       const std::uint64_t version = inserted ? 1 : version_of(entry) + 1;
       stored = generated.empty() ? detail::stamp(record, version, clock_.get())
                                  : detail::stamp(record, std::move(generated), version, clock_.get());
@@ -556,7 +553,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (!index) index = std::make_unique<detail::VectorIndex>(unit.size());
       index->add(stored->id(), stored->version(), unit);
     }
-    if (vectors) vectors->emplace_back(stored->version(), std::move(*vector));
+    if (vector) entry.vectors.emplace_back(stored->version(), std::move(*vector));
     return stored;
   }
 
@@ -596,6 +593,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
     ArtifactPtr latest;
     std::forward_list<ArtifactPtr> older;
     std::unique_ptr<Rest> rest;  // bounded stores only
+    // Each version's vector (stores with an embedder, or store_embedded()), oldest first: beside the record, so
+    // that a similarity search finds it with the entry.
+    std::vector<std::pair<std::uint64_t, Embedding>> vectors;
   };
   // Version `version` in `older` (newest first, below `newest`), or null.
   template <class T>
@@ -614,8 +614,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     mutable std::shared_mutex mutex;
     std::unordered_map<std::string, Entry> entries;  // key: tenant_id + '\0' + id
     std::unordered_map<std::string, Index> tenants;
-    // Stores with an embedder: each version's vector, by entry key (the same key as `entries`).
-    std::unordered_map<std::string, std::vector<std::pair<std::uint64_t, Embedding>>> vectors;
     // Each tenant's search indexes.
     std::unordered_map<std::string, TenantSearch> search;
     // Bounded stores: the parsed entries, a circular list whose `hand` is the next one the sweep looks at (new ones

@@ -93,6 +93,9 @@ struct VectorHit {
   std::string id;
   std::uint64_t version = 0;
   double similarity = 0;
+  /// How many versions `accept` had let through before this one in the search that returned it: a caller that keeps
+  /// what it looked up in `accept` (in the order it said yes) finds it here again without a second lookup.
+  std::size_t accepted = 0;
 };
 
 /// An index of one (tenant, model): vectors of one dimension. Thread-safe: searches run together, a change waits
@@ -204,26 +207,28 @@ class VectorIndex {
       const auto better = [](const std::pair<float, std::size_t>& a, const std::pair<float, std::size_t>& b) {
         return a.first > b.first;
       };
-      std::size_t next = 0, sorted = 0;
+      std::size_t next = 0, sorted = 0, passed = 0;
       float last = 0;
       while (next < all.size() && out.size() < k) {
-        if (next == sorted) {  // sorts the next stretch only when the ones before it were not enough
-          sorted = std::min(all.size(), sorted + std::max<std::size_t>(4 * k, 64));
-          std::partial_sort(all.begin() + static_cast<std::ptrdiff_t>(next),
-                            all.begin() + static_cast<std::ptrdiff_t>(sorted), all.end(), better);
+        if (next == sorted) {  // orders the next stretch only when the ones before it were not enough
+          sorted = std::min(all.size(), sorted + std::max<std::size_t>(2 * k, 16));
+          const auto from = all.begin() + static_cast<std::ptrdiff_t>(next);
+          const auto to = all.begin() + static_cast<std::ptrdiff_t>(sorted);
+          if (to != all.end()) std::nth_element(from, to, all.end(), better);  // linear, unlike a heap of the stretch
+          std::sort(from, to, better);
         }
         last = all[next].first;
-        append_if(out, all[next].second, static_cast<double>(last), accept);
+        append_if(out, all[next].second, static_cast<double>(last), accept, passed);
         ++next;
       }
       // Versions tied with the last one taken may come first in the tie order (below), as in an exact scan.
       if (out.size() == k) {
         for (; next < all.size(); ++next) {
-          if (all[next].first == last) append_if(out, all[next].second, static_cast<double>(last), accept);
+          if (all[next].first == last) append_if(out, all[next].second, static_cast<double>(last), accept, passed);
         }
       }
     } else {
-      std::size_t want = k;
+      std::size_t want = k, passed = 0;
       for (;;) {
         const std::size_t asked = std::min(want, live_);
         auto found = const_cast<hnswlib::HierarchicalNSW<float>*>(graph)->searchKnn(query.data(), asked);
@@ -232,18 +237,19 @@ class VectorIndex {
         while (!found.empty()) {  // farthest first
           const auto [distance, label] = found.top();
           found.pop();
-          append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept);
+          append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, passed);
         }
         if (out.size() >= k || asked >= live_) break;
         want = asked * 4;
       }
     }
 #else
+    std::size_t passed = 0;
     for (std::size_t label = 0; label < entries_.size(); ++label) {
       if (!entries_[label].live) continue;
       double dot = 0;
       for (std::size_t i = 0; i < dimension_; ++i) dot += static_cast<double>(query[i]) * vectors_[label][i];
-      append_if(out, label, dot, accept);
+      append_if(out, label, dot, accept, passed);
     }
 #endif
     std::sort(out.begin(), out.end(), [](const VectorHit& a, const VectorHit& b) {
@@ -273,11 +279,11 @@ class VectorIndex {
   }
 
   void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity,
-                 const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
+                 const std::function<bool(const std::string&, std::uint64_t)>& accept, std::size_t& passed) const {
     const Entry& e = entries_[label];
     if (!e.live) return;  // removed (hnswlib skips marked ones; the scan skips them here)
     if (accept && !accept(e.id, e.version)) return;
-    out.push_back(VectorHit{e.id, e.version, similarity});
+    out.push_back(VectorHit{e.id, e.version, similarity, passed++});
   }
 
   std::size_t dimension_;
