@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cairn/testing/embedder.hpp"
 #include "catch.hpp"
 #include "store_test_support.hpp"
 
@@ -162,4 +163,47 @@ TEST_CASE("open_run_journal: one URL opens the journal next to the store, on eve
 #else
   CHECK_THROWS_WITH(open_run_journal("postgres:host=x password=hunter2"), !cairn_test::ContainsSubstring("hunter2"));
 #endif
+}
+
+TEST_CASE("open_store(url, options): the host's embedder reaches whichever store the URL opens") {
+  std::vector<std::string> urls{"memory:"};
+#if defined(CAIRN_HAS_SQLITE)
+  store_test::TempDir dir;
+  urls.push_back("sqlite:" + dir.file("embedded.db"));
+#endif
+#if defined(CAIRN_HAS_POSTGRES)
+  const char* conninfo = std::getenv("CAIRN_TEST_PG_CONNINFO");
+  REQUIRE(conninfo != nullptr);  // scripts/test starts a server; without one this test fails, never skips
+  urls.push_back(std::string("postgres:") + conninfo);
+#endif
+  for (const auto& url : urls) {
+    INFO("url: " << (url.rfind("postgres:", 0) == 0 ? std::string("postgres:...") : url));
+    // A tenant of its own per run: a PostgreSQL database outlives the test.
+    const std::string tenant = "open-embed-" + detail::random_string(8, "abcdefghijklmnopqrstuvwxyz");
+    auto embedder = std::make_shared<testing::WordHashEmbedder>(64);
+    OpenStoreOptions options;
+    options.embedder = embedder;
+    auto store = open_store(url, options);
+    REQUIRE(store->embedder() == embedder);
+    const auto put = [&](const std::string& id, const std::string& text) {
+      (void)store->store(*ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title(id).value(text).build());
+    };
+    put("cats", "cats purr on the mat");
+    put("invoices", "quarterly invoices and receipts");
+    CHECK(embedder->calls >= 2);  // the store embedded what it stored
+    SearchQuery q;
+    q.text = "cats purr";
+    q.mode = SearchMode::similarity;
+    const SearchPage page = store->search(tenant, q);
+    REQUIRE(page.hits.size() == 2);
+    CHECK(page.hits[0].record->id() == "cats");
+    REQUIRE(page.hits[0].matched.similarity.has_value());
+    CHECK(*page.hits[0].matched.similarity > *page.hits[1].matched.similarity);
+    // open_store(url) opens the same backend without one: a similarity query by text is refused, naming why.
+    auto plain = open_store(url);
+    CHECK(plain->embedder() == nullptr);
+    CHECK_THROWS_AS(plain->search(tenant, q), invalid_argument);
+    store->remove("cats", tenant);
+    store->remove("invoices", tenant);
+  }
 }

@@ -10,6 +10,10 @@
 //                               postgres:host=db.internal dbname=agents   (needs cairn::postgres)
 //     postgres://... or postgresql://...   the same, the whole URL handed to libpq as a connection URI
 //
+// open_store(url, options) takes what a URL cannot carry: the host's Embedder (OpenStoreOptions::embedder), handed
+// to whichever store the URL opens (InMemoryStoreOptions / SqliteOptions / PostgresOptions::embedder), so that a
+// program that lets its user choose the backend still gets similarity search (docs/search.md).
+//
 // Which backends exist is known at compile time: linking cairn::sqlite defines CAIRN_HAS_SQLITE and linking
 // cairn::postgres defines CAIRN_HAS_POSTGRES (both as usage requirements of those targets), and this header
 // includes and dispatches to exactly those. A URL for a backend that is not linked is a clear
@@ -131,6 +135,13 @@ inline invalid_argument backend_not_built(const char* call, const char* scheme, 
 
 }  // namespace detail
 
+/// What open_store(url, options) hands to the store it opens, besides what the URL says.
+struct OpenStoreOptions {
+  /// The host's embedder: each store embeds records as it stores them and answers similarity queries by text
+  /// (docs/search.md). Null: no embedder, as open_store(url).
+  std::shared_ptr<Embedder> embedder{};
+};
+
 // open_store's body depends on which backends the including file links. An inline namespace per combination
 // gives each its own name, so two files of one program built with different backends do not break the
 // one-definition rule; callers still write cairn::open_store.
@@ -152,15 +163,21 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 /// pass through. Error messages never repeat a postgres conninfo, which may hold a password.
 ///
 ///     auto store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
-[[nodiscard]] inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
+[[nodiscard]] inline std::shared_ptr<ArtifactStore> open_store(const std::string& url,
+                                                                const OpenStoreOptions& open_options) {
   const auto parsed = detail::parse_store_url(url, "open_store");
   switch (parsed.backend) {
-    case detail::StoreUrl::Backend::memory: return std::make_shared<InMemoryArtifactStore>();
+    case detail::StoreUrl::Backend::memory: {
+      InMemoryStoreOptions options;
+      options.embedder = open_options.embedder;
+      return std::make_shared<InMemoryArtifactStore>(std::move(options));
+    }
     case detail::StoreUrl::Backend::sqlite:
 #if defined(CAIRN_HAS_SQLITE)
     {
       SqliteOptions options;
       if (parsed.synchronous == detail::StoreUrl::Synchronous::normal) options.synchronous = SqliteOptions::Synchronous::normal;
+      options.embedder = open_options.embedder;
       return std::make_shared<SqliteArtifactStore>(parsed.target, options);
     }
 #else
@@ -168,12 +185,21 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 #endif
     case detail::StoreUrl::Backend::postgres:
 #if defined(CAIRN_HAS_POSTGRES)
-      return std::make_shared<PostgresArtifactStore>(parsed.target);
+    {
+      PostgresOptions options;
+      options.embedder = open_options.embedder;
+      return std::make_shared<PostgresArtifactStore>(parsed.target, std::move(options));
+    }
 #else
       throw detail::backend_not_built("open_store", "postgres", "cairn::postgres", "CAIRN_WITH_POSTGRES");
 #endif
   }
   return nullptr;
+}
+
+/// The store `url` names, without an embedder: open_store(url, {}).
+[[nodiscard]] inline std::shared_ptr<ArtifactStore> open_store(const std::string& url) {
+  return open_store(url, OpenStoreOptions{});
 }
 
 /// The run journal `url` names: `memory:` a new InMemoryRunJournal, `sqlite:<path>` a SqliteRunJournal on that
