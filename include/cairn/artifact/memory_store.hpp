@@ -328,9 +328,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
 
  private:
-  // The words of a record, counted, for the word index (the same words as detail::record_words).
+  // The distinct words of a record and its length in words, for the word index (the same words as
+  // detail::record_words).
   struct TermCounts {
-    std::map<std::string, std::uint32_t> counts;
+    std::vector<std::string> distinct;  // sorted
     std::size_t length = 0;
   };
   static TermCounts term_counts(const ArtifactRecord& record) {
@@ -338,8 +339,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
     TermCounts t;
     t.length = w.length();
     for (const auto* field : {&w.title, &w.description, &w.value}) {
-      for (const auto& word : *field) ++t.counts[word];
+      t.distinct.insert(t.distinct.end(), field->begin(), field->end());
     }
+    std::sort(t.distinct.begin(), t.distinct.end());
+    t.distinct.erase(std::unique(t.distinct.begin(), t.distinct.end()), t.distinct.end());
     return t;
   }
   // `v` scaled to length 1 (empty when it has no length), as the vector index wants it.
@@ -362,11 +365,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
       std::uint64_t version = 0;
       std::size_t length = 0;
       bool latest = true;
-      std::vector<std::pair<const std::string*, std::uint32_t>> terms;  // keys of `postings`
+      std::vector<const std::string*> terms;  // its distinct words: keys of `postings`
     };
     struct Postings {
-      std::unordered_map<std::uint64_t, std::uint32_t> docs;  // doc -> occurrences
-      std::size_t latest = 0;                                  // how many of them are latest versions
+      // The docs that hold the word, ascending: docs are numbered as they are added, so adding one appends. (The
+      // scores come from the records' own words; a posting needs no count.)
+      std::vector<std::uint64_t> docs;
+      std::size_t latest = 0;  // how many of them are latest versions
     };
     std::unordered_map<std::uint64_t, Doc> docs;
     std::unordered_map<std::string, std::vector<std::uint64_t>> by_id;  // an id's versions' docs, oldest first
@@ -382,19 +387,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
         before.latest = false;
         --latest_documents;
         latest_length -= before.length;
-        for (const auto& term : before.terms) --postings.find(*term.first)->second.latest;
+        for (const std::string* term : before.terms) --postings.find(*term)->second.latest;
       }
       const std::uint64_t n = next_doc++;
       Doc& d = docs[n];
       d.id = id;
       d.version = version;
       d.length = words.length;
-      d.terms.reserve(words.counts.size());
-      for (const auto& [word, count] : words.counts) {
+      d.terms.reserve(words.distinct.size());
+      for (const auto& word : words.distinct) {
         const auto it = postings.try_emplace(word).first;
-        it->second.docs.emplace(n, count);
+        it->second.docs.push_back(n);
         ++it->second.latest;
-        d.terms.emplace_back(&it->first, count);
+        d.terms.push_back(&it->first);
       }
       versions.push_back(n);
       ++documents;
@@ -408,9 +413,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (it != by_id.end()) {
         for (const std::uint64_t n : it->second) {
           const auto d = docs.find(n);
-          for (const auto& term : d->second.terms) {
-            const auto pit = postings.find(*term.first);
-            pit->second.docs.erase(n);
+          for (const std::string* term : d->second.terms) {
+            const auto pit = postings.find(*term);
+            auto& held = pit->second.docs;
+            held.erase(std::lower_bound(held.begin(), held.end(), n));
             if (d->second.latest) --pit->second.latest;
             if (pit->second.docs.empty()) postings.erase(pit);
           }
@@ -445,7 +451,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
             if (!rarest || it->second.docs.size() < rarest->docs.size()) rarest = &it->second;
           }
           if (missing || !rarest) continue;
-          for (const auto& posting : rarest->docs) any.insert(posting.first);
+          any.insert(rarest->docs.begin(), rarest->docs.end());
         }
         if (any.empty()) return {};
         groups.push_back(std::move(any));
