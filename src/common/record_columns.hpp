@@ -54,12 +54,52 @@ inline std::uint64_t from_sql_int(std::int64_t v) noexcept {
   return out;
 }
 
+/// The contents of a JSON string literal that needs no decoding (`"..."` with no escape, no control character, no
+/// quote inside, valid UTF-8: what nlohmann's parser would accept and return unchanged), or nothing. A value that is
+/// one text (the common case) then costs a validation pass instead of nlohmann's lexer, a character at a time.
+inline std::optional<std::string_view> plain_json_string(std::string_view text) noexcept {
+  if (text.size() < 2 || text.front() != '"' || text.back() != '"') return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data()) + 1;
+  const auto* const end = reinterpret_cast<const unsigned char*>(text.data()) + text.size() - 1;
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      if (c < 0x20 || c == '"' || c == '\\') return std::nullopt;
+      ++p;
+      continue;
+    }
+    // UTF-8 as RFC 3629 says (nlohmann checks the same): no overlong form, no surrogate, nothing above U+10FFFF.
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return std::nullopt;
+    }
+    if (static_cast<std::size_t>(end - p) <= n || p[1] < lo || p[1] > hi) return std::nullopt;
+    for (std::size_t k = 2; k <= n; ++k) {
+      if (p[k] < 0x80 || p[k] > 0xBF) return std::nullopt;
+    }
+    p += n + 1;
+  }
+  return text.substr(1, text.size() - 2);
+}
+
 /// Parses JSON text that the store itself wrote, still within `limits` (a file can be edited behind the store's
 /// back). A quick scan of the nesting lets well-formed text take nlohmann's plain parser, which is much faster than
 /// the depth-checking callback parser of parse_json; anything deeper goes the checked way and fails there.
 inline nlohmann::json parse_json_column(std::string_view text, const JsonLimits& limits, std::string_view what) {
   if (text == "{}") return nlohmann::json::object();  // the metadata of most records
   if (text.size() > limits.max_bytes) return parse_json(text, limits, what);  // throws limit_exceeded
+  if (const auto plain = plain_json_string(text)) return nlohmann::json(std::string(*plain));  // a text value
   int depth = 0;
   int deepest = 0;
   bool in_string = false;

@@ -82,8 +82,18 @@ class SqliteConnection {
   /// BEGIN IMMEDIATE and COMMIT, each prepared once (they run on every write).
   void begin_immediate() { run_cached(stmts_[N], "BEGIN IMMEDIATE"); }
   void commit() { run_cached(stmts_[N + 1], "COMMIT"); }
-  /// Rolls back what is open, ignoring errors (for unwinding).
-  void rollback() noexcept { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
+  /// BEGIN (deferred: a read transaction until it writes), prepared once (a search runs one per query).
+  void begin() { run_cached(stmts_[N + 2], "BEGIN"); }
+  /// Rolls back what is open, ignoring errors (for unwinding); prepared once when it can be.
+  void rollback() noexcept {
+    if (!stmts_[N + 3] &&
+        sqlite3_prepare_v3(db_, "ROLLBACK", -1, SQLITE_PREPARE_PERSISTENT, &stmts_[N + 3], nullptr) != SQLITE_OK) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      return;
+    }
+    sqlite3_step(stmts_[N + 3]);
+    sqlite3_reset(stmts_[N + 3]);
+  }
 
   /// Runs a one-row, one-column statement; false when it returned no row.
   bool query_text(const char* sql, std::string& out) {
@@ -122,7 +132,7 @@ class SqliteConnection {
   sqlite3* db_ = nullptr;
   std::string where_;
   StatementSql sql_;
-  std::array<sqlite3_stmt*, N + 2> stmts_{};  // the user's N, then BEGIN IMMEDIATE and COMMIT
+  std::array<sqlite3_stmt*, N + 4> stmts_{};  // the user's N, then BEGIN IMMEDIATE, COMMIT, BEGIN and ROLLBACK
 };
 
 /// A cached statement in use: bound, stepped, and reset (bindings cleared) on every way out.

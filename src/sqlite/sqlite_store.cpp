@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -237,12 +238,14 @@ std::string statement_sql(Stmt s) {
              "ON h.tenant_id = v.tenant_id AND h.id = v.id AND h.latest = v.version "
              "WHERE v.tenant_id = ?1 AND v.model = ?2";
     case candidate_get:
-      // A candidate of the approximate index checked against the rows: still the latest version, with its record
-      // and vector of the model.
-      return fmt::format("SELECT {}, v.vec FROM cairn_heads h JOIN cairn_artifacts a ON a.tenant_id = h.tenant_id "
-                         "AND a.id = h.id AND a.version = h.latest JOIN cairn_search_vectors v "
+      // A candidate of the approximate index checked against the rows: still the latest version (no newer one of
+      // the id: a probe next to its own row, where cairn_heads would be another page to read), with its record and
+      // vector of the model.
+      return fmt::format("SELECT {}, v.vec FROM cairn_artifacts a JOIN cairn_search_vectors v "
                          "ON v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
-                         "WHERE h.tenant_id = ?1 AND h.id = ?2 AND h.latest = ?3 AND v.model = ?4",
+                         "WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 AND v.model = ?4 "
+                         "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
+                         "AND n.version > ?3)",
                          artifact_columns);
     case unindexed_words:
       // The tenant's latest versions without words in the index (SearchPage::unindexed).
@@ -481,28 +484,27 @@ struct SqliteArtifactStore::Impl {
 
   /// A read transaction: what it reads is one snapshot. Rolled back (nothing to keep) when it goes.
   struct ReadTransaction {
-    explicit ReadTransaction(Connection& conn) : c(conn) { c.exec("BEGIN"); }
+    explicit ReadTransaction(Connection& conn) : c(conn) { c.begin(); }
     ~ReadTransaction() { c.rollback(); }
     ReadTransaction(const ReadTransaction&) = delete;
     ReadTransaction& operator=(const ReadTransaction&) = delete;
     Connection& c;
   };
 
-  /// The change sequence of a (tenant, model) for detail::VectorCache: after 0, every current vector (each an add
-  /// at the newest sequence number), else the changes after `after`.
-  std::vector<detail::VectorChange> read_changes(const std::string& tenant, const std::string& model,
-                                                 std::uint64_t after) const {
-    auto conn = pool.acquire();
-    ReadTransaction read(*conn);
+  /// The change sequence of a (tenant, model) for detail::VectorCache, read in the caller's read transaction on
+  /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
+  /// `after`.
+  static std::vector<detail::VectorChange> read_changes(Connection& conn, const std::string& tenant,
+                                                        const std::string& model, std::uint64_t after) {
     std::vector<detail::VectorChange> out;
     if (after == 0) {
       std::uint64_t last = 0;
       {
-        Query q(*conn, changes_last);
+        Query q(conn, changes_last);
         if (q.step() && !q.is_null(0)) last = static_cast<std::uint64_t>(q.int64(0));
       }
       if (last == 0) return out;
-      Query q(*conn, vectors_current);
+      Query q(conn, vectors_current);
       q.bind(1, tenant).bind(2, model);
       while (q.step()) {
         out.push_back({last, std::string(q.text(0)), static_cast<std::uint64_t>(q.int64(1)), false,
@@ -512,7 +514,7 @@ struct SqliteArtifactStore::Impl {
       if (out.empty()) out.push_back({last, std::string(), 0, true, {}});
       return out;
     }
-    Query q(*conn, changes_after);
+    Query q(conn, changes_after);
     q.bind(1, tenant).bind(2, model).bind(3, static_cast<std::int64_t>(after));
     while (q.step()) {
       detail::VectorChange c;
@@ -528,6 +530,26 @@ struct SqliteArtifactStore::Impl {
 
   SearchPage search_similar(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
   SearchPage search_words(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
+  SearchPage search_hybrid(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
+
+  // The parts of those, each inside the caller's read transaction on `conn` (one snapshot per query).
+  /// The versions the word query matches, with the filters, each with its BM25 score and what matched; `unindexed`
+  /// gets the count of the tenant's latest versions without words.
+  std::vector<detail::SearchCandidate> word_candidates(Connection& conn, const std::string& tenant,
+                                                       const SearchQuery& q, const detail::PreparedSearch& p,
+                                                       std::size_t& unindexed) const;
+  /// The (tenant, model) index, caught up from the change sequence; `unindexed` gets the count of the tenant's
+  /// latest versions without a vector of the model (0 on a store without that embedder).
+  std::shared_ptr<const detail::VectorIndex> vector_index(Connection& conn, const std::string& tenant,
+                                                          const Embedding& query, std::size_t& unindexed) const;
+  /// The versions the index finds nearest that pass the rows (still the latest version, with a vector of the
+  /// model) and the filters, each scored with the exact cosine of its stored vector, best first: `want` asked for
+  /// first, then 4 times as many each round until `want` pass (after the cursor, when `paged`) or the index has no
+  /// more.
+  std::vector<detail::SearchCandidate> similar_candidates(Connection& conn, const std::string& tenant,
+                                                          const SearchQuery& q, const detail::PreparedSearch& p,
+                                                          const detail::VectorIndex& index, std::size_t want,
+                                                          bool paged) const;
 
   // The record in the current row of `q` (columns in `record_columns` order).
   ArtifactPtr record(const Query& q) const {
@@ -796,16 +818,20 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
 }
 
 SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const SearchQuery& query) const {
-  // Words alone run on the FTS5 index; similarity alone (latest versions, not exact) on the approximate index;
-  // everything else (filters alone, hybrid, exact, all versions) is the exact scan.
+  // Words alone run on the FTS5 index; similarity alone on the approximate index; hybrid (latest versions, not
+  // exact) fuses the two; everything else (filters alone, exact, all versions with a vector) is the exact scan.
   const bool automatic = query.mode == SearchMode::automatic;
-  const bool words_only = !query.text.empty() && (query.mode == SearchMode::text ||
-                                                  (automatic && !query.vector && !impl_->options.embedder));
-  const bool similar_only = !query.exact && !query.all_versions &&
-                            (query.mode == SearchMode::similarity || (automatic && query.text.empty() && query.vector));
-  if (!words_only && !similar_only) return ArtifactStore::search(tenant_id, query);
+  const bool embeds = query.vector.has_value() || impl_->options.embedder != nullptr;
+  const bool words_only = !query.text.empty() && (query.mode == SearchMode::text || (automatic && !embeds));
+  const bool on_index = !query.exact && !query.all_versions;
+  const bool similar_only =
+      on_index && (query.mode == SearchMode::similarity || (automatic && query.text.empty() && query.vector));
+  const bool hybrid =
+      on_index && !query.text.empty() && (query.mode == SearchMode::hybrid || (automatic && embeds));
+  if (!words_only && !similar_only && !hybrid) return ArtifactStore::search(tenant_id, query);
   const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, query);
-  return similar_only ? impl_->search_similar(tenant_id, query, p) : impl_->search_words(tenant_id, query, p);
+  if (p.by_text && p.by_vector) return impl_->search_hybrid(tenant_id, query, p);
+  return p.by_vector ? impl_->search_similar(tenant_id, query, p) : impl_->search_words(tenant_id, query, p);
 }
 
 std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
@@ -874,98 +900,161 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
   return done;
 }
 
-SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, const SearchQuery& q,
-                                                     const detail::PreparedSearch& p) const {
-  const Embedding& query = *p.vector;
-  const auto& cursor = p.cursor;
-  const std::size_t dimension = query.values.size();
-  SearchPage page;
+std::shared_ptr<const detail::VectorIndex> SqliteArtifactStore::Impl::vector_index(Connection& conn,
+                                                                                  const std::string& tenant,
+                                                                                  const Embedding& query,
+                                                                                  std::size_t& unindexed) const {
   std::uint64_t seen = 0;
-  const auto index = vectors.current(
-      tenant, query.model, dimension,
-      [this](const std::string& t, const std::string& m, std::uint64_t after) { return read_changes(t, m, after); },
+  auto index = vectors.current(
+      tenant, query.model, query.values.size(),
+      [&conn](const std::string& t, const std::string& m, std::uint64_t after) {
+        return read_changes(conn, t, m, after);
+      },
       &seen);
   // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would). Counting
   // them probes a vector row per latest version of the tenant, so the count is kept per (tenant, model) and made
   // again only when the index applied a change since (every new version, removal and vector is one).
-  if (options.embedder && options.embedder->model() == query.model) {
-    const auto key = std::make_pair(tenant, query.model);
-    std::optional<std::size_t> known;
-    {
-      std::lock_guard lock(unindexed_mutex);
-      const auto it = unindexed_counts.find(key);
-      if (it != unindexed_counts.end() && it->second.first == seen) known = it->second.second;
+  unindexed = 0;
+  if (!options.embedder || options.embedder->model() != query.model) return index;
+  const auto key = std::make_pair(tenant, query.model);
+  {
+    std::lock_guard lock(unindexed_mutex);
+    const auto it = unindexed_counts.find(key);
+    if (it != unindexed_counts.end() && it->second.first == seen) {
+      unindexed = it->second.second;
+      return index;
     }
-    if (!known) {
-      auto conn = pool.acquire();
-      Query u(*conn, unindexed_vectors);
-      u.bind(1, tenant).bind(2, query.model);
-      known = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
-      std::lock_guard lock(unindexed_mutex);
-      unindexed_counts[key] = {seen, *known};
-    }
-    page.unindexed = *known;
   }
+  {
+    Query u(conn, unindexed_vectors);
+    u.bind(1, tenant).bind(2, query.model);
+    unindexed = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
+  }
+  // Kept only when this snapshot holds every change the index applied (another query may have caught the index up
+  // in a newer snapshot than this one): then it is the count at `seen`, and any later change moves the sequence.
+  std::uint64_t last = 0;
+  {
+    Query l(conn, changes_last);
+    if (l.step() && !l.is_null(0)) last = static_cast<std::uint64_t>(l.int64(0));
+  }
+  if (last >= seen) {
+    std::lock_guard lock(unindexed_mutex);
+    unindexed_counts[key] = {seen, unindexed};
+  }
+  return index;
+}
+
+std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidates(
+    Connection& conn, const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p,
+    const detail::VectorIndex& index, std::size_t want, bool paged) const {
+  const Embedding& query = *p.vector;
+  const auto& cursor = p.cursor;
+  const std::size_t dimension = query.values.size();
   const std::vector<float> direction = normalised(query.values);
   using Found = detail::SearchCandidate;
-  // Ask the index for a page and one more (the candidates a plain hnswlib query returns), then 4 times as many each
-  // round, until a page and one more pass the rows and the filters, or it has no more.
   std::vector<Found> found;
   const auto prefix_ok = [&q](const std::string& id, std::uint64_t) {
     return id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) == 0;
   };
-  for (std::size_t k = q.limit + 1;; k *= 4) {
-    const std::vector<detail::VectorHit> candidates = index->search(direction, k, prefix_ok);
+  for (std::size_t k = want;; k *= 4) {
+    const std::vector<detail::VectorHit> candidates = index.search(direction, k, prefix_ok);
     found.clear();
-    {
-      auto conn = pool.acquire();
-      ReadTransaction read(*conn);
-      for (const auto& c : candidates) {
-        if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;
-        Query row(*conn, candidate_get);
-        row.bind(1, tenant).bind(2, c.id).bind(3, static_cast<std::int64_t>(c.version)).bind(4, query.model);
-        if (!row.step()) continue;  // removed or replaced since the index saw it: never comes back
-        ArtifactPtr r;
-        try {
-          r = record(row);
-        } catch (const storage_error&) {
-          continue;  // unreadable: the scan skips it too
-        }
-        const std::vector<float> v = floats_of(row.blob(15));
-        if (v.size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
-        const double similarity = detail::cosine(query.values, v);  // the exact score, as the scan's
-        SearchMatch m;
-        m.similarity = similarity;
-        found.push_back({std::move(r), std::nullopt, similarity, std::move(m)});
+    for (const auto& c : candidates) {
+      if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;
+      Query row(conn, candidate_get);
+      row.bind(1, tenant).bind(2, c.id).bind(3, static_cast<std::int64_t>(c.version)).bind(4, query.model);
+      if (!row.step()) continue;  // removed or replaced since the index saw it: never comes back
+      ArtifactPtr r;
+      try {
+        r = record(row);
+      } catch (const storage_error&) {
+        continue;  // unreadable: the scan skips it too
       }
+      const std::vector<float> v = floats_of(row.blob(15));
+      if (v.size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
+      const double similarity = detail::cosine(query.values, v);  // the exact score, as the scan's
+      SearchMatch m;
+      m.similarity = similarity;
+      found.push_back({std::move(r), std::nullopt, similarity, std::move(m)});
     }
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
       return detail::hit_before(*a.similarity, *a.record, *b.similarity, *b.record);
     });
     std::size_t after = 0;
-    for (const auto& f : found) after += !cursor || detail::after_cursor(*cursor, *f.similarity, *f.record) ? 1 : 0;
-    if (after > q.limit || candidates.size() < k || k >= index->size()) break;
+    for (const auto& f : found) {
+      after += !paged || !cursor || detail::after_cursor(*cursor, *f.similarity, *f.record) ? 1 : 0;
+    }
+    if (after >= want || candidates.size() < k || k >= index.size()) break;
   }
-  const std::size_t unindexed = page.unindexed;
-  page = detail::rank_search_page(std::move(found), q, p);
+  return found;
+}
+
+SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, const SearchQuery& q,
+                                                     const detail::PreparedSearch& p) const {
+  auto conn = pool.acquire();
+  ReadTransaction read(*conn);  // the index's catch-up and the candidates' rows see the same snapshot
+  std::size_t unindexed = 0;
+  const auto index = vector_index(*conn, tenant, *p.vector, unindexed);
+  // A page and one more first (the candidates a plain hnswlib query returns).
+  SearchPage page = detail::rank_search_page(similar_candidates(*conn, tenant, q, p, *index, q.limit + 1, true), q, p);
   page.unindexed = unindexed;
+  return page;
+}
+
+SearchPage SqliteArtifactStore::Impl::search_hybrid(const std::string& tenant, const SearchQuery& q,
+                                                    const detail::PreparedSearch& p) const {
+  auto conn = pool.acquire();
+  ReadTransaction read(*conn);  // the words, the index's catch-up and the candidates see the same snapshot
+  std::size_t word_unindexed = 0, vector_unindexed = 0;
+  // Every version the words match (as search by words), fused with the 4 x limit nearest that pass the filters (as
+  // the in-memory store; the cursor is applied to the fused ranking).
+  std::vector<detail::SearchCandidate> found = word_candidates(*conn, tenant, q, p, word_unindexed);
+  const auto index = vector_index(*conn, tenant, *p.vector, vector_unindexed);
+  const std::size_t want = 4 * q.limit;
+  std::vector<detail::SearchCandidate> near = similar_candidates(*conn, tenant, q, p, *index, want, false);
+  if (near.size() > want) near.resize(want);
+  std::unordered_map<std::string, std::size_t> slot;  // "id\0version" -> its place in found
+  const auto key = [](const ArtifactRecord& r) { return r.id() + '\0' + std::to_string(r.version()); };
+  for (std::size_t i = 0; i < found.size(); ++i) slot.emplace(key(*found[i].record), i);
+  for (auto& c : near) {
+    const auto it = slot.find(key(*c.record));
+    if (it == slot.end()) {
+      found.push_back(std::move(c));
+    } else {
+      found[it->second].similarity = c.similarity;
+      found[it->second].matched.similarity = c.similarity;
+    }
+  }
+  SearchPage page = detail::rank_search_page(std::move(found), q, p);
+  // Versions that either list could not see: the larger of the two counts.
+  page.unindexed = std::max(word_unindexed, vector_unindexed);
   return page;
 }
 
 SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, const SearchQuery& q,
                                                    const detail::PreparedSearch& p) const {
-  const detail::WordQuery& words = p.words;
   auto conn = pool.acquire();
   ReadTransaction read(*conn);  // the statistics and the matches see the same snapshot
+  std::size_t unindexed = 0;
+  SearchPage page = detail::rank_search_page(word_candidates(*conn, tenant, q, p, unindexed), q, p);
+  page.unindexed = unindexed;
+  return page;
+}
 
-  SearchPage page;
+std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(Connection& conn,
+                                                                                const std::string& tenant,
+                                                                                const SearchQuery& q,
+                                                                                const detail::PreparedSearch& p,
+                                                                                std::size_t& unindexed) const {
+  const detail::WordQuery& words = p.words;
+  std::vector<detail::SearchCandidate> found;
   {
-    Query u(*conn, unindexed_words);
+    Query u(conn, unindexed_words);
     u.bind(1, tenant);
-    if (u.step()) page.unindexed = static_cast<std::size_t>(u.int64(0));
+    unindexed = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
   }
-  const auto number = tenant_of(*conn, tenant, false);
-  if (!number) return page;  // the tenant never stored anything
+  const auto number = tenant_of(conn, tenant, false);
+  if (!number) return found;  // the tenant never stored anything
   const std::string prefix = tenant_prefix(*number);
   const auto upper = prefix_upper_bound(q.filter.id_prefix);
   const std::size_t variant = (q.all_versions ? 1 : 0) + (upper ? 2 : 0);
@@ -977,7 +1066,7 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   const auto bind_tenant = [&](Query& s) { s.bind(2, tenant); };
   std::size_t documents = 0, total_length = 0;
   {
-    Query s(*conn, search_stats + whole);
+    Query s(conn, search_stats + whole);
     bind_tenant(s);
     if (s.step()) {
       documents = static_cast<std::size_t>(s.int64(0));
@@ -992,7 +1081,7 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   const std::vector<std::string> scored = words.words();
   std::vector<std::size_t> df(scored.size(), 0);
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    Query s(*conn, search_df + whole);
+    Query s(conn, search_df + whole);
     bind_tenant(s);
     const std::string match = phrase(detail::QueryTerm{{scored[i]}});
     s.bind(1, match);
@@ -1024,9 +1113,8 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   for (const auto& t : words.none_of) excluded += (excluded.empty() ? "" : " OR ") + phrase(t);
   if (excluded.empty()) excluded = "\"0x\"";
 
-  std::vector<detail::SearchCandidate> found;
   {
-    Query s(*conn, search_match + variant);
+    Query s(conn, search_match + variant);
     bind_scope(s);
     s.bind(1, match).bind(10, excluded);
     const auto& f = q.filter;
@@ -1089,10 +1177,7 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
       found.push_back(std::move(out));
     }
   }
-  const std::size_t unindexed = page.unindexed;
-  page = detail::rank_search_page(std::move(found), q, p);
-  page.unindexed = unindexed;
-  return page;
+  return found;
 }
 
 CAIRN_END_NAMESPACE

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "cairn/artifact/memory_store.hpp"
 #include "cairn/testing/store_conformance.hpp"
 #include "catch.hpp"
 #include "store_test_support.hpp"
@@ -294,6 +295,54 @@ TEST_CASE("one unreadable row never makes a tenant unlistable") {
   store.remove("d-utf8", "t");
   CHECK(store.list("t").unreadable.empty());
   CHECK(store.list("other").items.size() == 1);
+}
+
+TEST_CASE("a text value is read back exactly as nlohmann's parser reads its column, valid or not") {
+  // A value that is one JSON string takes a shorter way than the parser when it needs no decoding: every column text
+  // must still come back as the parser would read it, or be unreadable where the parser refuses it.
+  TempDir dir;
+  const auto path = dir.file("strings.db");
+  SqliteArtifactStore store(path);
+  for (const std::string v : {"plain words", "", "quote \" inside", "back\\slash", "new\nline", "tab\tand\x01",
+                              "Grüße, 世界 🙂", "\x7f del"}) {
+    (void)store.store(*note("t", "s", v));
+    CHECK(store.fetch("s", "t")->value() == v);
+  }
+  std::mt19937 rng(7);
+  const std::vector<std::string> pieces = {
+      "a", " ", "\\\"", "\\n", "\\u00e9", "\\", "\"", "\x01", "\x7f", "\xc3\xa9", "\xc3", "\xa9", "\xc0\xaf", "\xff",
+      "\xe0\x80\x80", "\xed\xa0\x80", "\xe2\x82\xac", "\xf0\x9f\x99\x82", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf",
+      "\xf4\x8f\xbf\xbf"};
+  for (int round = 0; round < 400; ++round) {
+    std::string text = "\"";
+    const std::size_t n = rng() % 6;
+    for (std::size_t i = 0; i < n; ++i) text += pieces[rng() % pieces.size()];
+    if (rng() % 8 != 0) text += "\"";
+    std::optional<json> want;
+    try {
+      want = json::parse(text);
+    } catch (const json::parse_error&) {
+    }
+    {
+      sqlite3* db = nullptr;
+      REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+      sqlite3_stmt* st = nullptr;
+      REQUIRE(sqlite3_prepare_v2(db, "UPDATE cairn_artifacts SET value = ?1 WHERE id = 's'", -1, &st, nullptr) ==
+              SQLITE_OK);
+      sqlite3_bind_text(st, 1, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      CHECK(sqlite3_step(st) == SQLITE_DONE);
+      sqlite3_finalize(st);
+      sqlite3_close(db);
+    }
+    INFO("column text " << json(json::binary_t(std::vector<std::uint8_t>(text.begin(), text.end()))).dump());
+    if (want) {
+      const auto r = store.fetch("s", "t");
+      REQUIRE(r);
+      CHECK(r->value() == *want);
+    } else {
+      CHECK_THROWS_AS(store.fetch("s", "t"), storage_error);
+    }
+  }
 }
 
 TEST_CASE("a writer that holds the lock longer than the busy timeout makes store fail cleanly") {
@@ -839,6 +888,71 @@ TEST_CASE("similarity: a removed or replaced version never comes back, whatever 
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 1") == "4");
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 0") == "3");
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors") == "2");
+}
+
+TEST_CASE("hybrid on the indexes: the in-memory store's pages (every word match, fused with the 4 x limit nearest)") {
+  TempDir dir;
+  const auto path = dir.file("hybrid.db");
+  SqliteArtifactStore writer(path);
+  SqliteArtifactStore reader(path);  // another store object: its index learns only from the change sequence
+  InMemoryArtifactStore memory;      // the same records and vectors
+  const std::uint32_t seed = static_cast<std::uint32_t>(rounds_from_env("CAIRN_SEARCH_SEED", std::random_device{}()));
+  INFO("seed " << seed << " (CAIRN_SEARCH_SEED)");
+  std::mt19937 rng(seed);
+  constexpr std::size_t dimension = 12;
+  const std::vector<std::string> tenants = {"t1", "t2"};
+  std::size_t pages_compared = 0, hits_compared = 0;
+  for (int step = 0; step < 4; ++step) {
+    // Stores, new versions and removals between queries, so the reader's index catches up each time.
+    for (int i = 0; i < 50; ++i) {
+      const std::string& tenant = tenants[rng() % tenants.size()];
+      const std::string id = fmt::format("{}/{}", rng() % 3 == 0 ? "reports" : "notes", rng() % 40);
+      if (rng() % 10 == 0 && !writer.versions(id, tenant).empty()) {
+        writer.remove(id, tenant);
+        memory.remove(id, tenant);
+      } else {
+        const auto r = random_record(rng, tenant, id);
+        const Embedding e{"m", random_vector(rng, dimension)};
+        const auto a = writer.store_embedded(*r, e);
+        const auto b = memory.store_embedded(*r, e);
+        REQUIRE(a->version() == b->version());
+      }
+    }
+    for (int round = 0; round < 40; ++round) {
+      SearchQuery q;
+      q.text = random_query(rng);
+      q.vector = Embedding{"m", random_vector(rng, dimension)};
+      q.mode = rng() % 2 ? SearchMode::hybrid : SearchMode::automatic;
+      q.limit = 1 + rng() % 6;
+      if (rng() % 4 == 0) q.filter.id_prefix = rng() % 2 ? "reports/" : "notes/1";
+      if (rng() % 5 == 0) q.filter.type = ArtifactType{rng() % 2 ? "document" : "dataset"};
+      if (rng() % 6 == 0) q.filter.created_by = "agent-a";
+      if (rng() % 5 == 0) q.filter.created_after = 1700000000000 + static_cast<std::int64_t>(rng() % 10);
+      if (rng() % 4 == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, static_cast<int>(rng() % 5)});
+      const std::string& tenant = tenants[rng() % tenants.size()];
+      for (int pages = 0; pages < 20; ++pages) {
+        SearchPage want;
+        try {
+          want = memory.search(tenant, q);
+        } catch (const invalid_argument& e) {
+          CHECK_THROWS_WITH(reader.search(tenant, q), e.what());
+          break;
+        }
+        const SearchPage got = reader.search(tenant, q);
+        require_same_page(got, want, fmt::format("step {} round {} page {}: '{}' in '{}', limit {}", step, round,
+                                                 pages, q.text, tenant, q.limit));
+        for (std::size_t i = 0; i < got.hits.size() && i < want.hits.size(); ++i) {
+          CHECK(got.hits[i].matched.similarity == want.hits[i].matched.similarity);
+        }
+        ++pages_compared;
+        hits_compared += got.hits.size();
+        if (!want.next_cursor) break;
+        q.cursor = *want.next_cursor;
+      }
+    }
+  }
+  INFO(pages_compared << " pages, " << hits_compared << " hits");
+  CHECK(hits_compared > 100);
 }
 
 TEST_CASE("mmap_bytes: a store reading through a memory map reads what one without it reads; negative is refused") {

@@ -81,7 +81,9 @@ class SqliteArtifactStore final : public ArtifactStore {
   [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
   /// Words run on the file's FTS5 index, ranked by BM25 with the tenant's own statistics (the same scores as the
-  /// default scan); other queries are the default scan for now (docs/search.md, "Per backend").
+  /// default scan); similarity (latest versions, not exact) on the process's approximate index, each candidate
+  /// checked against the rows; hybrid fuses every word match with the 4 x limit nearest (as the in-memory store).
+  /// Exact similarity, filters alone and all_versions with a vector are the default scan (docs/search.md).
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
   /// Stores `record` with the host's vector (checked as ArtifactStore::store_embedded says), kept with it in one
   /// transaction.
