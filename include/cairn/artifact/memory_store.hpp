@@ -277,8 +277,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
         // What accept() found for each version it let through, in that order (VectorHit::accepted): the record and
         // its kept vector are looked up once.
         std::vector<std::pair<ArtifactPtr, const Embedding*>> accepted;
-        const auto accept = [&](const std::string& id, std::uint64_t version) {
-          const Entry* e = entry_of(id);
+        const auto accept = [&](const std::string& /*id*/, std::uint64_t version, const void* tag) {
+          const Entry* e = static_cast<const Entry*>(tag);  // the version's entry (put() tags each vector with it)
           ArtifactPtr r = e ? searched(*e, version) : nullptr;
           const Embedding* kept = r ? kept_vector(*e, version) : nullptr;
           if (!kept) return false;
@@ -289,7 +289,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
           return true;
         };
         const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
-        for (const auto& hit : index->second->search(unit, k, accept)) {
+        for (const auto& hit : index->second->search_tagged(unit, k, accept)) {
           auto& [r, kept] = accepted.at(hit.accepted);
           if (p.by_text) {
             compare(candidate(r), *kept);
@@ -557,7 +557,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     if (vector && !unit.empty()) {
       auto& index = search.vectors[{vector->model, unit.size()}];
       if (!index) index = std::make_unique<detail::VectorIndex>(unit.size());
-      index->add(stored->id(), stored->version(), unit);
+      index->add(stored->id(), stored->version(), unit, &entry);  // an entry outlives its versions in the index
     }
     if (vector) entry.vectors.emplace_back(stored->version(), std::move(*vector));
     return stored;

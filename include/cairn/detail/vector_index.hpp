@@ -131,7 +131,10 @@ class VectorIndex {
   }
 
   /// Adds a version's vector (L2-normalised, dimension() long). Adding a key that is already there replaces it.
-  void add(const std::string& id, std::uint64_t version, const std::vector<float>& normalised) {
+  /// `tag` is the caller's, handed back to search_tagged()'s accept with the version (e.g. where the caller keeps
+  /// the record: the caller keeps it valid while the version is in the index).
+  void add(const std::string& id, std::uint64_t version, const std::vector<float>& normalised,
+           const void* tag = nullptr) {
     if (normalised.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
     std::unique_lock lock(mutex_);
     auto& versions = labels_[id];
@@ -154,7 +157,7 @@ class VectorIndex {
 #else
     vectors_.push_back(normalised);
 #endif
-    entries_.push_back(Entry{id, version, true});
+    entries_.push_back(Entry{id, version, true, tag});
     versions.emplace(version, label);
     ++live_;
   }
@@ -187,6 +190,16 @@ class VectorIndex {
   /// lock, so it must not call back into this index.
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
                                 const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
+    if (!accept) return search_tagged(query, k, nullptr);
+    return search_tagged(query, k, [&accept](const std::string& id, std::uint64_t version, const void*) {
+      return accept(id, version);
+    });
+  }
+
+  /// search(), with each version's tag (add()) handed to `accept` too.
+  std::vector<VectorHit> search_tagged(
+      const std::vector<float>& query, std::size_t k,
+      const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept) const {
     std::vector<VectorHit> out;
     if (k == 0 || query.size() != dimension_) return out;
     std::shared_lock lock(mutex_);
@@ -266,6 +279,7 @@ class VectorIndex {
     std::string id;
     std::uint64_t version = 0;
     bool live = false;
+    const void* tag = nullptr;
   };
 
   void erase_label(std::size_t label) {
@@ -279,10 +293,11 @@ class VectorIndex {
   }
 
   void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity,
-                 const std::function<bool(const std::string&, std::uint64_t)>& accept, std::size_t& passed) const {
+                 const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept,
+                 std::size_t& passed) const {
     const Entry& e = entries_[label];
     if (!e.live) return;  // removed (hnswlib skips marked ones; the scan skips them here)
-    if (accept && !accept(e.id, e.version)) return;
+    if (accept && !accept(e.id, e.version, e.tag)) return;
     out.push_back(VectorHit{e.id, e.version, similarity, passed++});
   }
 
