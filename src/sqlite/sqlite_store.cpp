@@ -144,6 +144,7 @@ enum Stmt : std::size_t {
   change_remove,
   changes_after,
   changes_last,
+  docs_last,
   vectors_current,
   candidate_get,
   unindexed_words,
@@ -232,6 +233,7 @@ std::string statement_sql(Stmt s) {
              "AND v.version = c.version AND v.model = c.model "
              "WHERE c.tenant_id = ?1 AND c.model IN (?2, '') AND c.seq > ?3 ORDER BY c.seq LIMIT 4096";
     case changes_last: return "SELECT max(seq) FROM cairn_search_changes";
+    case docs_last: return "SELECT max(doc) FROM cairn_search_docs";
     case vectors_current:
       // Every latest version's vector of the (tenant, model): how an index is first built.
       return "SELECT v.id, v.version, v.vec FROM cairn_search_vectors v JOIN cairn_heads h "
@@ -584,6 +586,12 @@ struct SqliteArtifactStore::Impl {
   // search_similar's count of unindexed versions per (tenant, model), with the change sequence it was made at.
   mutable std::mutex unindexed_mutex;
   mutable std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::size_t>> unindexed_counts;
+  // The words' count per tenant, with the file's last change and last words row it was made at.
+  struct WordsUnindexed {
+    std::int64_t last_change = 0, last_doc = 0;
+    std::size_t count = 0;
+  };
+  mutable std::map<std::string, WordsUnindexed> words_unindexed;
 
   std::string path;
   SqliteOptions options;
@@ -1048,11 +1056,31 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
                                                                                 std::size_t& unindexed) const {
   const detail::WordQuery& words = p.words;
   std::vector<detail::SearchCandidate> found;
+  // Unindexed: counting probes a words row per latest version of the tenant, so the count is kept per tenant with
+  // the file's last change and last words row: every store and remove writes a change row (the sequence only
+  // grows), and indexing older versions only adds words rows (numbered upwards), so while both stay, the tenant's
+  // latest versions and their words do too.
+  const auto last_of = [&conn](Stmt s) {
+    Query l(conn, s);
+    return l.step() && !l.is_null(0) ? l.int64(0) : std::int64_t{0};
+  };
+  const std::int64_t last_change = last_of(changes_last), last_doc = last_of(docs_last);
+  std::optional<std::size_t> known;
   {
+    std::lock_guard lock(unindexed_mutex);
+    const auto it = words_unindexed.find(tenant);
+    if (it != words_unindexed.end() && it->second.last_change == last_change && it->second.last_doc == last_doc) {
+      known = it->second.count;
+    }
+  }
+  if (!known) {
     Query u(conn, unindexed_words);
     u.bind(1, tenant);
-    unindexed = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
+    known = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
+    std::lock_guard lock(unindexed_mutex);
+    words_unindexed[tenant] = {last_change, last_doc, *known};
   }
+  unindexed = *known;
   const auto number = tenant_of(conn, tenant, false);
   if (!number) return found;  // the tenant never stored anything
   const std::string prefix = tenant_prefix(*number);

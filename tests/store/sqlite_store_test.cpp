@@ -763,6 +763,40 @@ TEST_CASE("reindex indexes versions that have no words indexed, and only the ten
   CHECK(store.search("u", q).hits.size() == 1);
 }
 
+TEST_CASE("search by words: the kept unindexed count follows another store object's writes and reindex") {
+  TempDir dir;
+  const auto path = dir.file("words-unindexed.db");
+  {
+    SqliteArtifactStore s(path);
+    for (const char* id : {"a", "b", "c"}) (void)s.store(*note("t", id, "apple"));
+    (void)s.store(*note("u", "x", "apple"));
+  }
+  {
+    RawDb raw(path);  // words lost behind the stores' backs, as a file from before search has none
+    raw.exec("DELETE FROM cairn_search_text; DELETE FROM cairn_search_docs;");
+  }
+  SqliteArtifactStore a(path);
+  SqliteArtifactStore b(path);
+  SearchQuery q;
+  q.text = "apple";
+  q.mode = SearchMode::text;
+  CHECK(a.search("t", q).unindexed == 3);
+  CHECK(a.search("t", q).unindexed == 3);  // kept
+  (void)b.store(*note("t", "d", "apple"));  // indexed as stored: nothing more unindexed
+  CHECK(a.search("t", q).unindexed == 3);
+  (void)b.store(*note("t", "a", "apple pie"));  // a's latest version now has words
+  CHECK(a.search("t", q).unindexed == 2);
+  b.remove("b", "t");
+  CHECK(a.search("t", q).unindexed == 1);
+  CHECK(a.search("u", q).unindexed == 1);
+  CHECK(b.reindex("t") == 2);  // a v1 and c
+  CHECK(a.search("t", q).unindexed == 0);
+  CHECK(a.search("t", q).hits.size() == 3);
+  CHECK(a.search("u", q).unindexed == 1);  // another tenant's are its own
+  CHECK(b.reindex("u") == 1);
+  CHECK(a.search("u", q).unindexed == 0);
+}
+
 // ---- similarity: vectors kept in the file, the approximate index caught up from the change sequence
 
 namespace {
