@@ -29,6 +29,7 @@ struct SqliteOpen {
   std::string where;
   int busy_timeout_ms = 10000;
   bool synchronous_full = true;
+  int page_size = 0;  // of a file this connection creates (PRAGMA page_size); 0: SQLite's default (4096)
 };
 
 /// One open database handle with `N` lazily prepared statements, whose SQL `sql(i)` gives. Used by one thread at a
@@ -50,6 +51,8 @@ class SqliteConnection {
     sqlite3_busy_timeout(db_, open.busy_timeout_ms);
     try {
       // Switching to WAL needs a moment of exclusive access; the busy timeout covers a concurrent opener.
+      // Before WAL: a page size takes effect only while the file has no pages yet (an existing file keeps its own).
+      if (open.page_size > 0) exec(fmt::format("PRAGMA page_size = {}", open.page_size).c_str());
       std::string mode;
       query_text("PRAGMA journal_mode = WAL", mode);
       if (mode != "wal") {

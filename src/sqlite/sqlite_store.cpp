@@ -407,7 +407,7 @@ struct SqliteArtifactStore::Impl {
   std::unique_ptr<Connection> open() const {
     auto c = std::make_unique<Connection>(
         detail::SqliteOpen{path, where, options.busy_timeout_ms,
-                           options.synchronous == SqliteOptions::Synchronous::full},
+                           options.synchronous == SqliteOptions::Synchronous::full, options.page_size},
         [](std::size_t s) { return statement_sql(static_cast<Stmt>(s)); });
     register_fts5_functions(c->db(), where);
     if (options.mmap_bytes > 0) c->exec(fmt::format("PRAGMA mmap_size = {}", options.mmap_bytes).c_str());
@@ -613,6 +613,10 @@ SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options
   if (options.mmap_bytes < 0) {
     throw invalid_argument(
         fmt::format("sqlite store: mmap_bytes must not be negative (got {}; 0 turns the map off)", options.mmap_bytes));
+  }
+  if (options.page_size < 512 || options.page_size > 65536 || (options.page_size & (options.page_size - 1)) != 0) {
+    throw invalid_argument(fmt::format(
+        "sqlite store: page_size must be a power of two from 512 to 65536 (got {})", options.page_size));
   }
   impl_ = std::make_unique<Impl>(std::move(path), options);
   auto first = impl_->open();

@@ -1015,6 +1015,52 @@ TEST_CASE("mmap_bytes: a store reading through a memory map reads what one witho
   CHECK_FALSE(std::filesystem::exists(dir.file("bad.db")));
 }
 
+TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record and a 1.5 KB vector fit in a leaf); "
+          "a file that exists keeps its own; bad sizes are refused") {
+  TempDir dir;
+  const auto fresh = dir.file("fresh.db");
+  {
+    SqliteArtifactStore store(fresh, with_embedder());
+    (void)store.store(*note("t", "a", std::string(1500, 'x')));
+  }
+  CHECK(RawDb(fresh).scalar("PRAGMA page_size") == "8192");
+  // The 1.5 KB record row takes no overflow page there (the reason for the default); on 4 KiB pages it does.
+  const char* overflow_pages = "SELECT count(*) FROM dbstat WHERE pagetype = 'overflow'";
+  CHECK(RawDb(fresh).scalar(overflow_pages) == "0");
+  // A file made with 4 KiB pages (by an older cairn, or SqliteOptions::page_size) keeps them, and works.
+  const auto older = dir.file("older.db");
+  SqliteOptions small = with_embedder();
+  small.page_size = 4096;
+  {
+    SqliteArtifactStore store(older, small);
+    (void)store.store(*note("t", "a", "cats purr on the mat"));
+    (void)store.store(*note("t", "long", std::string(1500, 'x')));
+  }
+  CHECK(RawDb(older).scalar("PRAGMA page_size") == "4096");
+  CHECK(RawDb(older).scalar(overflow_pages) != "0");
+  {
+    SqliteArtifactStore store(older, with_embedder());  // the default asks for 8192: the file keeps 4096
+    (void)store.store(*note("t", "b", "dogs bark at the mailman"));
+    SearchQuery q;
+    q.text = "cats purr";
+    q.mode = SearchMode::similarity;
+    const auto page = store.search("t", q);
+    REQUIRE(page.hits.size() == 3);
+    CHECK(page.hits[0].record->id() == "a");
+    CHECK(store.fetch("b", "t")->value() == "dogs bark at the mailman");
+  }
+  CHECK(RawDb(older).scalar("PRAGMA page_size") == "4096");
+  for (const int bad : {0, -4096, 256, 1000, 131072}) {
+    SqliteOptions o;
+    o.page_size = bad;
+    const auto path = dir.file("bad-" + std::to_string(bad) + ".db");
+    CHECK_THROWS_WITH(SqliteArtifactStore(path, o),
+                      cairn_test::ContainsSubstring("page_size must be a power of two from 512 to 65536 (got " +
+                                                    std::to_string(bad) + ")"));
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+}
+
 TEST_CASE("similarity: the unindexed count follows what a store without the embedder stores and removes") {
   TempDir dir;
   const auto path = dir.file("unindexed.db");

@@ -49,6 +49,12 @@ struct SqliteOptions {
   /// docs/search.md). 0 (the default, as SQLite's): read calls only. With a map, a disk error while reading the
   /// file raises SIGBUS in the process instead of failing the call with a storage_error.
   std::int64_t mmap_bytes = 0;
+  /// The page size of a file this store creates (PRAGMA page_size; a file that exists keeps its own, whoever made
+  /// it). 8192, not SQLite's 4096: a record row of ~1 KB and a 384-dimension vector (1.5 KB) then fit in a leaf
+  /// page of cairn's tables (WITHOUT ROWID: a row keeps at most ~1,000 bytes on a 4 KiB page, the rest goes to an
+  /// overflow page), so a similarity candidate costs two page reads instead of four (docs/search.md). A power of
+  /// two from 512 to 65536, else cairn::invalid_argument.
+  int page_size = 8192;
 };
 
 /// An ArtifactStore kept in one SQLite file. Thread-safe; several processes may open the same file.
