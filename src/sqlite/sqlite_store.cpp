@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <vector>
 #include <limits>
 #include <map>
@@ -151,6 +152,8 @@ enum Stmt : std::size_t {
   unindexed_vectors,
   unembedded_next,
   vector_upsert,
+  unindexed_all,
+  unembedded_all,
   // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   // The search statements: the statistics of the tenant's versions searched, + (all versions ? 1 : 0); the
   // matches, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
@@ -265,6 +268,16 @@ std::string statement_sql(Stmt s) {
                          "AND v.id = a.id AND v.version = a.version AND v.model = ?4) "
                          "ORDER BY a.id, a.version LIMIT 64",
                          artifact_columns);
+    case unindexed_all:
+      // How many versions have no search row (what unindexed_next walks); ?1: one tenant, or NULL for all.
+      return "SELECT count(*) FROM cairn_artifacts a WHERE (?1 IS NULL OR a.tenant_id = ?1) AND NOT EXISTS "
+             "(SELECT 1 FROM cairn_search_docs d WHERE d.tenant_id = a.tenant_id AND d.id = a.id AND "
+             "d.version = a.version)";
+    case unembedded_all:
+      // How many of the tenant's versions have no vector of the model ?2 (what unembedded_next walks).
+      return "SELECT count(*) FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
+             "cairn_search_vectors v WHERE v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
+             "AND v.model = ?2)";
     case vector_upsert:
       // A version's vector by reindex: kept only while the version is still there.
       return "INSERT OR REPLACE INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
@@ -448,7 +461,32 @@ struct SqliteArtifactStore::Impl {
 
   /// Indexes the words of versions stored before the file had search (one tenant, or every one): in batches, each
   /// its own transaction, so an interrupted run keeps what it did and the next goes on. Returns how many.
-  std::size_t index_unindexed(Connection& c, const std::optional<std::string>& tenant) const {
+  /// Tells the observer (if any) how far an indexing is: `done` of `total` items.
+  void report_index(std::string_view operation, std::string_view tenant, std::uint64_t done,
+                    std::uint64_t total) const {
+    if (!options.observer) return;
+    Event e;
+    e.kind = EventKind::index;
+    e.operation = operation;
+    e.tenant = tenant;
+    e.items = done;
+    e.total = total;
+    options.observer->on_event(e);
+  }
+
+  /// How many versions `s` (unindexed_all, unembedded_all) counts.
+  static std::uint64_t count_of(Connection& c, Stmt s, const std::optional<std::string>& tenant,
+                                const std::optional<std::string>& model = std::nullopt) {
+    Query q(c, s);
+    q.bind(1, tenant);
+    if (model) q.bind(2, *model);
+    return q.step() ? static_cast<std::uint64_t>(q.int64(0)) : 0;
+  }
+
+  /// Indexes the words of the versions that have none (of one tenant, or of all), 256 a transaction;
+  /// `batch_done(rows)` after each. Returns how many it indexed.
+  std::size_t index_unindexed(Connection& c, const std::optional<std::string>& tenant,
+                              const std::function<void(std::size_t)>& batch_done = {}) const {
     std::size_t done = 0;
     std::string after_tenant, after_id;
     std::int64_t after_version = 0;
@@ -480,6 +518,7 @@ struct SqliteArtifactStore::Impl {
         }
       }
       tx.commit();
+      if (batch_done) batch_done(rows);
     }
     return done;
   }
@@ -628,7 +667,12 @@ SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options
     words_done = q.step() && q.int64(0) != 0;
   }
   if (!words_done) {
-    impl_->index_unindexed(*first, std::nullopt);
+    const std::uint64_t total = Impl::count_of(*first, unindexed_all, std::nullopt);
+    std::uint64_t seen = 0;
+    impl_->index_unindexed(*first, std::nullopt, [&](std::size_t rows) {
+      seen += rows;
+      impl_->report_index("open", "", std::min(seen, total), total);
+    });
     Impl::WriteTransaction tx(*first);
     Impl::Query(*first, words_done_set).run();
     tx.commit();
@@ -849,8 +893,16 @@ SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const Searc
 std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
   detail::check_tenant(tenant_id);
   auto conn = impl_->pool.acquire();
-  std::size_t done = impl_->index_unindexed(*conn, tenant_id);
   const auto& embedder = impl_->options.embedder;
+  // Progress: the versions without words, and those without a vector of the model, counted now.
+  const std::uint64_t total = Impl::count_of(*conn, unindexed_all, tenant_id) +
+                              (embedder ? Impl::count_of(*conn, unembedded_all, tenant_id, embedder->model()) : 0);
+  std::uint64_t seen = 0;
+  const auto advanced = [&](std::size_t rows) {
+    seen += rows;
+    impl_->report_index("reindex", tenant_id, std::min(seen, total), total);
+  };
+  std::size_t done = impl_->index_unindexed(*conn, tenant_id, advanced);
   if (!embedder) return done;
   // Versions without a vector of the embedder's model: embedded in batches outside any transaction, each batch
   // then kept in one (a version removed meanwhile is skipped), so an interrupted reindex keeps what it did.
@@ -908,6 +960,7 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
       ++done;
     }
     tx.commit();
+    advanced(rows);
   }
   return done;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <random>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -1191,6 +1192,67 @@ TEST_CASE("records stored before the store had an embedder: counted as unindexed
   const auto e = store.embedding("cats", "t", 1);
   REQUIRE(e);
   CHECK(e->values == HashEmbedder().embed({HashEmbedder().text_of(*store.fetch("cats", "t", 1))})[0]);
+}
+
+TEST_CASE("indexing progress goes to SqliteOptions::observer: reindex per batch, and the words of a file from "
+          "before search when a store opens it") {
+  TempDir dir;
+  const auto path = dir.file("progress.db");
+  {
+    SqliteArtifactStore plain(path);  // no embedder: none of these get a vector
+    for (int i = 0; i < 150; ++i) (void)plain.store(*note("t", "n" + std::to_string(i), "note " + std::to_string(i)));
+    (void)plain.store(*note("t", "n0", "note zero again"));  // a second version: 151 versions
+    (void)plain.store(*note("u", "other", "another tenant's"));
+  }
+  {
+    RawDb raw(path);  // every word lost behind the store's back, as a file from before search has none
+    raw.exec("DELETE FROM cairn_search_text; DELETE FROM cairn_search_docs; UPDATE cairn_search_state SET words_done = 0");
+  }
+  struct Seen {
+    std::string operation, tenant;
+    std::uint64_t items, total;
+  };
+  std::mutex mutex;
+  std::vector<Seen> seen;
+  SqliteOptions o = with_embedder();
+  o.observer = std::make_shared<FunctionObserver>([&](const Event& e) {
+    if (e.kind != EventKind::index) return;
+    std::lock_guard lock(mutex);
+    seen.push_back({std::string(e.operation), std::string(e.tenant), e.items, e.total});
+  });
+  SqliteArtifactStore store(path, o);
+  // Opening indexed every tenant's words (152 versions, one batch of 256): one "open" event, all done.
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].operation == "open");
+  CHECK(seen[0].tenant.empty());
+  CHECK(seen[0].items == 152);
+  CHECK(seen[0].total == 152);
+  seen.clear();
+  // reindex embeds t's 151 versions in batches of 64: 64, 128, 151 of 151 (the words are all there).
+  CHECK(store.reindex("t") == 151);
+  REQUIRE(seen.size() == 3);
+  for (const auto& e : seen) {
+    CHECK(e.operation == "reindex");
+    CHECK(e.tenant == "t");
+    CHECK(e.total == 151);
+  }
+  CHECK(seen[0].items == 64);
+  CHECK(seen[1].items == 128);
+  CHECK(seen[2].items == 151);
+  seen.clear();
+  CHECK(store.reindex("t") == 0);  // nothing left: no batch, no event
+  CHECK(seen.empty());
+  // Words and vectors both missing: counted together.
+  {
+    RawDb raw(path);
+    raw.exec("DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE tenant_id = 'u');"
+             "DELETE FROM cairn_search_docs WHERE tenant_id = 'u'");
+  }
+  CHECK(store.reindex("u") == 2);  // its words, then its vector
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].items == 1);
+  CHECK(seen[1].items == 2);
+  CHECK(seen[1].total == 2);
 }
 
 TEST_CASE("an embedder that fails fails the store with its message, and nothing is stored") {

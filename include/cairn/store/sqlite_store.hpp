@@ -16,6 +16,7 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/json.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -55,6 +56,10 @@ struct SqliteOptions {
   /// overflow page), so a similarity candidate costs two page reads instead of four (docs/search.md). A power of
   /// two from 512 to 65536, else cairn::invalid_argument.
   int page_size = 8192;
+  /// Told of indexing progress: EventKind::index events (items done of total) after each batch of reindex()
+  /// ("reindex", the tenant) and of the words indexing a file from before search gets when a store opens it
+  /// ("open", no tenant). Null: no events (cairn::observed(store, ...) still reports each reindex call whole).
+  std::shared_ptr<Observer> observer{};
 };
 
 /// An ArtifactStore kept in one SQLite file. Thread-safe; several processes may open the same file.
@@ -102,7 +107,9 @@ class SqliteArtifactStore final : public ArtifactStore {
   /// Indexes the words of the tenant's versions that have none (the store does this for a whole file from before
   /// search when it opens it) and, with an embedder, embeds the versions that have no vector of its model (in
   /// batches of 64, outside transactions; a version removed meanwhile is skipped). Resumable: what an interrupted
-  /// call did is kept. Returns how many it indexed (words and vectors counted apart).
+  /// call did is kept. Progress goes to SqliteOptions::observer: items done of total, where total is the versions
+  /// without words plus, with an embedder, the versions without a vector of its model, counted when the call
+  /// starts. Returns how many it indexed (words and vectors counted apart).
   std::size_t reindex(const std::string& tenant_id) override;
 
   const std::string& path() const noexcept;
