@@ -337,13 +337,18 @@ std::string statement_sql(Stmt s) {
     case fetch_candidates:
       // The versions an approximate index proposed ($2 ids, $3 versions) that are still there, still the latest
       // unless every version is searched ($5), with their vector of the model $4: the rows decide, not the index.
+      // And, from the same snapshot, whether the (tenant, model) changed after $6, the change the index has seen
+      // (column 16, on every row; one row with NULL record columns when no candidate is there): when it did not,
+      // the index held every change committed before this statement, and one round trip answers the query.
       return fmt::format(
-          "SELECT {}, v.vec FROM unnest($2::text[], $3::bigint[]) AS c(id, version) "
+          "SELECT f.*, ch.changed FROM (SELECT EXISTS (SELECT 1 FROM cairn_search_changes x "
+          "WHERE x.tenant_id = $1::text AND x.seq > $6::bigint AND (x.model = $4::text OR x.removed)) AS changed) ch "
+          "LEFT JOIN (SELECT {}, v.vec FROM unnest($2::text[], $3::bigint[]) AS c(id, version) "
           "JOIN cairn_artifacts a ON a.tenant_id = $1::text AND a.id = c.id AND a.version = c.version "
           "JOIN cairn_search_vectors v ON v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id "
           "AND v.version = c.version "
           "WHERE $5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text AND h.id = a.id "
-          "AND h.latest = a.version)",
+          "AND h.latest = a.version)) f ON true",
           "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
           "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
           "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)");
@@ -1018,6 +1023,7 @@ struct PostgresArtifactStore::Impl {
                                                     const SearchFilter& filter) const {
     std::vector<detail::SearchCandidate> out;
     for (int i = 0; i < PQntuples(res); ++i) {
+      if (PQgetisnull(res, i, 1)) continue;  // no candidate: the row carries other columns only
       ArtifactPtr r;
       try {
         r = decode(res, i);
@@ -1499,7 +1505,18 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
       return changes;
     });
   };
-  const auto index = impl_->vectors.current(tenant_id, vector.model, dimension, read);
+  // The index as this process has it, without asking the server (`seen`: the last change it applied). The first
+  // fetch of candidates also says whether anything changed since (same snapshot): usually not, and then the warm
+  // query is one round trip. When something did (or the index has seen nothing yet), it catches up from
+  // cairn_search_changes and asks again; from then on the index holds every change committed before this call, so
+  // changes committed later do not send it back (the rows decide what is returned, as always).
+  std::uint64_t seen = 0;
+  const detail::ReadVectorChanges nothing = [](const std::string&, const std::string&, std::uint64_t) {
+    return std::vector<detail::VectorChange>{};
+  };
+  auto index = impl_->vectors.current(tenant_id, vector.model, dimension, nothing, &seen);
+  bool caught_up = seen == 0;
+  if (caught_up) index = impl_->vectors.current(tenant_id, vector.model, dimension, read, &seen);
   const std::vector<float> query = normalised(vector.values);
   const std::string all_versions = q.all_versions ? "true" : "false";
 
@@ -1507,7 +1524,7 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
   // the filters) and scored by the exact cosine of the stored vectors: a page and one more first (what a plain
   // hnswlib query returns), 4 times as many each round after, until a page and one more pass or the index has no
   // more.
-  for (std::size_t k = q.limit + 1;; k *= 4) {
+  for (std::size_t k = q.limit + 1;;) {
     const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
     std::vector<std::string> ids, versions;
     for (const auto& h : found) {
@@ -1515,13 +1532,22 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
       versions.push_back(std::to_string(h.version));
     }
     const std::string ids_text = array_literal(ids), versions_text = array_literal(versions);
+    const std::string seen_text = std::to_string(seen);
     Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
       Impl::Params params;
-      params.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions);
+      params.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions).add(seen_text);
       return impl_->run(c, fetch_candidates, params);
     });
+    if (!caught_up && PQgetvalue(res.get(), 0, 16)[0] == 't') {
+      index = impl_->vectors.current(tenant_id, vector.model, dimension, read, &seen);
+      caught_up = true;
+      k = q.limit + 1;
+      continue;
+    }
+    caught_up = true;  // nothing changed up to this snapshot: the index held every change before the call
     SearchPage page = detail::rank_search_page(impl_->similar_rows(res.get(), vector, q.filter), q, p);
     if (page.next_cursor || found.size() < k) return page;
+    k *= 4;
   }
 }
 
