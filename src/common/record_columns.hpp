@@ -15,6 +15,7 @@
 #include "cairn/artifact/record.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
+#include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
 
@@ -59,38 +60,20 @@ inline std::uint64_t from_sql_int(std::int64_t v) noexcept {
 /// one text (the common case) then costs a validation pass instead of nlohmann's lexer, a character at a time.
 inline std::optional<std::string_view> plain_json_string(std::string_view text) noexcept {
   if (text.size() < 2 || text.front() != '"' || text.back() != '"') return std::nullopt;
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data()) + 1;
-  const auto* const end = reinterpret_cast<const unsigned char*>(text.data()) + text.size() - 1;
-  while (p < end) {
-    const unsigned char c = *p;
+  const std::string_view inner = text.substr(1, text.size() - 2);
+  for (std::size_t i = 0; i < inner.size();) {
+    const auto c = static_cast<unsigned char>(inner[i]);
     if (c < 0x80) {
       if (c < 0x20 || c == '"' || c == '\\') return std::nullopt;
-      ++p;
+      ++i;
       continue;
     }
     // UTF-8 as RFC 3629 says (nlohmann checks the same): no overlong form, no surrogate, nothing above U+10FFFF.
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return std::nullopt;
-    }
-    if (static_cast<std::size_t>(end - p) <= n || p[1] < lo || p[1] > hi) return std::nullopt;
-    for (std::size_t k = 2; k <= n; ++k) {
-      if (p[k] < 0x80 || p[k] > 0xBF) return std::nullopt;
-    }
-    p += n + 1;
+    const std::size_t n = detail::utf8_sequence_length(inner.substr(i));
+    if (n == 0) return std::nullopt;
+    i += n;
   }
-  return text.substr(1, text.size() - 2);
+  return inner;
 }
 
 /// Parses JSON text that the store itself wrote, still within `limits` (a file can be edited behind the store's
