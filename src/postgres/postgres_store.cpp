@@ -1384,19 +1384,7 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   std::size_t unindexed = 0;
   std::vector<detail::SearchCandidate> found;
   if (p.by_text) found = word_hits(tenant_id, q, p.words, &unindexed);
-  if (p.by_vector) {
-    std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;
-    for (std::size_t i = 0; i < found.size(); ++i) at[{found[i].record->id(), found[i].record->version()}] = i;
-    for (auto& c : vector_hits(tenant_id, q, *p.vector)) {
-      const auto it = at.find({c.record->id(), c.record->version()});
-      if (it == at.end()) {
-        found.push_back(std::move(c));
-      } else {
-        found[it->second].similarity = c.similarity;
-        found[it->second].matched.similarity = c.similarity;
-      }
-    }
-  }
+  if (p.by_vector) detail::add_similar(found, vector_hits(tenant_id, q, *p.vector));
   SearchPage page = detail::rank_search_page(std::move(found), q, p);
   page.unindexed = unindexed;
   return page;

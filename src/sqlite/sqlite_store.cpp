@@ -14,7 +14,6 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -1078,18 +1077,7 @@ SearchPage SqliteArtifactStore::Impl::search_hybrid(const std::string& tenant, c
   const std::size_t want = 4 * q.limit;
   std::vector<detail::SearchCandidate> near = similar_candidates(*conn, tenant, q, p, *index, want, false);
   if (near.size() > want) near.resize(want);
-  std::unordered_map<std::string, std::size_t> slot;  // "id\0version" -> its place in found
-  const auto key = [](const ArtifactRecord& r) { return r.id() + '\0' + std::to_string(r.version()); };
-  for (std::size_t i = 0; i < found.size(); ++i) slot.emplace(key(*found[i].record), i);
-  for (auto& c : near) {
-    const auto it = slot.find(key(*c.record));
-    if (it == slot.end()) {
-      found.push_back(std::move(c));
-    } else {
-      found[it->second].similarity = c.similarity;
-      found[it->second].matched.similarity = c.similarity;
-    }
-  }
+  detail::add_similar(found, std::move(near));
   SearchPage page = detail::rank_search_page(std::move(found), q, p);
   // Versions that either list could not see: the larger of the two counts.
   page.unindexed = std::max(word_unindexed, vector_unindexed);

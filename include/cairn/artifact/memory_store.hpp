@@ -330,13 +330,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
  private:
   // The distinct words of a record and its length in words, for the word index (the same words as
   // detail::record_words).
-  struct TermCounts {
+  struct RecordTerms {
     std::vector<std::string> distinct;  // sorted
     std::size_t length = 0;
   };
-  static TermCounts term_counts(const ArtifactRecord& record) {
+  static RecordTerms record_terms(const ArtifactRecord& record) {
     const detail::RecordWords w = detail::record_words(record);
-    TermCounts t;
+    RecordTerms t;
     t.length = w.length();
     for (const auto* field : {&w.title, &w.description, &w.value}) {
       t.distinct.insert(t.distinct.end(), field->begin(), field->end());
@@ -380,7 +380,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::size_t documents = 0, length = 0, latest_documents = 0, latest_length = 0;
     std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>> vectors;
 
-    void add(const std::string& id, std::uint64_t version, const TermCounts& words) {
+    void add(const std::string& id, std::uint64_t version, const RecordTerms& words) {
       auto& versions = by_id[id];
       if (!versions.empty()) {  // the latest version until now is an older one from here on
         Doc& before = docs.at(versions.back());
@@ -504,7 +504,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     // Estimated outside the lock: it walks the whole value.
     const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
     // The words and the unit vector for the indexes, also outside the lock.
-    const TermCounts words = term_counts(record);
+    const RecordTerms words = record_terms(record);
     const std::vector<float> unit = vector ? unit_vector(vector->values) : std::vector<float>();
     std::unique_lock lock(shard.mutex);
     if (expected) {

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -251,6 +253,24 @@ struct SearchCandidate {
   std::optional<double> similarity;
   SearchMatch matched;
 };
+
+/// Hybrid: the versions a similarity search found (`near`) joined to those the words found (`found`): a version in
+/// both keeps its words and takes the similarity; one found by similarity alone is added.
+inline void add_similar(std::vector<SearchCandidate>& found, std::vector<SearchCandidate> near) {
+  std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;  // (id, version) -> its place in found
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    at.emplace(std::make_pair(found[i].record->id(), found[i].record->version()), i);
+  }
+  for (auto& c : near) {
+    const auto it = at.find({c.record->id(), c.record->version()});
+    if (it == at.end()) {
+      found.push_back(std::move(c));
+    } else {
+      found[it->second].similarity = c.similarity;
+      found[it->second].matched.similarity = c.similarity;
+    }
+  }
+}
 
 /// Ranks what a search found and cuts the page: the rank in each list, then the score (BM25, cosine, their
 /// reciprocal rank fusion, or 0 for filters alone), results order, the cursor, the limit.
