@@ -193,6 +193,32 @@ TEST_CASE("vector index: a filter that passes few versions still gets k of them 
   CHECK(index.search(query, 10, [](const std::string&, std::uint64_t) { return false; }).empty());
 }
 
+TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a hit says which accept it was") {
+  std::mt19937 rng(5);
+  const std::size_t dim = 16;
+  for (const std::size_t n : {std::size_t{300}, std::size_t{3000}}) {  // the scan and the graph
+    VectorIndex index(dim);
+    std::vector<int> tags(n);
+    for (std::size_t i = 0; i < n; ++i) index.add("a" + std::to_string(i), 1, random_unit(rng, dim), &tags[i]);
+    int replaced = 0;
+    index.add("a0", 1, random_unit(rng, dim), &replaced);  // re-adding a key replaces its tag too
+    std::vector<std::pair<std::string, const void*>> passed;  // what accept let through, in order
+    const auto accept = [&](const std::string& id, std::uint64_t, const void* tag) {
+      const std::size_t i = std::stoul(id.substr(1));
+      CHECK(tag == (i == 0 ? static_cast<const void*>(&replaced) : static_cast<const void*>(&tags[i])));
+      if (i % 2 != 0) return false;
+      passed.emplace_back(id, tag);
+      return true;
+    };
+    const auto hits = index.search_tagged(random_unit(rng, dim), 10, accept);
+    REQUIRE(hits.size() == 10);
+    for (const auto& h : hits) {
+      REQUIRE(h.accepted < passed.size());
+      CHECK(passed[h.accepted].first == h.id);
+    }
+  }
+}
+
 TEST_CASE("vector index: wrong dimensions are never indexed or searched; an empty index finds nothing") {
   VectorIndex index(4);
   CHECK(index.search({1, 0, 0, 0}, 5, nullptr).empty());
