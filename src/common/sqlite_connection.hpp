@@ -6,13 +6,16 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -50,11 +53,9 @@ class SqliteConnection {
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, open.busy_timeout_ms);
     try {
-      // Switching to WAL needs a moment of exclusive access; the busy timeout covers a concurrent opener.
       // Before WAL: a page size takes effect only while the file has no pages yet (an existing file keeps its own).
       if (open.page_size > 0) exec(fmt::format("PRAGMA page_size = {}", open.page_size).c_str());
-      std::string mode;
-      query_text("PRAGMA journal_mode = WAL", mode);
+      const std::string mode = switch_to_wal(open.busy_timeout_ms);
       if (mode != "wal") {
         throw storage_error(
             fmt::format("{}: cannot switch the database to WAL mode (journal_mode is '{}')", where_, mode));
@@ -125,6 +126,33 @@ class SqliteConnection {
   }
 
  private:
+  // PRAGMA journal_mode = WAL, which needs the file to itself for a moment. Connections that open a new file at
+  // once each read it (a shared lock) before they ask for that exclusive lock, and SQLite answers all but one of
+  // them SQLITE_BUSY at once, without the busy handler (waiting could deadlock). Such a connection has let go of
+  // its lock by then, so it waits a little and asks again, for as long as the busy timeout allows. Returns the
+  // journal mode the database is in afterwards.
+  std::string switch_to_wal(int busy_timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+    for (int pause_ms = 1;; pause_ms = std::min(pause_ms * 2, 50)) {
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &st, nullptr) != SQLITE_OK) {
+        fail("PRAGMA journal_mode = WAL");
+      }
+      const int rc = sqlite3_step(st);
+      std::string mode;
+      if (rc == SQLITE_ROW) {
+        const auto* text = sqlite3_column_text(st, 0);
+        mode = text ? reinterpret_cast<const char*>(text) : "";
+      }
+      sqlite3_finalize(st);
+      if (rc == SQLITE_ROW) return mode;
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+        fail("PRAGMA journal_mode = WAL");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    }
+  }
+
   void run_cached(sqlite3_stmt*& st, const char* sql) {
     if (!st && sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK) fail(sql);
     const int rc = sqlite3_step(st);

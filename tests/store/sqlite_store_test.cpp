@@ -1,4 +1,5 @@
 #include "cairn/store/sqlite_store.hpp"
+#include "cairn/store/sqlite_journal.hpp"
 
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -484,6 +485,67 @@ TEST_CASE("threads of two processes storing versions of the same ids get distinc
   std::set<std::string> writers;
   for (auto ver : store.versions("shared-a", "t")) writers.insert(store.fetch("shared-a", "t", ver)->value()["who"].get<std::string>());
   CHECK(writers == std::set<std::string>{"child", "parent"});
+}
+
+TEST_CASE("processes opening one new file at the same moment all open it, the store's and the journal's alike") {
+  // What two cairn-mcp servers started together on one new `sqlite:` file do: each switches the file to WAL and
+  // creates its tables. Both open the file (a shared lock) before they ask for the exclusive one the switch needs,
+  // and SQLite answers one of them "database is locked" at once, without its busy handler; that process must wait
+  // and try again, not fail. Children start together on a pipe that the parent closes.
+  TempDir dir;
+  constexpr int rounds = 12;
+  constexpr int children = 4;
+  for (int round = 0; round < rounds; ++round) {
+    INFO("round " << round);
+    const auto path = dir.file(fmt::format("new-{}.db", round));
+    int start[2];
+    REQUIRE(pipe(start) == 0);
+    std::vector<pid_t> pids;
+    for (int c = 0; c < children; ++c) {
+      const pid_t child = fork();
+      REQUIRE(child >= 0);
+      if (child == 0) {
+        close(start[1]);
+        char byte = 0;
+        (void)!read(start[0], &byte, 1);  // returns when the parent closes its end
+        int code = 0;
+        try {
+          if (c % 2 == 0) {
+            SqliteArtifactStore store(path);
+            (void)store.store(*note("t", fmt::format("from-{}", c), c));
+          } else {
+            SqliteRunJournal journal(path);
+            (void)journal.append("t", fmt::format("run-{}", c), 0, {JournalEntry{0, "child", json{{"child", c}}, 0}});
+          }
+        } catch (const std::exception& e) {
+          std::ofstream(dir.file(fmt::format("error-{}-{}.txt", round, c))) << e.what();
+          code = 1;
+        }
+        _exit(code);
+      }
+      pids.push_back(child);
+    }
+    close(start[0]);
+    close(start[1]);
+    for (int c = 0; c < children; ++c) {
+      int status = 0;
+      REQUIRE(waitpid(pids[static_cast<std::size_t>(c)], &status, 0) == pids[static_cast<std::size_t>(c)]);
+      std::ifstream error(dir.file(fmt::format("error-{}-{}.txt", round, c)));
+      const std::string message((std::istreambuf_iterator<char>(error)), std::istreambuf_iterator<char>());
+      INFO("child " << c << ": " << message);
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
+    // Everything every child wrote is in the file.
+    SqliteArtifactStore store(path);
+    SqliteRunJournal journal(path);
+    for (int c = 0; c < children; ++c) {
+      if (c % 2 == 0) {
+        CHECK(store.fetch(fmt::format("from-{}", c), "t"));
+      } else {
+        CHECK(journal.read("t", fmt::format("run-{}", c)).size() == 1);
+      }
+    }
+  }
 }
 
 TEST_CASE("store_if: threads of two processes racing on one id, exactly one wins each time") {

@@ -354,27 +354,49 @@ check(stderrText.split('\n').some((l) => l.startsWith('cairn-mcp: serving 12 too
 // Part 2: raw JSON-RPC, for what the SDK never sends. Every stdout line must be one JSON-RPC message.
 class Raw {
   constructor(args) {
+    this.args = args;
     this.proc = spawn(server, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.sent = '';
     this.lines = [];
-    this.waiters = [];
+    this.waiters = [];  // [resolve, reject] of each next() still waiting for a line
     this.stderr = '';
+    this.ended = false;  // stdout ended: no more replies will come
+    // Set up at once, so that a process that exits early (a bad store, a crash) is never missed: its exit code
+    // once it has exited and its stdout and stderr have ended.
+    this.closed = new Promise((resolve) => this.proc.on('close', resolve));
+    this.proc.stdin.on('error', () => {});  // a write to a process that exited: its end is reported by next()
     this.proc.stderr.on('data', (d) => { this.stderr += d.toString(); });
-    readline.createInterface({ input: this.proc.stdout }).on('line', (line) => {
+    const out = readline.createInterface({ input: this.proc.stdout });
+    out.on('line', (line) => {
       const msg = JSON.parse(line);  // throws (fails the test) on anything but JSON
       for (const m of Array.isArray(msg) ? msg : [msg]) assert.equal(m.jsonrpc, '2.0', line.slice(0, 300));
       const w = this.waiters.shift();
-      if (w) w(msg); else this.lines.push(msg);
+      if (w) w[0](msg); else this.lines.push(msg);
     });
+    out.on('close', () => {
+      this.ended = true;
+      for (const [, reject] of this.waiters.splice(0)) reject(this.failure('its stdout ended'));
+    });
+  }
+  // An error naming the process, the last line sent to it, what went wrong and everything it wrote to stderr.
+  failure(what) {
+    return new Error(`cairn-mcp ${this.args.join(' ')} (pid ${this.proc.pid}), after ${this.sent.slice(0, 300)}: ` +
+                     `${what}; its stderr: ${this.stderr}`);
   }
   next() {
     if (this.lines.length) return Promise.resolve(this.lines.shift());
+    if (this.ended) return Promise.reject(this.failure('its stdout ended'));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no reply within 60 s')), 60000);
-      this.waiters.push((m) => { clearTimeout(timer); resolve(m); });
+      const timer = setTimeout(() => reject(this.failure('no reply within 60 s')), 60000);
+      this.waiters.push([(m) => { clearTimeout(timer); resolve(m); }, (e) => { clearTimeout(timer); reject(e); }]);
     });
   }
   async send(text) {
-    if (!this.proc.stdin.write(text + '\n')) await new Promise((r) => this.proc.stdin.once('drain', r));
+    this.sent = text;
+    if (this.ended) throw this.failure('its stdout ended');
+    if (!this.proc.stdin.write(text + '\n')) {
+      await Promise.race([new Promise((r) => this.proc.stdin.once('drain', r)), this.closed]);
+    }
   }
   async request(msg) {
     await this.send(typeof msg === 'string' ? msg : JSON.stringify(msg));
@@ -382,7 +404,14 @@ class Raw {
   }
   async close() {
     this.proc.stdin.end();
-    const code = await new Promise((r) => this.proc.on('close', r));
+    let timer;
+    const code = await Promise.race([
+      this.closed,
+      new Promise((resolve, reject) => {
+        timer = setTimeout(() => reject(this.failure('not exited within 60 s of the end of its stdin')), 60000);
+      }),
+    ]);
+    clearTimeout(timer);
     assert.equal(code, 0, `cairn-mcp exited with ${code}: ${this.stderr}`);
     assert.equal(this.lines.length, 0, `unexpected extra replies: ${JSON.stringify(this.lines)}`);
   }
