@@ -58,6 +58,26 @@ class RawDb {
   sqlite3* db_ = nullptr;
 };
 
+// A file as cairn's schema version 1 (before search) wrote it, with three records in two tenants.
+constexpr const char* version1_file = R"sql(
+CREATE TABLE cairn_schema (version INTEGER NOT NULL);
+INSERT INTO cairn_schema VALUES (1);
+CREATE TABLE cairn_artifacts (tenant_id TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL,
+  type TEXT NOT NULL, title TEXT NOT NULL, description TEXT NOT NULL, purpose TEXT NOT NULL, value TEXT,
+  storage_url TEXT, mime_type TEXT, size_bytes INTEGER, schema_url TEXT, created_by TEXT,
+  created_at INTEGER NOT NULL, metadata TEXT NOT NULL, PRIMARY KEY (tenant_id, id, version)) WITHOUT ROWID;
+CREATE TABLE cairn_heads (tenant_id TEXT NOT NULL, id TEXT NOT NULL, latest INTEGER NOT NULL, type TEXT NOT NULL,
+  created_by TEXT, PRIMARY KEY (tenant_id, id)) WITHOUT ROWID;
+INSERT INTO cairn_artifacts VALUES ('t', 'a', 1, 'document', 'old apple', '', '', '"pie"', NULL, NULL, NULL,
+  NULL, NULL, 1700000000000, '{}');
+INSERT INTO cairn_artifacts VALUES ('t', 'a', 2, 'document', 'new apple', '', '', '{"k": "tart"}', NULL, NULL,
+  NULL, NULL, NULL, 1700000000001, '{}');
+INSERT INTO cairn_heads VALUES ('t', 'a', 2, 'document', NULL);
+INSERT INTO cairn_artifacts VALUES ('u', 'b', 1, 'document', 'apple', '', '', '1', NULL, NULL, NULL, NULL, NULL,
+  1700000000002, '{}');
+INSERT INTO cairn_heads VALUES ('u', 'b', 1, 'document', NULL);
+)sql";
+
 ArtifactPtr note(const std::string& tenant, const std::string& id, json value) {
   return ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title("note " + id).value(std::move(value))
       .build();
@@ -487,7 +507,7 @@ TEST_CASE("threads of two processes storing versions of the same ids get distinc
   CHECK(writers == std::set<std::string>{"child", "parent"});
 }
 
-TEST_CASE("processes opening one new file at the same moment all open it, the store's and the journal's alike") {
+TEST_CASE("processes opening one file at the same moment all open it, new or from before search, store and journal") {
   // What two cairn-mcp servers started together on one new `sqlite:` file do: each switches the file to WAL and
   // creates its tables. Both open the file (a shared lock) before they ask for the exclusive one the switch needs,
   // and SQLite answers one of them "database is locked" at once, without its busy handler; that process must wait
@@ -496,8 +516,11 @@ TEST_CASE("processes opening one new file at the same moment all open it, the st
   constexpr int rounds = 12;
   constexpr int children = 4;
   for (int round = 0; round < rounds; ++round) {
-    INFO("round " << round);
+    // Odd rounds: a file of cairn before search, which each opener also migrates and indexes the words of.
+    const bool old_file = round % 2 == 1;
+    INFO("round " << round << (old_file ? ", a file from before search" : ", a new file"));
     const auto path = dir.file(fmt::format("new-{}.db", round));
+    if (old_file) RawDb(path).exec(version1_file);
     int start[2];
     REQUIRE(pipe(start) == 0);
     std::vector<pid_t> pids;
@@ -544,6 +567,15 @@ TEST_CASE("processes opening one new file at the same moment all open it, the st
       } else {
         CHECK(journal.read("t", fmt::format("run-{}", c)).size() == 1);
       }
+    }
+    if (old_file) {  // migrated once, and every version's words indexed once
+      RawDb raw(path);
+      CHECK(raw.scalar("SELECT count(*) FROM cairn_search_docs") == raw.scalar("SELECT count(*) FROM cairn_artifacts"));
+      CHECK(raw.scalar("SELECT count(*) FROM cairn_search_text") == raw.scalar("SELECT count(*) FROM cairn_artifacts"));
+      SearchQuery q;
+      q.text = "apple";
+      CHECK(store.search("t", q).hits.size() == 1);
+      CHECK(store.search("u", q).hits.size() == 1);
     }
   }
 }
@@ -751,24 +783,7 @@ TEST_CASE("a file from before search is migrated, records untouched, and its wor
   {
     // The schema of version 1, written as that cairn wrote it.
     RawDb raw(path);
-    raw.exec(R"sql(
-CREATE TABLE cairn_schema (version INTEGER NOT NULL);
-INSERT INTO cairn_schema VALUES (1);
-CREATE TABLE cairn_artifacts (tenant_id TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL,
-  type TEXT NOT NULL, title TEXT NOT NULL, description TEXT NOT NULL, purpose TEXT NOT NULL, value TEXT,
-  storage_url TEXT, mime_type TEXT, size_bytes INTEGER, schema_url TEXT, created_by TEXT,
-  created_at INTEGER NOT NULL, metadata TEXT NOT NULL, PRIMARY KEY (tenant_id, id, version)) WITHOUT ROWID;
-CREATE TABLE cairn_heads (tenant_id TEXT NOT NULL, id TEXT NOT NULL, latest INTEGER NOT NULL, type TEXT NOT NULL,
-  created_by TEXT, PRIMARY KEY (tenant_id, id)) WITHOUT ROWID;
-INSERT INTO cairn_artifacts VALUES ('t', 'a', 1, 'document', 'old apple', '', '', '"pie"', NULL, NULL, NULL,
-  NULL, NULL, 1700000000000, '{}');
-INSERT INTO cairn_artifacts VALUES ('t', 'a', 2, 'document', 'new apple', '', '', '{"k": "tart"}', NULL, NULL,
-  NULL, NULL, NULL, 1700000000001, '{}');
-INSERT INTO cairn_heads VALUES ('t', 'a', 2, 'document', NULL);
-INSERT INTO cairn_artifacts VALUES ('u', 'b', 1, 'document', 'apple', '', '', '1', NULL, NULL, NULL, NULL, NULL,
-  1700000000002, '{}');
-INSERT INTO cairn_heads VALUES ('u', 'b', 1, 'document', NULL);
-)sql");
+    raw.exec(version1_file);
   }
   std::vector<ArtifactPtr> before;
   SqliteArtifactStore store(path);
