@@ -105,6 +105,12 @@ CREATE TABLE cairn_search_changes (
 );
 CREATE INDEX cairn_search_changes_by_tenant ON cairn_search_changes (tenant_id, model, seq);
 )sql",
+    // 3 -> 4: the change sequence is pruned (SqliteOptions::search_changes_kept): changes up to `through` are
+    // gone, so a process's index that has seen less than that starts over from the current vectors.
+    R"sql(
+CREATE TABLE cairn_search_pruned (through INTEGER NOT NULL);
+INSERT INTO cairn_search_pruned (through) VALUES (0);
+)sql",
 };
 
 constexpr const char* record_columns =
@@ -144,6 +150,10 @@ enum Stmt : std::size_t {
   change_remove,
   changes_after,
   changes_last,
+  changes_pruned,
+  prune_due,
+  changes_prune,
+  pruned_set,
   docs_last,
   vectors_current,
   candidate_get,
@@ -235,6 +245,11 @@ std::string statement_sql(Stmt s) {
              "AND v.version = c.version AND v.model = c.model "
              "WHERE c.tenant_id = ?1 AND c.model IN (?2, '') AND c.seq > ?3 ORDER BY c.seq LIMIT 4096";
     case changes_last: return "SELECT max(seq) FROM cairn_search_changes";
+    case changes_pruned: return "SELECT through FROM cairn_search_pruned";
+    case prune_due:
+      return "SELECT (SELECT max(seq) FROM cairn_search_changes), (SELECT through FROM cairn_search_pruned)";
+    case changes_prune: return "DELETE FROM cairn_search_changes WHERE seq <= ?1";
+    case pruned_set: return "UPDATE cairn_search_pruned SET through = ?1";
     case docs_last: return "SELECT max(doc) FROM cairn_search_docs";
     case vectors_current:
       // Every latest version's vector of the (tenant, model): how an index is first built.
@@ -522,6 +537,24 @@ struct SqliteArtifactStore::Impl {
     return done;
   }
 
+  /// In a write transaction that wrote changes: once the sequence holds `search_changes_kept` and a sixteenth more
+  /// changes than at the last pruning, the oldest go (so a write deletes about one row on average, in batches).
+  void prune_changes(Connection& conn) const {
+    const std::uint64_t kept = options.search_changes_kept;
+    if (kept == 0) return;
+    std::int64_t newest = 0, through = 0;
+    {
+      Query q(conn, prune_due);
+      if (!q.step() || q.is_null(0)) return;
+      newest = q.int64(0);
+      through = q.int64(1);
+    }
+    const auto k = static_cast<std::int64_t>(std::min<std::uint64_t>(kept, std::numeric_limits<std::int32_t>::max()));
+    if (newest - through < k + k / 16 + 1) return;
+    Query(conn, changes_prune).bind(1, newest - k).run();
+    Query(conn, pruned_set).bind(1, newest - k).run();
+  }
+
   /// A read transaction: what it reads is one snapshot. Rolled back (nothing to keep) when it goes.
   struct ReadTransaction {
     explicit ReadTransaction(Connection& conn) : c(conn) { c.begin(); }
@@ -553,6 +586,17 @@ struct SqliteArtifactStore::Impl {
       // Nothing of this model yet: a change that changes nothing, so the next read starts after `last`.
       if (out.empty()) out.push_back({last, std::string(), 0, true, {}});
       return out;
+    }
+    {
+      // Changes up to `through` were pruned: an index that has seen less has missed some of them, and starts over.
+      Query t(conn, changes_pruned);
+      if (t.step() && static_cast<std::uint64_t>(t.int64(0)) > after) {
+        std::vector<detail::VectorChange> again = read_changes(conn, tenant, model, 0);
+        detail::VectorChange reset;
+        reset.reset = true;
+        again.insert(again.begin(), std::move(reset));
+        return again;
+      }
     }
     Query q(conn, changes_after);
     q.bind(1, tenant).bind(2, model).bind(3, static_cast<std::int64_t>(after));
@@ -790,6 +834,7 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
           .bind(5, std::int64_t{0})
           .run();
     }
+    prune_changes(*conn);
     tx.commit();
   }
   auto b = record.to_builder();
@@ -820,6 +865,7 @@ void SqliteArtifactStore::remove(const std::string& id, const std::string& tenan
   Impl::Query(*conn, change_remove).bind(1, tenant_id).bind(2, id).bind(3, std::int64_t{0}).run();
   Impl::Query(*conn, vectors_delete_id).bind(1, tenant_id).bind(2, id).run();
   Impl::Query(*conn, docs_delete_id).bind(1, tenant_id).bind(2, id).run();
+  impl_->prune_changes(*conn);
   tx.commit();
 }
 
@@ -958,6 +1004,7 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
       }
       ++done;
     }
+    impl_->prune_changes(*conn);
     tx.commit();
     advanced(rows);
   }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cairn/detail/vector_cache.hpp"
@@ -305,4 +306,32 @@ TEST_CASE("vector cache: an index catches up with a change sequence, per (tenant
   CHECK(cache.current("t", "other", 2, read)->size() == 0);
   cache.clear();
   CHECK(cache.current("t", "m", 2, read)->size() == 2);  // rebuilt from the whole sequence
+}
+
+TEST_CASE("vector cache: a reset starts a new index (a search holding the old one keeps it whole), then the changes "
+          "after it apply") {
+  using cairn::detail::VectorCache;
+  using cairn::detail::VectorChange;
+  std::vector<VectorChange> answer;
+  std::vector<std::uint64_t> asked;
+  auto read = [&](const std::string&, const std::string&, std::uint64_t after) {
+    asked.push_back(after);
+    return std::exchange(answer, {});
+  };
+  VectorCache cache;
+  answer = {VectorChange{1, "a", 1, false, {1, 0}}, VectorChange{2, "b", 1, false, {0, 1}}};
+  const auto old = cache.current("t", "m", 2, read);
+  REQUIRE(old->size() == 2);
+  // What a store whose changes up to 7 were pruned answers a reader at 2: a reset, then every current vector.
+  VectorChange reset;
+  reset.reset = true;
+  answer = {reset, VectorChange{9, "c", 1, false, {0.6f, 0.8f}}, VectorChange{9, "b", 1, false, {0, 1}}};
+  std::uint64_t seen = 0;
+  const auto now = cache.current("t", "m", 2, read, &seen);
+  CHECK(seen == 9);
+  CHECK(now != old);
+  CHECK(now->size() == 2);  // b and c; a is gone with the old index
+  for (const auto& h : now->search({1, 0}, 10, nullptr)) CHECK(h.id != "a");
+  CHECK(old->size() == 2);  // unchanged for whoever still searches it
+  CHECK(asked == std::vector<std::uint64_t>{0, 2, 2, 9});  // each catch-up reads until nothing new
 }

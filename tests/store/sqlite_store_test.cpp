@@ -1139,6 +1139,77 @@ TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record 
   }
 }
 
+TEST_CASE("the change sequence keeps search_changes_kept changes; an index that fell behind them starts over, one "
+          "that did not catches up; both answer as the scan does") {
+  TempDir dir;
+  const auto path = dir.file("pruned.db");
+  SqliteOptions options = with_embedder();
+  options.search_changes_kept = 100;
+  SqliteArtifactStore writer(path, options);
+  SqliteArtifactStore reader(path, options);  // another process's store: its index catches up from the sequence
+  std::mt19937 rng(20261126);
+  std::set<std::string> live;
+  std::size_t next_id = 0;
+  const auto write = [&](std::size_t n) {  // new ids (at most 80 live), new versions and removes, at random
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto roll = rng() % 10;
+      if (roll < 2 && !live.empty()) {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        writer.remove(*it, "t");
+        live.erase(it);
+      } else {
+        std::string id;
+        if ((roll < 6 && live.size() < 80) || live.empty()) {
+          id = fmt::format("n{}", next_id++);
+        } else {
+          auto it = live.begin();
+          std::advance(it, static_cast<long>(rng() % live.size()));
+          id = *it;
+        }
+        (void)writer.store(*note("t", id, random_words(rng, 6)));
+        live.insert(id);
+      }
+    }
+  };
+  const auto same_as_scan = [&](const SqliteArtifactStore& store, const std::string& what) {
+    for (const std::string text : {"alpha beta", "Revenue q3", "x-ray 7 emea", "gamma"}) {
+      SearchQuery q;
+      q.text = text;
+      q.mode = SearchMode::similarity;
+      q.limit = 100;  // more than the live artifacts (at most 80): an index missing one finds fewer than the scan
+      require_same_page(store.search("t", q), store.ArtifactStore::search("t", q), what + ": " + text);
+    }
+  };
+  RawDb raw(path);
+  const auto rows = [&raw] { return std::stoull(raw.scalar("SELECT count(*) FROM cairn_search_changes")); };
+  const auto through = [&raw] { return std::stoull(raw.scalar("SELECT through FROM cairn_search_pruned")); };
+
+  write(40);
+  same_as_scan(reader, "the reader's first query builds its index");
+  write(20);  // less than the kept changes behind: the reader catches up from the rows
+  CHECK(through() == 0);
+  same_as_scan(reader, "caught up");
+  const auto seen = std::stoull(raw.scalar("SELECT max(seq) FROM cairn_search_changes"));
+  write(150);  // the reader is now further behind than the kept changes
+  CHECK(through() > seen);
+  CHECK(rows() <= 100 + 100 / 16 + 1 + 2);  // a write adds at most two before it prunes
+  CHECK(std::stoull(raw.scalar("SELECT min(seq) FROM cairn_search_changes")) == through() + 1);
+  same_as_scan(reader, "fell behind the pruned changes: started over");
+  write(10);
+  same_as_scan(reader, "caught up after starting over");
+  same_as_scan(SqliteArtifactStore(path, options), "a new store object");
+  same_as_scan(writer, "the writer");
+
+  // search_changes_kept 0: nothing is deleted.
+  const auto before = rows();
+  SqliteOptions keep_all = with_embedder();
+  keep_all.search_changes_kept = 0;
+  SqliteArtifactStore unpruned(path, keep_all);
+  for (int i = 0; i < 200; ++i) (void)unpruned.store(*note("t", fmt::format("k{}", i), "kept"));
+  CHECK(rows() >= before + 400);  // a removal (of nothing) and an add per first version
+}
+
 TEST_CASE("similarity: the unindexed count follows what a store without the embedder stores and removes") {
   TempDir dir;
   const auto path = dir.file("unindexed.db");

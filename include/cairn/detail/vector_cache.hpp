@@ -29,6 +29,10 @@ struct VectorChange {
   std::uint64_t version = 0;  ///< 0 with `removed`: every version of `id`
   bool removed = false;       ///< false: add (or replace) the vector of (id, version)
   std::vector<float> vector;  ///< L2-normalised, for an add
+  /// The index starts over: what it holds is dropped before the changes after this one are applied (a store whose
+  /// older changes are gone, pruned, answers a reader that fell behind them with this and then every current
+  /// vector, as for a first read).
+  bool reset = false;
 };
 
 /// The changes after `after_seq` of (tenant, model), oldest first. With after_seq 0 a store may answer with every
@@ -53,7 +57,10 @@ class VectorCache {
       std::vector<VectorChange> changes = read(tenant, model, entry->seq);
       if (changes.empty()) break;
       for (const auto& c : changes) {
-        if (c.removed) {
+        if (c.reset) {
+          // A new index, not a cleared one: a search still running on the old one keeps it until it ends.
+          entry->index = std::make_shared<VectorIndex>(entry->dimension);
+        } else if (c.removed) {
           if (c.version == 0) {
             entry->index->remove_all(c.id);
           } else {
@@ -77,16 +84,17 @@ class VectorCache {
 
  private:
   struct Entry {
-    explicit Entry(std::size_t dimension) : index(std::make_shared<VectorIndex>(dimension)) {}
+    explicit Entry(std::size_t d) : dimension(d), index(std::make_shared<VectorIndex>(d)) {}
+    const std::size_t dimension;
     std::mutex catch_up;
     std::uint64_t seq = 0;
-    std::shared_ptr<VectorIndex> index;
+    std::shared_ptr<VectorIndex> index;  // replaced (under catch_up) when a reset starts the index over
   };
 
   std::shared_ptr<Entry> entry_of(const std::string& tenant, const std::string& model, std::size_t dimension) {
     std::lock_guard lock(mutex_);
     auto& slot = entries_[{tenant, model}];
-    if (!slot || slot->index->dimension() != dimension) slot = std::make_shared<Entry>(dimension);
+    if (!slot || slot->dimension != dimension) slot = std::make_shared<Entry>(dimension);
     return slot;
   }
 

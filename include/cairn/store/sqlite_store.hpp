@@ -56,6 +56,12 @@ struct SqliteOptions {
   /// overflow page), so a similarity candidate costs two page reads instead of four (docs/search.md). A power of
   /// two from 512 to 65536, else cairn::invalid_argument.
   int page_size = 8192;
+  /// The newest changes kept in the sequence the in-process similarity indexes catch up from (one per stored
+  /// version, two with a vector, one per remove): older ones are deleted by the writes, a batch each time the
+  /// sequence has grown by a sixteenth of this. A process whose index is further behind than that builds it again
+  /// from the current vectors on its next similarity query (as its first query does), which costs about what
+  /// replaying that many changes would. 0: never delete (the sequence grows with every write).
+  std::size_t search_changes_kept = 10000;
   /// Told of indexing progress: EventKind::index events (items done of total) after each batch of reindex()
   /// ("reindex", the tenant) and of the words indexing a file from before search gets when a store opens it
   /// ("open", no tenant). Null: no events (cairn::observed(store, ...) still reports each reindex call whole).
@@ -73,7 +79,7 @@ struct SqliteOptions {
 class SqliteArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; files with a lower one are migrated when opened.
-  static constexpr int schema_version = 3;
+  static constexpr int schema_version = 4;
 
   /// Opens (creating when missing) the database at `path`. In-memory databases (":memory:", "") are refused:
   /// each connection would see its own empty database; use InMemoryArtifactStore instead.
