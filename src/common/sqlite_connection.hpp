@@ -101,14 +101,7 @@ class SqliteConnection {
 
   /// Runs a one-row, one-column statement; false when it returned no row.
   bool query_text(const char* sql, std::string& out) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) fail(sql);
-    const int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      const auto* text = sqlite3_column_text(st, 0);
-      out = text ? reinterpret_cast<const char*>(text) : "";
-    }
-    sqlite3_finalize(st);
+    const int rc = step_text(sql, out);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(sql);
     return rc == SQLITE_ROW;
   }
@@ -132,25 +125,29 @@ class SqliteConnection {
   // its lock by then, so it waits a little and asks again, for as long as the busy timeout allows. Returns the
   // journal mode the database is in afterwards.
   std::string switch_to_wal(int busy_timeout_ms) {
+    constexpr const char* sql = "PRAGMA journal_mode = WAL";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
     for (int pause_ms = 1;; pause_ms = std::min(pause_ms * 2, 50)) {
-      sqlite3_stmt* st = nullptr;
-      if (sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &st, nullptr) != SQLITE_OK) {
-        fail("PRAGMA journal_mode = WAL");
-      }
-      const int rc = sqlite3_step(st);
       std::string mode;
-      if (rc == SQLITE_ROW) {
-        const auto* text = sqlite3_column_text(st, 0);
-        mode = text ? reinterpret_cast<const char*>(text) : "";
-      }
-      sqlite3_finalize(st);
+      const int rc = step_text(sql, mode);
       if (rc == SQLITE_ROW) return mode;
-      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
-        fail("PRAGMA journal_mode = WAL");
-      }
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) fail(sql);
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
+  }
+
+  // Prepares and steps `sql` once, its first column into `out` when it returns a row; returns the step's code
+  // (the error stays the connection's, for fail()).
+  int step_text(const char* sql, std::string& out) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) fail(sql);
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      const auto* text = sqlite3_column_text(st, 0);
+      out = text ? reinterpret_cast<const char*>(text) : "";
+    }
+    sqlite3_finalize(st);
+    return rc;
   }
 
   void run_cached(sqlite3_stmt*& st, const char* sql) {

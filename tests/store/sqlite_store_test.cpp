@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <random>
@@ -578,6 +579,35 @@ TEST_CASE("processes opening one file at the same moment all open it, new or fro
       CHECK(store.search("u", q).hits.size() == 1);
     }
   }
+}
+
+TEST_CASE("a file that another connection keeps locked past the busy timeout fails the open cleanly, and loses "
+          "nothing") {
+  // A reader in a file that is not in WAL mode yet holds its lock: the switch to WAL waits the busy timeout (and
+  // asks again until it is over), then fails with the file and the statement named.
+  TempDir dir;
+  const auto path = dir.file("held.db");
+  RawDb raw(path);
+  raw.exec("CREATE TABLE host_table (x INTEGER); INSERT INTO host_table VALUES (42)");
+  raw.exec("BEGIN; SELECT count(*) FROM host_table");  // a read transaction keeps its shared lock until it ends
+  SqliteOptions options;
+  options.busy_timeout_ms = 300;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    SqliteArtifactStore store(path, options);
+    FAIL("the open should have failed");
+  } catch (const storage_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("PRAGMA journal_mode = WAL") &&
+                             Catch::Contains("locked"));
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(waited >= std::chrono::milliseconds(250));
+  CHECK(waited < std::chrono::seconds(5));
+  raw.exec("COMMIT");
+  CHECK(raw.scalar("SELECT x FROM host_table") == "42");
+  SqliteArtifactStore store(path, options);  // free again: it opens
+  CHECK(store.store(*note("t", "a", 1))->version() == 1);
+  CHECK(RawDb(path).scalar("PRAGMA journal_mode") == "wal");
 }
 
 TEST_CASE("store_if: threads of two processes racing on one id, exactly one wins each time") {
