@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -152,6 +153,136 @@ BEGIN
 END
 $$;
 )sql",
+    // Words per tenant (docs/search.md, "The PostgreSQL store"): each tenant gets a number (`no`, never reused; a
+    // tenant's row is never deleted), and its lexemes become "<no>:<word>", so the GIN index keeps one posting list
+    // per tenant and word instead of one per word across every tenant. The tenant's row also keeps BM25's
+    // statistics, updated by every write in its own statement: the latest versions with words (docs), their words
+    // (doc_words) and the latest versions without (docs_unindexed), and the same over every version. A head row
+    // keeps its latest version's word count (NULL: no words yet) and, after an update, the count it replaced
+    // (prev_word_count), which the write's statement reads to update the statistics. The tenant row's lock orders
+    // the tenant's writes; every write locks its head row first, so the two are always taken in one order.
+    R"sql(
+CREATE SEQUENCE cairn_search_tenant_no;
+ALTER TABLE cairn_search_seq ADD COLUMN no bigint,
+  ADD COLUMN docs bigint NOT NULL DEFAULT 0, ADD COLUMN doc_words bigint NOT NULL DEFAULT 0,
+  ADD COLUMN docs_unindexed bigint NOT NULL DEFAULT 0, ADD COLUMN versions bigint NOT NULL DEFAULT 0,
+  ADD COLUMN version_words bigint NOT NULL DEFAULT 0, ADD COLUMN versions_unindexed bigint NOT NULL DEFAULT 0;
+INSERT INTO cairn_search_seq (tenant_id, seq) SELECT DISTINCT tenant_id, 0 FROM cairn_artifacts
+  ON CONFLICT (tenant_id) DO NOTHING;
+UPDATE cairn_search_seq SET no = nextval('cairn_search_tenant_no');
+ALTER TABLE cairn_search_seq ALTER COLUMN no SET NOT NULL, ALTER COLUMN no SET DEFAULT nextval('cairn_search_tenant_no'),
+  ADD CONSTRAINT cairn_search_seq_no UNIQUE (no);
+ALTER TABLE cairn_heads ADD COLUMN word_count integer, ADD COLUMN prev_word_count integer;
+UPDATE cairn_heads h SET word_count = a.word_count FROM cairn_artifacts a
+  WHERE a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest AND a.word_count IS NOT NULL;
+UPDATE cairn_search_seq s SET docs = x.docs, doc_words = x.doc_words, docs_unindexed = x.docs_unindexed
+  FROM (SELECT h.tenant_id, count(a.words) AS docs, coalesce(sum(a.word_count), 0) AS doc_words,
+               count(*) - count(a.words) AS docs_unindexed
+        FROM cairn_heads h JOIN cairn_artifacts a ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest
+        GROUP BY h.tenant_id) x
+  WHERE s.tenant_id = x.tenant_id;
+UPDATE cairn_search_seq s SET versions = x.versions, version_words = x.version_words,
+    versions_unindexed = x.versions_unindexed
+  FROM (SELECT tenant_id, count(words) AS versions, coalesce(sum(word_count), 0) AS version_words,
+               count(*) - count(words) AS versions_unindexed
+        FROM cairn_artifacts GROUP BY tenant_id) x
+  WHERE s.tenant_id = x.tenant_id;
+DROP INDEX cairn_artifacts_words;
+UPDATE cairn_artifacts a SET words = array_to_tsvector(ARRAY(
+    SELECT s.no || ':' || l FROM unnest(tsvector_to_array(a.words)) AS l))
+  FROM cairn_search_seq s WHERE s.tenant_id = a.tenant_id AND a.words IS NOT NULL;
+CREATE INDEX cairn_artifacts_words ON cairn_artifacts USING gin (words);
+-- A word search (docs/search.md): the candidates, whose words match p_match (and the filters SQL can check), and
+-- the statistics BM25 scores them with, from one snapshot: the tenant's documents, their words and those not
+-- indexed yet (from its row), and how many documents hold each query word (p_df, one tsquery per word). One row
+-- with NULL record columns when nothing matches. The latest version of each id, or every version (p_all).
+-- A function, for the two settings its plans need: a prepared statement's plan is generic (it knows no word, so
+-- it cannot tell a rare word from a common one), and without stats fresh from a VACUUM the planner may think a
+-- scan of the whole table cheaper than the GIN index (at 100,000 artifacts just stored: 534 ms instead of 2).
+-- The only other way to the rows is every row of the tenant by its key: the tenant conditions on the version rows
+-- are written (...) IS TRUE, which no index answers.
+CREATE OR REPLACE FUNCTION cairn_search_words(p_all boolean, p_tenant text, p_from text, p_to text, p_df tsquery[],
+    p_match tsquery, p_type text, p_mime text, p_creator text, p_after bigint, p_before bigint)
+RETURNS TABLE (r_tenant_id text, r_id text, r_version bigint, r_type text, r_title text, r_description text,
+    r_purpose text, r_value text, r_storage_url text, r_mime_type text, r_size_bytes bigint, r_schema_url text,
+    r_created_by text, r_created_at bigint, r_metadata text, r_docs bigint, r_words bigint, r_unindexed bigint,
+    r_df bigint[])
+LANGUAGE plpgsql STABLE SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+  IF p_all THEN
+    RETURN QUERY
+    SELECT f.*, s.versions, s.version_words, s.versions_unindexed, d.df
+    FROM (SELECT 1) one LEFT JOIN cairn_search_seq s ON s.tenant_id = p_tenant
+    CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) FROM cairn_artifacts a
+                                     WHERE (a.tenant_id = p_tenant) IS TRUE AND a.words @@ w.q)
+                             FROM unnest(p_df) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d
+    LEFT JOIN (SELECT a.tenant_id::text, a.id::text, a.version, a.type, a.title, a.description, a.purpose,
+                      coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url,
+                      a.created_by::text, a.created_at, coalesce(a.metadata_text, a.metadata::text)
+               FROM cairn_artifacts a
+               WHERE (a.tenant_id = p_tenant AND a.id >= p_from AND (p_to IS NULL OR a.id < p_to)) IS TRUE
+                 AND a.words @@ p_match AND (p_type IS NULL OR a.type = p_type)
+                 AND (p_mime IS NULL OR a.mime_type = p_mime) AND (p_creator IS NULL OR a.created_by = p_creator)
+                 AND (p_after IS NULL OR a.created_at >= p_after) AND (p_before IS NULL OR a.created_at < p_before)) f
+    ON true;
+  ELSE
+    RETURN QUERY
+    SELECT f.*, s.docs, s.doc_words, s.docs_unindexed, d.df
+    FROM (SELECT 1) one LEFT JOIN cairn_search_seq s ON s.tenant_id = p_tenant
+    CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) FROM cairn_artifacts a
+                                     JOIN cairn_heads h ON h.tenant_id = p_tenant AND h.id = a.id
+                                                       AND h.latest = a.version
+                                     WHERE (a.tenant_id = p_tenant) IS TRUE AND a.words @@ w.q)
+                             FROM unnest(p_df) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d
+    LEFT JOIN (SELECT a.tenant_id::text, a.id::text, a.version, a.type, a.title, a.description, a.purpose,
+                      coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url,
+                      a.created_by::text, a.created_at, coalesce(a.metadata_text, a.metadata::text)
+               FROM cairn_artifacts a
+               JOIN cairn_heads h ON h.tenant_id = p_tenant AND h.id = a.id AND h.latest = a.version
+               WHERE (a.tenant_id = p_tenant AND a.id >= p_from AND (p_to IS NULL OR a.id < p_to)) IS TRUE
+                 AND a.words @@ p_match AND (p_type IS NULL OR a.type = p_type)
+                 AND (p_mime IS NULL OR a.mime_type = p_mime) AND (p_creator IS NULL OR a.created_by = p_creator)
+                 AND (p_after IS NULL OR a.created_at >= p_after) AND (p_before IS NULL OR a.created_at < p_before)) f
+    ON true;
+  END IF;
+END
+$$;
+CREATE OR REPLACE FUNCTION cairn_remove_artifact(p_tenant text, p_id text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_seq bigint;
+  v_latest_words integer;
+  v_versions bigint;
+  v_version_words bigint;
+  v_unindexed bigint;
+  v_vectors boolean;
+BEGIN
+  DELETE FROM cairn_heads WHERE tenant_id = p_tenant AND id = p_id RETURNING word_count INTO v_latest_words;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  WITH gone AS (DELETE FROM cairn_artifacts WHERE tenant_id = p_tenant AND id = p_id RETURNING word_count)
+  SELECT count(word_count), coalesce(sum(word_count), 0), count(*) - count(word_count)
+    INTO v_versions, v_version_words, v_unindexed FROM gone;
+  PERFORM 1 FROM cairn_search_vectors WHERE tenant_id = p_tenant AND id = p_id;
+  v_vectors := FOUND;
+  IF v_vectors THEN
+    DELETE FROM cairn_search_vectors WHERE tenant_id = p_tenant AND id = p_id;
+  END IF;
+  UPDATE cairn_search_seq SET seq = seq + v_vectors::integer,
+      docs = docs - (v_latest_words IS NOT NULL)::integer, doc_words = doc_words - coalesce(v_latest_words, 0),
+      docs_unindexed = docs_unindexed - (v_latest_words IS NULL)::integer,
+      versions = versions - v_versions, version_words = version_words - v_version_words,
+      versions_unindexed = versions_unindexed - v_unindexed
+    WHERE tenant_id = p_tenant RETURNING seq INTO v_seq;
+  IF v_vectors THEN
+    INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed)
+      VALUES (p_tenant, v_seq, p_id, 0, '', true);
+  END IF;
+  RETURN true;
+END
+$$;
+)sql",
 };
 
 // The unique index that makes a retried write happen at most once (migration 2).
@@ -187,6 +318,9 @@ enum Stmt : std::size_t {
   reindex_vector,
   vectors_latest,
   vectors_all,
+  tenant_number,
+  tenant_create,
+  reindex_finish,
   statement_count
 };
 
@@ -195,7 +329,7 @@ constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
     "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates",
     "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector",
-    "cairn_vectors_latest", "cairn_vectors_all"};
+    "cairn_vectors_latest", "cairn_vectors_all", "cairn_tenant_number", "cairn_tenant_create", "cairn_reindex_finish"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -211,24 +345,37 @@ std::string statement_sql(Stmt s) {
       "ORDER BY h.id LIMIT $7::bigint");
   // The version row is inserted from what the head statement returned: when a conditional head statement
   // matches nothing (the id exists, or moved on), nothing at all is written and the statement returns no row.
+  //
+  // Then the tenant's row (made before the tenant's first write, for the number that prefixes its lexemes in $18):
+  // BM25's statistics move by what the head statement replaced (head.prev_word_count, the previous latest
+  // version's word count: NULL when it had no words or the id is new, head.latest = 1), and the change sequence
+  // by one when the record has a vector.
   const std::string insert_version =
-      "INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
+      ", t AS (INSERT INTO cairn_search_seq AS s (tenant_id, no, seq, docs, doc_words, docs_unindexed, versions, "
+      "version_words, versions_unindexed) "
+      "SELECT $1::text, CASE WHEN EXISTS (SELECT 1 FROM cairn_search_seq WHERE tenant_id = $1::text) THEN 0 "
+      "ELSE nextval('cairn_search_tenant_no') END, CASE WHEN $20::bytea IS NULL THEN 0 ELSE 1 END, "
+      "CASE WHEN head.latest = 1 OR head.prev_word_count IS NULL THEN 1 ELSE 0 END, "
+      "$19::integer - coalesce(head.prev_word_count, 0), "
+      "CASE WHEN head.latest > 1 AND head.prev_word_count IS NULL THEN -1 ELSE 0 END, 1, $19::integer, 0 FROM head "
+      "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + EXCLUDED.seq, docs = s.docs + EXCLUDED.docs, "
+      "doc_words = s.doc_words + EXCLUDED.doc_words, docs_unindexed = s.docs_unindexed + EXCLUDED.docs_unindexed, "
+      "versions = s.versions + 1, version_words = s.version_words + EXCLUDED.version_words "
+      "RETURNING no, seq), "
+      "ins AS (INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
       "value_text, storage_url, mime_type, created_by, size_bytes, schema_url, created_at, metadata, "
       "metadata_text, write_token, words, word_count) "
       "SELECT $1::text, $2::text, head.latest, $3::text, $4::text, $5::text, $6::text, $7::jsonb, $8::text, "
       "$9::text, $10::text, $11::text, $12::bigint, $13::text, $14::bigint, $15::jsonb, $16::text, $17::text, "
-      "$18::tsvector, $19::integer "
-      "FROM head RETURNING version";
+      "$18::tsvector, $19::integer FROM head RETURNING version)";
   // The version's vector ($20, float32 bytes; $21 its model) and its change, in the same statement: nothing when
   // the record has none, or when the version row was not written.
   const std::string insert_vector =
       ", vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
       "SELECT $1::text, $2::text, version, $21::text, length($20::bytea) / 4, $20::bytea FROM ins "
       "WHERE $20::bytea IS NOT NULL), "
-      "seq AS (INSERT INTO cairn_search_seq AS s (tenant_id, seq) SELECT $1::text, 1 FROM ins "
-      "WHERE $20::bytea IS NOT NULL ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq), "
       "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
-      "SELECT $1::text, seq.seq, $2::text, ins.version, $21::text, false FROM seq, ins) "
+      "SELECT $1::text, t.seq, $2::text, ins.version, $21::text, false FROM t, ins WHERE $20::bytea IS NOT NULL) "
       "SELECT version FROM ins";
   // The rows a word search looks at: the latest version of each id, or every version, of the tenant's ids in
   // [$2, $3) (the filter's id prefix). BM25's statistics are counted over the same without the id range (as the
@@ -239,25 +386,11 @@ std::string statement_sql(Stmt s) {
       "WHERE h.tenant_id = $1::text AND h.id >= $2::text AND ($3::text IS NULL OR h.id < $3::text)";
   const std::string scope_all =
       "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text AND ($3::text IS NULL OR a.id < $3::text)";
-  // One statement, so one snapshot: the candidates (the rows whose words match the tsquery $5 and the filters
-  // SQL can check) and the statistics BM25 scores them with: the rows searched, their words, the rows not
-  // indexed yet, and how many rows hold each query word ($4, one tsquery per word). One row with NULL record
-  // columns when nothing matches.
-  const auto search_sql = [&](const std::string& scope) {
-    const std::string whole_tenant = scope.substr(0, scope.find("WHERE ")) + "WHERE a.tenant_id = $1::text";
-    return fmt::format(
-        "SELECT f.*, s.n, s.total, s.unindexed, d.df FROM "
-        "(SELECT count(a.words) AS n, coalesce(sum(a.word_count), 0) AS total, "
-        "count(*) - count(a.words) AS unindexed {1}) s "
-        "CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) {1} AND a.words @@ w.q) "
-        "FROM unnest($4::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d "
-        "LEFT JOIN (SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
-        "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
-        "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text) {0} AND a.words @@ $5::tsquery "
-        "AND ($6::text IS NULL OR a.type = $6::text) AND ($7::text IS NULL OR a.mime_type = $7::text) "
-        "AND ($8::text IS NULL OR a.created_by = $8::text) AND ($9::bigint IS NULL OR a.created_at >= $9::bigint) "
-        "AND ($10::bigint IS NULL OR a.created_at < $10::bigint)) f ON true",
-        scope, whole_tenant);
+  // A word search is the function cairn_search_words (migration 5: why a function), its parameters this statement's.
+  const auto search_sql = [](const char* all_versions) {
+    return fmt::format("SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], "
+                       "$5::tsquery, $6::text, $7::text, $8::text, $9::bigint, $10::bigint)",
+                       all_versions);
   };
   // Exact similarity: every version in scope with a vector of the model $4 and dimension $5, after the filters.
   const auto vectors_sql = [](std::string scope) {
@@ -280,26 +413,29 @@ std::string statement_sql(Stmt s) {
   switch (s) {
     case store_version:
       return "WITH head AS ("
-             "INSERT INTO cairn_heads AS h (tenant_id, id, latest, type, created_by) "
-             "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
+             "INSERT INTO cairn_heads AS h (tenant_id, id, latest, type, created_by, word_count) "
+             "VALUES ($1::text, $2::text, 1, $3::text, $11::text, $19::integer) "
              "ON CONFLICT (tenant_id, id) DO UPDATE "
-             "SET latest = h.latest + 1, type = EXCLUDED.type, created_by = EXCLUDED.created_by "
-             "RETURNING latest), ins AS (" +
-             insert_version + ")" + insert_vector;
+             "SET latest = h.latest + 1, type = EXCLUDED.type, created_by = EXCLUDED.created_by, "
+             "word_count = EXCLUDED.word_count, prev_word_count = h.word_count "
+             "RETURNING latest, prev_word_count)" +
+             insert_version + insert_vector;
     case store_create:
       // ON CONFLICT DO NOTHING waits for a concurrent creator of the same id and then does nothing.
       return "WITH head AS ("
-             "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by) "
-             "VALUES ($1::text, $2::text, 1, $3::text, $11::text) "
-             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest), ins AS (" +
-             insert_version + ")" + insert_vector;
+             "INSERT INTO cairn_heads (tenant_id, id, latest, type, created_by, word_count) "
+             "VALUES ($1::text, $2::text, 1, $3::text, $11::text, $19::integer) "
+             "ON CONFLICT (tenant_id, id) DO NOTHING RETURNING latest, prev_word_count)" +
+             insert_version + insert_vector;
     case store_replace:
       // Under READ COMMITTED an UPDATE that waited for a concurrent writer's row lock re-checks its WHERE clause
       // on the row that writer left: if it moved the version on, this matches nothing.
       return "WITH head AS ("
-             "UPDATE cairn_heads SET latest = latest + 1, type = $3::text, created_by = $11::text "
-             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $22::bigint RETURNING latest), ins AS (" +
-             insert_version + ")" + insert_vector;
+             "UPDATE cairn_heads SET latest = latest + 1, type = $3::text, created_by = $11::text, "
+             "word_count = $19::integer, prev_word_count = word_count "
+             "WHERE tenant_id = $1::text AND id = $2::text AND latest = $22::bigint "
+             "RETURNING latest, prev_word_count)" +
+             insert_version + insert_vector;
     case head_version:
       return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
     case find_token:
@@ -318,10 +454,10 @@ std::string statement_sql(Stmt s) {
     case remove_artifact: return "SELECT cairn_remove_artifact($1::text, $2::text)";
     case list_bounded: return fmt::format(list_select, "AND h.id < $3::text");
     case list_open: return fmt::format(list_select, "AND $3::text IS NULL");
-    case search_latest: return search_sql(scope_latest);
+    case search_latest: return search_sql("false");
     case vectors_latest: return vectors_sql(scope_latest);
     case vectors_all: return vectors_sql(scope_all);
-    case search_all: return search_sql(scope_all);
+    case search_all: return search_sql("true");
     case fetch_vector:
       // The store's model first when it has one ($4), else any (the first by name).
       return "SELECT model, vec FROM cairn_search_vectors "
@@ -366,8 +502,16 @@ std::string statement_sql(Stmt s) {
           "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)",
           unindexed_version);
     case reindex_words:
-      return "UPDATE cairn_artifacts SET words = $4::tsvector, word_count = $5::integer "
-             "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint AND words IS NULL";
+      // The head row is locked first (as every write does), then the version gets its words unless it has some
+      // by now, and when it is the latest, its head row gets its word count. One row when it was written: whether
+      // it is the latest (for the statistics, which reindex_finish updates).
+      return "WITH head AS (SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text FOR UPDATE), "
+             "up AS (UPDATE cairn_artifacts a SET words = $4::tsvector, word_count = $5::integer FROM head "
+             "WHERE a.tenant_id = $1::text AND a.id = $2::text AND a.version = $3::bigint "
+             "AND a.words IS NULL RETURNING a.version = head.latest AS latest), "
+             "h AS (UPDATE cairn_heads SET word_count = $5::integer FROM up "
+             "WHERE up.latest AND tenant_id = $1::text AND id = $2::text) "
+             "SELECT latest FROM up";
     case reindex_vector:
       // The head row is locked first, so a removal of the id waits for this (or went first: then nothing is
       // written), and no vector outlives its artifact.
@@ -375,12 +519,34 @@ std::string statement_sql(Stmt s) {
              "vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
              "SELECT $1::text, $2::text, $3::bigint, $4::text, length($5::bytea) / 4, $5::bytea FROM head "
              "WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text "
-             "AND version = $3::bigint) ON CONFLICT DO NOTHING RETURNING version), "
-             "seq AS (INSERT INTO cairn_search_seq AS s (tenant_id, seq) SELECT $1::text, 1 FROM vec "
-             "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + 1 RETURNING seq), "
-             "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
-             "SELECT $1::text, seq.seq, $2::text, $3::bigint, $4::text, false FROM seq) "
+             "AND version = $3::bigint) ON CONFLICT DO NOTHING RETURNING version) "
              "SELECT count(*) FROM vec";
+    case tenant_number: return "SELECT no FROM cairn_search_seq WHERE tenant_id = $1::text";
+    case tenant_create:
+      // Returns no row when another process is creating the tenant's row at the same moment: ask again.
+      return "WITH ins AS (INSERT INTO cairn_search_seq (tenant_id, no, seq) "
+             "SELECT $1::text, nextval('cairn_search_tenant_no'), 0 "
+             "WHERE NOT EXISTS (SELECT 1 FROM cairn_search_seq WHERE tenant_id = $1::text) "
+             "ON CONFLICT (tenant_id) DO NOTHING RETURNING no) "
+             "SELECT no FROM ins UNION ALL SELECT no FROM cairn_search_seq WHERE tenant_id = $1::text";
+    case reindex_finish:
+      // A reindex batch's last statement: the tenant's statistics count the versions it gave words ($2 of them
+      // latest, with $3 words; $4 versions in all, with $5 words), and the vectors it added ($6 ids, $7 versions,
+      // of the model $8) get their changes, numbered in order. Its items did not touch the tenant's row: a write
+      // locks its head row and then the tenant's, so a batch that held the tenant's row while it locked more head
+      // rows could deadlock with one.
+      return "WITH t AS (INSERT INTO cairn_search_seq AS s (tenant_id, no, seq, docs, doc_words, docs_unindexed, "
+             "versions, version_words, versions_unindexed) "
+             "SELECT $1::text, CASE WHEN EXISTS (SELECT 1 FROM cairn_search_seq WHERE tenant_id = $1::text) THEN 0 "
+             "ELSE nextval('cairn_search_tenant_no') END, cardinality($6::text[]), $2::bigint, $3::bigint, "
+             "-$2::bigint, $4::bigint, $5::bigint, -$4::bigint "
+             "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + EXCLUDED.seq, docs = s.docs + EXCLUDED.docs, "
+             "doc_words = s.doc_words + EXCLUDED.doc_words, docs_unindexed = s.docs_unindexed + EXCLUDED.docs_unindexed, "
+             "versions = s.versions + EXCLUDED.versions, version_words = s.version_words + EXCLUDED.version_words, "
+             "versions_unindexed = s.versions_unindexed + EXCLUDED.versions_unindexed RETURNING seq) "
+             "INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
+             "SELECT $1::text, t.seq - cardinality($6::text[]) + c.n, c.id, c.version, $8::text, false "
+             "FROM t, unnest($6::text[], $7::bigint[]) WITH ORDINALITY AS c(id, version, n)";
     case statement_count: break;
   }
   return {};
@@ -567,49 +733,6 @@ std::string quoted(const std::string& lex) {
   return out + "'";
 }
 
-/// What the words and word_count columns hold for a record: its distinct words as a tsvector literal, and how
-/// many words it has (BM25's document length).
-struct IndexedWords {
-  std::string tsvector;
-  std::string count;
-};
-
-IndexedWords indexed_words(const ArtifactRecord& r) {
-  const detail::RecordWords w = detail::record_words(r);
-  std::vector<std::string> all;
-  all.reserve(w.length());
-  for (const auto* field : {&w.title, &w.description, &w.value}) {
-    for (const auto& word : *field) all.push_back(lexeme(word));
-  }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  IndexedWords out;
-  for (const auto& lex : all) out.tsvector += (out.tsvector.empty() ? "" : " ") + quoted(lex);
-  out.count = std::to_string(w.length());
-  return out;
-}
-
-/// The tsquery that finds a superset of what `q` matches: every group (any of its terms; a phrase as all of its
-/// words), and none of the excluded single words. Phrases and excluded phrases are checked in cairn afterwards,
-/// on the record's own words (so tsvector positions, which PostgreSQL caps, are not needed).
-std::string word_tsquery(const detail::WordQuery& q) {
-  const auto term = [](const detail::QueryTerm& t) {
-    std::string out;
-    for (const auto& w : t.words) out += (out.empty() ? "" : " & ") + quoted(lexeme(w));
-    return t.words.size() > 1 ? "(" + out + ")" : out;
-  };
-  std::string out;
-  for (const auto& group : q.all_of) {
-    std::string any;
-    for (const auto& t : group) any += (any.empty() ? "" : " | ") + term(t);
-    out += (out.empty() ? "" : " & ") + (group.size() > 1 ? "(" + any + ")" : any);
-  }
-  for (const auto& t : q.none_of) {
-    if (t.words.size() == 1 && lexeme(t.words[0]) == t.words[0]) out += " & !" + quoted(t.words[0]);
-  }
-  return out;
-}
-
 /// A PostgreSQL array literal of `items`, each element double-quoted with quotes and backslashes escaped.
 std::string array_literal(const std::vector<std::string>& items) {
   std::string out = "{";
@@ -624,10 +747,58 @@ std::string array_literal(const std::vector<std::string>& items) {
   return out + "}";
 }
 
+/// What the words and word_count columns hold for a record: its distinct lexemes (without the tenant's prefix),
+/// and how many words it has (BM25's document length).
+struct IndexedWords {
+  std::vector<std::string> lexemes;
+  std::string count;
+};
+
+IndexedWords indexed_words(const ArtifactRecord& r) {
+  const detail::RecordWords w = detail::record_words(r);
+  std::vector<std::string> all;
+  all.reserve(w.length());
+  for (const auto* field : {&w.title, &w.description, &w.value}) {
+    for (const auto& word : *field) all.push_back(lexeme(word));
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return {std::move(all), std::to_string(w.length())};
+}
+
+/// The words column's tsvector literal: each lexeme with the tenant's prefix ("<no>:"). The server refuses one
+/// past its size limit (1 MiB of lexemes) with its own message, and nothing is written.
+std::string tsvector_literal(const IndexedWords& words, const std::string& tenant_prefix) {
+  std::string out;
+  for (const auto& lex : words.lexemes) out += (out.empty() ? "" : " ") + quoted(tenant_prefix + lex);
+  return out;
+}
+
+/// The tsquery that finds a superset of what `q` matches: every group (any of its terms; a phrase as all of its
+/// words), and none of the excluded single words. Phrases and excluded phrases are checked in cairn afterwards,
+/// on the record's own words (so tsvector positions, which PostgreSQL caps, are not needed).
+std::string word_tsquery(const detail::WordQuery& q, const std::string& tenant_prefix) {
+  const auto term = [&](const detail::QueryTerm& t) {
+    std::string out;
+    for (const auto& w : t.words) out += (out.empty() ? "" : " & ") + quoted(tenant_prefix + lexeme(w));
+    return t.words.size() > 1 ? "(" + out + ")" : out;
+  };
+  std::string out;
+  for (const auto& group : q.all_of) {
+    std::string any;
+    for (const auto& t : group) any += (any.empty() ? "" : " | ") + term(t);
+    out += (out.empty() ? "" : " & ") + (group.size() > 1 ? "(" + any + ")" : any);
+  }
+  for (const auto& t : q.none_of) {
+    if (t.words.size() == 1 && lexeme(t.words[0]) == t.words[0]) out += " & !" + quoted(tenant_prefix + t.words[0]);
+  }
+  return out;
+}
+
 /// A tsquery[] literal of one single-word tsquery per word (for their document frequencies).
-std::string word_tsquery_array(const std::vector<std::string>& words) {
+std::string word_tsquery_array(const std::vector<std::string>& words, const std::string& tenant_prefix) {
   std::vector<std::string> queries;
-  for (const auto& w : words) queries.push_back(quoted(lexeme(w)));
+  for (const auto& w : words) queries.push_back(quoted(tenant_prefix + lexeme(w)));
   return array_literal(queries);
 }
 
@@ -714,6 +885,9 @@ struct PostgresArtifactStore::Impl {
       values[static_cast<std::size_t>(count++)] = s ? s->c_str() : nullptr;
       return *this;
     }
+    // The values are pointers into the strings: a temporary would be gone before the statement runs.
+    Params& add(std::string&&) = delete;
+    Params& add(std::optional<std::string>&&) = delete;
   };
 
   Impl(std::string c, PostgresOptions o)
@@ -1084,6 +1258,33 @@ struct PostgresArtifactStore::Impl {
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
   mutable detail::VectorCache vectors;  // this process's approximate indexes, caught up from cairn_search_changes
+
+  /// The prefix of a tenant's lexemes ("<no>:", migration 5). A tenant that never wrote has none: nothing, or
+  /// with `create` (a write), its row is made first, with a new number. Numbers never change, so each is asked
+  /// for once per store object.
+  std::optional<std::string> lexeme_prefix(Connection& c, const std::string& tenant_id, bool create = false) {
+    {
+      std::lock_guard<std::mutex> lock(prefixes_mutex);
+      const auto it = prefixes.find(tenant_id);
+      if (it != prefixes.end()) return it->second;
+    }
+    Params p;
+    p.add(tenant_id);
+    Result res = run(c, tenant_number, p);
+    for (int attempt = 0; create && PQntuples(res.get()) == 0 && attempt < 50; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      res = run(c, tenant_create, p);
+    }
+    if (PQntuples(res.get()) == 0) {
+      if (!create) return std::nullopt;
+      throw storage_error(fmt::format("{}: could not create the search row of tenant '{}'", where, tenant_id));
+    }
+    std::string prefix = std::string(PQgetvalue(res.get(), 0, 0)) + ":";
+    std::lock_guard<std::mutex> lock(prefixes_mutex);
+    return prefixes.emplace(tenant_id, std::move(prefix)).first->second;
+  }
+  std::mutex prefixes_mutex;
+  std::map<std::string, std::string, std::less<>> prefixes;  // tenant -> "<no>:"
 };
 
 PostgresArtifactStore::PostgresArtifactStore(std::string conninfo, PostgresOptions options) {
@@ -1226,6 +1427,7 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
     return std::nullopt;
   };
   auto apply = [&](Impl::Connection& c) -> std::int64_t {
+    const std::string tsvector = tsvector_literal(words, *impl_->lexeme_prefix(c, record.tenant_id(), true));
     Impl::Params p;
     p.add(record.tenant_id())
         .add(id)
@@ -1244,7 +1446,7 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
         .add(metadata.jsonb)
         .add(metadata.text)
         .add(token)
-        .add(words.tsvector)
+        .add(tsvector)
         .add(words.count)
         .add(vector_bytes)
         .add(vector_model);
@@ -1398,14 +1600,20 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std:
   const auto sql = sql_filter(tenant_id, f);
   if (!sql) return hits;  // nothing stored can match
   const std::vector<std::string> query_words = words.words();
-  const std::string df_queries = word_tsquery_array(query_words);
-  const std::string match = word_tsquery(words);
-  Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
+  Result res = impl_->with_connection([&](Impl::Connection& c, bool) -> Result {
+    const std::optional<std::string> prefix = impl_->lexeme_prefix(c, tenant_id);
+    if (!prefix) return Result(nullptr, &PQclear);  // the tenant never wrote: no words, nothing unindexed
+    const std::string df_queries = word_tsquery_array(query_words, *prefix);
+    const std::string match = word_tsquery(words, *prefix);
     Impl::Params p;
     p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(df_queries).add(match).add(sql->type);
     p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before);
     return impl_->run(c, q.all_versions ? search_all : search_latest, p);
   });
+  if (!res) {
+    if (unindexed) *unindexed = 0;
+    return hits;
+  }
 
   // The statistics (the same on every row), then the candidates, scored in cairn exactly as the default scan does.
   constexpr int stats_column = 15;
@@ -1611,24 +1819,52 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
       for (std::size_t i = 0; i < items.size(); ++i) items[i].vector = vector_bytea(vectors[i].values);
     }
     indexed += impl_->with_connection([&](Impl::Connection& c, bool) {
+      const std::string prefix = *impl_->lexeme_prefix(c, tenant_id, true);
       std::size_t n = 0;
+      std::int64_t latest = 0, latest_words = 0, versions = 0, version_words = 0;
+      std::vector<std::string> vector_ids, vector_versions;
       impl_->simple(c, "BEGIN", "reindexing");
       try {
         for (const auto& item : items) {
           const std::string version = std::to_string(item.record->version());
           bool wrote = false;
           if (item.words) {
+            const std::string tsvector = tsvector_literal(*item.words, prefix);
             Impl::Params p;
-            p.add(tenant_id).add(item.record->id()).add(version).add(item.words->tsvector).add(item.words->count);
-            wrote = std::string_view(PQcmdTuples(impl_->run(c, reindex_words, p).get())) == "1";
+            p.add(tenant_id).add(item.record->id()).add(version).add(tsvector).add(item.words->count);
+            auto res = impl_->run(c, reindex_words, p);
+            if (PQntuples(res.get()) == 1) {
+              wrote = true;
+              const std::int64_t words = to_int64(item.words->count);
+              ++versions;
+              version_words += words;
+              if (PQgetvalue(res.get(), 0, 0)[0] == 't') {
+                ++latest;
+                latest_words += words;
+              }
+            }
           }
           if (item.vector) {
             Impl::Params p;
             p.add(tenant_id).add(item.record->id()).add(version).add(model).add(item.vector);
             auto res = impl_->run(c, reindex_vector, p);
-            wrote = wrote || PQgetvalue(res.get(), 0, 0)[0] != '0';
+            if (PQgetvalue(res.get(), 0, 0)[0] != '0') {
+              wrote = true;
+              vector_ids.push_back(item.record->id());
+              vector_versions.push_back(version);
+            }
           }
           if (wrote) ++n;
+        }
+        if (n > 0) {
+          const std::string latest_text = std::to_string(latest), latest_words_text = std::to_string(latest_words);
+          const std::string versions_text = std::to_string(versions);
+          const std::string version_words_text = std::to_string(version_words);
+          const std::string ids = array_literal(vector_ids), numbers = array_literal(vector_versions);
+          Impl::Params p;
+          p.add(tenant_id).add(latest_text).add(latest_words_text).add(versions_text).add(version_words_text);
+          p.add(ids).add(numbers).add(model ? *model : std::string());
+          impl_->run(c, reindex_finish, p);
         }
         impl_->simple(c, "COMMIT", "reindexing");
       } catch (...) {

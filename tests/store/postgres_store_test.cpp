@@ -97,6 +97,32 @@ ArtifactPtr note(const std::string& tenant, const std::string& id, json value) {
       .build();
 }
 
+// Back to schema 2, what a cairn from before search wrote: no words, no vector tables, no tenant rows.
+void back_to_schema_2(RawPg& raw) {
+  raw.scalar("ALTER TABLE cairn_heads DROP COLUMN word_count, DROP COLUMN prev_word_count");  // schema 5's
+  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");        // schema 3's
+  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");      // schema 4's
+  raw.scalar("DROP SEQUENCE cairn_search_tenant_no");                                         // schema 5's
+  raw.scalar("DROP FUNCTION cairn_search_words");                                             // schema 5's
+  raw.scalar("UPDATE cairn_schema SET version = 2");
+}
+
+// BM25's statistics of a tenant as its row keeps them (latest versions with words, their words, latest versions
+// without; the same over every version), and as a count of the rows gives them: the two must always agree.
+std::string kept_statistics(RawPg& raw, const std::string& tenant) {
+  return raw.scalar("SELECT concat_ws(' ', docs, doc_words, docs_unindexed, versions, version_words, "
+                    "versions_unindexed) FROM cairn_search_seq WHERE tenant_id = '" + tenant + "'");
+}
+std::string counted_statistics(RawPg& raw, const std::string& tenant) {
+  return raw.scalar(
+      "SELECT concat_ws(' ', l.docs, l.words, l.unindexed, v.docs, v.words, v.unindexed) FROM "
+      "(SELECT count(a.words) AS docs, coalesce(sum(a.word_count), 0) AS words, count(*) - count(a.words) AS unindexed "
+      " FROM cairn_heads h JOIN cairn_artifacts a ON a.tenant_id = h.tenant_id AND a.id = h.id "
+      " AND a.version = h.latest WHERE h.tenant_id = '" + tenant + "') l, "
+      "(SELECT count(words) AS docs, coalesce(sum(word_count), 0) AS words, count(*) - count(words) AS unindexed "
+      " FROM cairn_artifacts WHERE tenant_id = '" + tenant + "') v");
+}
+
 }  // namespace
 
 TEST_CASE("PostgresArtifactStore passes the conformance suite") {
@@ -602,9 +628,8 @@ TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database wi
   { PostgresArtifactStore store(db.conninfo()); (void)store.store(*note("t", "a", "v1")); }
   RawPg raw(db.conninfo());
   // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
+  back_to_schema_2(raw);
   raw.scalar("DROP INDEX cairn_artifacts_write_token");
-  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");  // schema 3's
-  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");  // schema 4's
   raw.scalar("UPDATE cairn_schema SET version = 1");
   raw.scalar("UPDATE cairn_heads SET latest = 2 WHERE id = 'a'");
   raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
@@ -1186,11 +1211,8 @@ TEST_CASE("postgres: a database from before search migrates untouched; reindex i
     }
     (void)old.store(*note("u", "other", "common"));
   }
-  // Back to schema 2: no words, no vector tables (what a cairn from before search wrote).
   RawPg raw(db.conninfo());
-  raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");
-  raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");
-  raw.scalar("UPDATE cairn_schema SET version = 2");
+  back_to_schema_2(raw);
 
   auto embedder = std::make_shared<HashEmbedder>();
   std::vector<std::pair<std::uint64_t, std::uint64_t>> progress;
@@ -1213,6 +1235,8 @@ TEST_CASE("postgres: a database from before search migrates untouched; reindex i
   auto page = store.search("t", words);
   CHECK(page.hits.empty());
   CHECK(page.unindexed == 100);
+  CHECK(kept_statistics(raw, "t") == "0 0 100 0 0 150");
+  CHECK(kept_statistics(raw, "u") == "0 0 1 0 0 1");
   SearchQuery filters;
   filters.filter.id_prefix = "r";
   filters.limit = 100;
@@ -1224,6 +1248,7 @@ TEST_CASE("postgres: a database from before search migrates untouched; reindex i
   page = store.search("t", words);
   CHECK(page.unindexed == 100 - 32);  // the first batch: r000..r031, both versions of each
   CHECK(page.hits.size() == 32);
+  CHECK(kept_statistics(raw, "t") == counted_statistics(raw, "t"));
   // Resumed: what is left, and nothing twice.
   CHECK(store.reindex("t") == 150 - 64);
   CHECK(progress.back() == std::pair<std::uint64_t, std::uint64_t>{86, 86});
@@ -1231,6 +1256,7 @@ TEST_CASE("postgres: a database from before search migrates untouched; reindex i
   page = store.search("t", words);
   CHECK(page.unindexed == 0);
   CHECK(page.hits.size() == 100);
+  CHECK(kept_statistics(raw, "t") == counted_statistics(raw, "t"));
   require_same_search(store, "t", words);
   words.all_versions = true;
   require_same_search(store, "t", words);
@@ -1378,4 +1404,136 @@ TEST_CASE("postgres search: another process's writes reach this process's approx
   SearchQuery exact = q;
   exact.exact = true;
   require_same_page(here.search("t", q), here.search("t", exact));
+}
+
+TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, and every search answers as before") {
+  TempDatabase db;
+  std::vector<std::pair<std::string, SearchQuery>> queries;
+  const auto words_query = [](std::string text, bool all_versions) {
+    SearchQuery q;
+    q.text = std::move(text);
+    q.mode = SearchMode::text;
+    q.all_versions = all_versions;
+    q.limit = 4;
+    return q;
+  };
+  for (const char* tenant : {"t", "u"}) {
+    for (const bool all : {false, true}) {
+      queries.emplace_back(tenant, words_query("common", all));
+      queries.emplace_back(tenant, words_query("shared -word3", all));
+      queries.emplace_back(tenant, words_query("\"common word2\" OR word5", all));
+    }
+  }
+  std::vector<SearchPage> before;
+  {
+    PostgresArtifactStore store(db.conninfo());
+    for (int i = 0; i < 60; ++i) {
+      const std::string id = fmt::format("r{:02}", i % 40);  // 20 ids with two versions
+      (void)store.store(*note("t", id, json{{"text", fmt::format("common word{} shared", i % 7)}}));
+      (void)store.store(*note("u", id, json{{"text", fmt::format("common word{} shared", i % 3)}}));
+    }
+    store.remove("r05", "t");
+    for (const auto& [tenant, q] : queries) before.push_back(store.search(tenant, q));
+  }
+  // Back to schema 4: lexemes without the tenant's number, no kept statistics, a tenant row only with a vector.
+  RawPg raw(db.conninfo());
+  raw.scalar("ALTER TABLE cairn_heads DROP COLUMN word_count, DROP COLUMN prev_word_count");
+  raw.scalar("DROP INDEX cairn_artifacts_words");
+  raw.scalar("UPDATE cairn_artifacts SET words = array_to_tsvector(ARRAY(SELECT substr(l, strpos(l, ':') + 1) "
+             "FROM unnest(tsvector_to_array(words)) AS l))");
+  raw.scalar("CREATE INDEX cairn_artifacts_words ON cairn_artifacts USING gin (words)");
+  raw.scalar("DELETE FROM cairn_search_seq");
+  raw.scalar("ALTER TABLE cairn_search_seq DROP COLUMN no, DROP COLUMN docs, DROP COLUMN doc_words, "
+             "DROP COLUMN docs_unindexed, DROP COLUMN versions, DROP COLUMN version_words, "
+             "DROP COLUMN versions_unindexed");
+  raw.scalar("DROP SEQUENCE cairn_search_tenant_no");
+  raw.scalar("DROP FUNCTION cairn_search_words");
+  raw.scalar("UPDATE cairn_schema SET version = 4");
+  REQUIRE(raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE words @@ 'common'::tsquery") == "118");
+
+  PostgresArtifactStore store(db.conninfo());
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE words @@ 'common'::tsquery") == "0");
+  CHECK(raw.scalar("SELECT count(DISTINCT no) FROM cairn_search_seq") == "2");
+  for (const char* tenant : {"t", "u"}) CHECK(kept_statistics(raw, tenant) == counted_statistics(raw, tenant));
+  CHECK(kept_statistics(raw, "t") == "39 " + raw.scalar("SELECT sum(word_count) FROM cairn_heads WHERE tenant_id = 't'") +
+                                         " 0 58 " +
+                                         raw.scalar("SELECT sum(word_count) FROM cairn_artifacts WHERE tenant_id = 't'") +
+                                         " 0");
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    INFO(queries[i].first << ": " << queries[i].second.text << (queries[i].second.all_versions ? " (all versions)" : ""));
+    CHECK(!before[i].hits.empty());
+    require_same_page(store.search(queries[i].first, queries[i].second), before[i]);
+    require_same_search(store, queries[i].first, queries[i].second);
+  }
+  // A store written after the migration is found with the rest, and counted.
+  (void)store.store(*note("t", "new", json{{"text", "common again"}}));
+  CHECK(store.search("t", words_query("again", false)).hits.size() == 1);
+  CHECK(kept_statistics(raw, "t") == counted_statistics(raw, "t"));
+}
+
+TEST_CASE("postgres search: the kept statistics agree with a count of the rows after racing writers, conditional "
+          "stores, removals and a reindex") {
+  TempDatabase db;
+  const std::size_t ops = env_count("CAIRN_PG_SEARCH_OPS", 60);
+  {
+    PostgresArtifactStore old(db.conninfo());
+    for (int i = 0; i < 48; ++i) (void)old.store(*note("t", fmt::format("k{}", i % 12), fmt::format("alpha old {}", i)));
+  }
+  RawPg raw(db.conninfo());
+  back_to_schema_2(raw);  // 12 ids of 4 versions, none with words: reindex has work while the writers run
+  auto embedder = std::make_shared<HashEmbedder>();
+  PostgresArtifactStore w1(db.conninfo(), with_embedder(embedder));
+  PostgresArtifactStore w2(db.conninfo());  // no embedder: its writes have no vector
+  PostgresArtifactStore indexer(db.conninfo(), with_embedder(embedder));
+  CHECK(kept_statistics(raw, "t") == "0 0 12 0 0 48");
+  std::atomic<int> writers_left{2};
+  std::atomic<std::size_t> conflicts{0};
+  const auto writer = [&](PostgresArtifactStore& s, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    for (std::size_t i = 0; i < ops; ++i) {
+      const std::string tenant = rng() % 4 == 0 ? "u" : "t";
+      const std::string id = fmt::format("k{}", rng() % 12);
+      const auto record = note(tenant, id, fmt::format("alpha beta {} {}", seed % 1000, i));
+      switch (rng() % 4) {
+        case 0:
+          try {
+            s.remove(id, tenant);
+          } catch (const not_found&) {
+            // removed already, or never stored
+          }
+          break;
+        case 1:
+          try {
+            const ArtifactPtr head = s.fetch(id, tenant);
+            (void)s.store_if(*record, head ? head->version() : ArtifactStore::absent);
+          } catch (const conflict&) {
+            ++conflicts;
+          }
+          break;
+        default: (void)s.store(*record);
+      }
+    }
+    --writers_left;
+  };
+  std::thread a(writer, std::ref(w1), static_cast<std::uint32_t>(std::random_device{}()));
+  std::thread b(writer, std::ref(w2), static_cast<std::uint32_t>(std::random_device{}()));
+  std::size_t reindexed = 0;
+  while (writers_left > 0) reindexed += indexer.reindex("t");
+  a.join();
+  b.join();
+  reindexed += indexer.reindex("t");
+  INFO("reindexed " << reindexed << ", conditional stores that lost: " << conflicts.load());
+  for (const char* tenant : {"t", "u"}) {
+    INFO(tenant);
+    CHECK(kept_statistics(raw, tenant) == counted_statistics(raw, tenant));
+  }
+  SearchQuery words;
+  words.text = "alpha";
+  words.mode = SearchMode::text;
+  words.limit = 5;
+  CHECK(w2.search("t", words).unindexed == 0);
+  require_same_search(w2, "t", words);
+  words.all_versions = true;
+  require_same_search(w2, "t", words);
 }

@@ -61,7 +61,7 @@ struct PostgresOptions {
   std::shared_ptr<Observer> observer{};
 };
 
-/// An ArtifactStore in a PostgreSQL database (9.5 or later). Thread-safe; any number of processes and machines may
+/// An ArtifactStore in a PostgreSQL database (12 or later). Thread-safe; any number of processes and machines may
 /// share the database.
 ///
 ///     cairn::PostgresArtifactStore store("host=db.internal dbname=agents user=cairn");
@@ -74,7 +74,7 @@ struct PostgresOptions {
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 4;
+  static constexpr int schema_version = 5;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
