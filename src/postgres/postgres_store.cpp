@@ -153,7 +153,8 @@ BEGIN
 END
 $$;
 )sql",
-    // Words per tenant (docs/search.md, "The PostgreSQL store"): each tenant gets a number (`no`, never reused; a
+    // Words per tenant (docs/search.md, "The PostgreSQL store"), and a change sequence that is pruned (the changes
+    // up to pruned_through are deleted: PostgresOptions::search_changes_kept): each tenant gets a number (`no`, never reused; a
     // tenant's row is never deleted), and its lexemes become "<no>:<word>", so the GIN index keeps one posting list
     // per tenant and word instead of one per word across every tenant. The tenant's row also keeps BM25's
     // statistics, updated by every write in its own statement: the latest versions with words (docs), their words
@@ -166,7 +167,8 @@ CREATE SEQUENCE cairn_search_tenant_no;
 ALTER TABLE cairn_search_seq ADD COLUMN no bigint,
   ADD COLUMN docs bigint NOT NULL DEFAULT 0, ADD COLUMN doc_words bigint NOT NULL DEFAULT 0,
   ADD COLUMN docs_unindexed bigint NOT NULL DEFAULT 0, ADD COLUMN versions bigint NOT NULL DEFAULT 0,
-  ADD COLUMN version_words bigint NOT NULL DEFAULT 0, ADD COLUMN versions_unindexed bigint NOT NULL DEFAULT 0;
+  ADD COLUMN version_words bigint NOT NULL DEFAULT 0, ADD COLUMN versions_unindexed bigint NOT NULL DEFAULT 0,
+  ADD COLUMN pruned_through bigint NOT NULL DEFAULT 0;
 INSERT INTO cairn_search_seq (tenant_id, seq) SELECT DISTINCT tenant_id, 0 FROM cairn_artifacts
   ON CONFLICT (tenant_id) DO NOTHING;
 UPDATE cairn_search_seq SET no = nextval('cairn_search_tenant_no');
@@ -320,6 +322,8 @@ enum Stmt : std::size_t {
   vectors_all,
   tenant_number,
   tenant_create,
+  prune_sequence,
+  all_vectors,
   reindex_finish,
   statement_count
 };
@@ -329,7 +333,7 @@ constexpr std::array<const char*, statement_count> statement_names = {
     "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
     "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates",
     "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector",
-    "cairn_vectors_latest", "cairn_vectors_all", "cairn_tenant_number", "cairn_tenant_create", "cairn_reindex_finish"};
+    "cairn_vectors_latest", "cairn_vectors_all", "cairn_tenant_number", "cairn_tenant_create", "cairn_prune_changes", "cairn_all_vectors", "cairn_reindex_finish"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -361,7 +365,7 @@ std::string statement_sql(Stmt s) {
       "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + EXCLUDED.seq, docs = s.docs + EXCLUDED.docs, "
       "doc_words = s.doc_words + EXCLUDED.doc_words, docs_unindexed = s.docs_unindexed + EXCLUDED.docs_unindexed, "
       "versions = s.versions + 1, version_words = s.version_words + EXCLUDED.version_words "
-      "RETURNING no, seq), "
+      "RETURNING no, seq, pruned_through), "
       "ins AS (INSERT INTO cairn_artifacts (tenant_id, id, version, type, title, description, purpose, value, "
       "value_text, storage_url, mime_type, created_by, size_bytes, schema_url, created_at, metadata, "
       "metadata_text, write_token, words, word_count) "
@@ -376,7 +380,7 @@ std::string statement_sql(Stmt s) {
       "WHERE $20::bytea IS NOT NULL), "
       "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
       "SELECT $1::text, t.seq, $2::text, ins.version, $21::text, false FROM t, ins WHERE $20::bytea IS NOT NULL) "
-      "SELECT version FROM ins";
+      "SELECT ins.version, t.seq, t.pruned_through FROM ins, t";
   // The rows a word search looks at: the latest version of each id, or every version, of the tenant's ids in
   // [$2, $3) (the filter's id prefix). BM25's statistics are counted over the same without the id range (as the
   // default scan counts them: a filter never changes a score).
@@ -465,11 +469,14 @@ std::string statement_sql(Stmt s) {
              "ORDER BY model = $4::text DESC, model LIMIT 1";
     case read_changes:
       // A (tenant, model)'s changes after $2, with the vectors they add (gone when removed since: nothing to add).
-      return "SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
+      // Column 5 (on every row; one row with NULL change columns when there is none): the sequence number up to
+      // which changes were pruned.
+      return "SELECT c.seq, c.id, c.version, c.removed, c.vec, s.pruned_through FROM cairn_search_seq s "
+             "LEFT JOIN (SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
              "LEFT JOIN cairn_search_vectors v ON v.tenant_id = c.tenant_id AND v.model = c.model AND v.id = c.id "
              "AND v.version = c.version AND v.dim = $4::integer "
              "WHERE c.tenant_id = $1::text AND c.seq > $2::bigint AND (c.model = $3::text OR c.removed) "
-             "ORDER BY c.seq LIMIT 1000";
+             "ORDER BY c.seq LIMIT 1000) c ON true WHERE s.tenant_id = $1::text ORDER BY c.seq";
     case fetch_candidates:
       // The versions an approximate index proposed ($2 ids, $3 versions) that are still there, still the latest
       // unless every version is searched ($5), with their vector of the model $4: the rows decide, not the index.
@@ -522,6 +529,17 @@ std::string statement_sql(Stmt s) {
              "AND version = $3::bigint) ON CONFLICT DO NOTHING RETURNING version) "
              "SELECT count(*) FROM vec";
     case tenant_number: return "SELECT no FROM cairn_search_seq WHERE tenant_id = $1::text";
+    case prune_sequence:
+      // The changes up to $2 go, and the tenant's row says so, in one statement: a reader sees both or neither.
+      return "WITH t AS (UPDATE cairn_search_seq SET pruned_through = $2::bigint "
+             "WHERE tenant_id = $1::text AND pruned_through < $2::bigint RETURNING pruned_through) "
+             "DELETE FROM cairn_search_changes c USING t WHERE c.tenant_id = $1::text AND c.seq <= t.pruned_through";
+    case all_vectors:
+      // Every vector of (tenant $1, model $2, dimension $3) and the sequence number they are current at, from one
+      // snapshot (the first row has them; NULL vector columns when there is none): how an index starts.
+      return "SELECT s.seq, v.id, v.version, v.vec FROM cairn_search_seq s "
+             "LEFT JOIN cairn_search_vectors v ON v.tenant_id = s.tenant_id AND v.model = $2::text "
+             "AND v.dim = $3::integer WHERE s.tenant_id = $1::text";
     case tenant_create:
       // Returns no row when another process is creating the tenant's row at the same moment: ask again.
       return "WITH ins AS (INSERT INTO cairn_search_seq (tenant_id, no, seq) "
@@ -1285,6 +1303,27 @@ struct PostgresArtifactStore::Impl {
   }
   std::mutex prefixes_mutex;
   std::map<std::string, std::string, std::less<>> prefixes;  // tenant -> "<no>:"
+
+  /// After a write that left the tenant's change sequence at `newest`, pruned through `through`: once the
+  /// sequence holds search_changes_kept and a sixteenth more, the oldest go (a batch every sixteenth). The write
+  /// is done and acknowledged whatever happens here: a failure leaves the changes for a later write to prune.
+  void prune_changes(const std::string& tenant_id, std::int64_t newest, std::int64_t through) {
+    if (options.search_changes_kept == 0) return;
+    const auto k = static_cast<std::int64_t>(
+        std::min<std::size_t>(options.search_changes_kept, std::numeric_limits<std::int32_t>::max()));
+    if (newest - through < k + k / 16 + 1) return;
+    const std::string upto = std::to_string(newest - k);
+    try {
+      with_connection([&](Connection& c, bool) {
+        Params p;
+        p.add(tenant_id).add(upto);
+        run(c, prune_sequence, p);
+        return 0;
+      });
+    } catch (const error&) {
+      // the next write that finds the sequence due prunes it
+    }
+  }
 };
 
 PostgresArtifactStore::PostgresArtifactStore(std::string conninfo, PostgresOptions options) {
@@ -1418,6 +1457,8 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const std::optional<std::string> vector_model = vector ? std::optional<std::string>(vector->model) : std::nullopt;
   const Stmt statement = !expected ? store_version : *expected == absent ? store_create : store_replace;
 
+  // The tenant's change sequence after the write: its newest number and the number pruned through.
+  std::optional<std::pair<std::int64_t, std::int64_t>> sequence;
   // The version the write that carries this token got, if it committed.
   auto find = [&](Impl::Connection& c) -> std::optional<std::int64_t> {
     Impl::Params p;
@@ -1456,7 +1497,10 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
     for (int attempt = 1;; ++attempt) {
       try {
         auto res = impl_->run(c, statement, p);
-        if (PQntuples(res.get()) == 1) return to_int64(PQgetvalue(res.get(), 0, 0));
+        if (PQntuples(res.get()) == 1) {
+          sequence.emplace(to_int64(PQgetvalue(res.get(), 0, 1)), to_int64(PQgetvalue(res.get(), 0, 2)));
+          return to_int64(PQgetvalue(res.get(), 0, 0));
+        }
         // Only a conditional store returns no row: the id was not at the expected version, nothing was written.
         Impl::Params q;
         q.add(record.tenant_id()).add(id);
@@ -1476,6 +1520,7 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
   const std::int64_t version = impl_->with_connection([&](Impl::Connection& c, bool retry) {
     return impl_->write_once<std::int64_t>(c, retry, find, apply);
   });
+  if (sequence) impl_->prune_changes(record.tenant_id(), sequence->first, sequence->second);
 
   auto b = record.to_builder();
   b.id(id).version(static_cast<std::uint64_t>(version)).created_at(created_at);
@@ -1580,13 +1625,23 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
   if (!p.by_text && !p.by_vector) return ArtifactStore::search(tenant_id, q);
   // Similarity alone, approximate: this process's hnswlib index.
-  if (p.by_vector && !p.by_text && !q.exact) return search_similar(tenant_id, q, p);
-  // Otherwise every version of each list (the GIN index's candidates with their BM25 scores; the tenant's vectors of
-  // the query's model, exactly), ranked as the default scan ranks (detail::rank_search_page).
+  if (p.by_vector && !p.by_text && !q.exact) {
+    SearchPage page;
+    (void)near_hits(tenant_id, q, p, 0, &page);
+    return page;
+  }
+  // Otherwise every version the words match (the GIN index's candidates with their BM25 scores), and the vectors:
+  // for hybrid the 4 x limit nearest that pass the filters through the approximate index (as the other stores;
+  // the cursor applies to the fused ranking), for exact similarity every vector of the tenant's scope; ranked as the
+  // default scan ranks (detail::rank_search_page).
   std::size_t unindexed = 0;
   std::vector<detail::SearchCandidate> found;
   if (p.by_text) found = word_hits(tenant_id, q, p.words, &unindexed);
-  if (p.by_vector) detail::add_similar(found, vector_hits(tenant_id, q, *p.vector));
+  if (p.by_vector && p.by_text && !q.exact) {
+    detail::add_similar(found, near_hits(tenant_id, q, p, 4 * q.limit, nullptr));
+  } else if (p.by_vector) {
+    detail::add_similar(found, vector_hits(tenant_id, q, *p.vector));
+  }
   SearchPage page = detail::rank_search_page(std::move(found), q, p);
   page.unindexed = unindexed;
   return page;
@@ -1668,33 +1723,83 @@ CAIRN_END_NAMESPACE
 
 CAIRN_BEGIN_NAMESPACE
 
-SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, const SearchQuery& q,
-                                                 const detail::PreparedSearch& p) const {
+std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std::string& tenant_id,
+                                                                    const SearchQuery& q,
+                                                                    const detail::PreparedSearch& p, std::size_t want,
+                                                                    SearchPage* page) const {
   const Embedding& vector = *p.vector;
-  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return {};
+  if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return {};  // nothing stored can match
   const std::size_t dimension = vector.values.size();
   const std::string dimension_text = std::to_string(dimension);
-  // This process's index of (tenant, model), caught up with every change committed before this call.
+  // This process's index of (tenant, model), caught up with every change committed before this call. At first,
+  // and when the changes it has not seen were pruned since, it starts from every current vector instead.
   const detail::ReadVectorChanges read = [&](const std::string& tenant, const std::string& model,
                                              std::uint64_t after) {
-    const std::string after_text = std::to_string(after);
     return impl_->with_connection([&](Impl::Connection& c, bool) {
+      std::vector<detail::VectorChange> changes;
+      const auto vector_of = [&](const PGresult* res, int row, int column) -> std::optional<std::vector<float>> {
+        if (PQgetisnull(res, row, column)) return std::nullopt;
+        auto values = bytea_vector(PQgetvalue(res, row, column));
+        if (!values || values->size() != dimension) return std::nullopt;  // of another dimension: not indexed
+        return normalised(*values);
+      };
+      const auto start_over = [&] {
+        Impl::Params p;
+        p.add(tenant).add(model).add(dimension_text);
+        auto res = impl_->run(c, all_vectors, p);
+        if (PQntuples(res.get()) == 0) return;  // the tenant never wrote
+        const auto seq = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), 0, 0)));
+        if (seq == 0) return;
+        const std::size_t before = changes.size();
+        for (int i = 0; i < PQntuples(res.get()); ++i) {
+          auto values = vector_of(res.get(), i, 3);
+          if (!values) continue;
+          detail::VectorChange ch;
+          ch.seq = seq;
+          ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+          ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
+          ch.vector = std::move(*values);
+          changes.push_back(std::move(ch));
+        }
+        // Nothing of this model yet: a change that changes nothing, so the next read starts after `seq`.
+        if (changes.size() == before) {
+          detail::VectorChange none;
+          none.seq = seq;
+          none.removed = true;
+          changes.push_back(std::move(none));
+        }
+      };
+      if (after == 0) {
+        start_over();
+        return changes;
+      }
+      const std::string after_text = std::to_string(after);
       Impl::Params p;
       p.add(tenant).add(after_text).add(model).add(dimension_text);
       auto res = impl_->run(c, read_changes, p);
-      std::vector<detail::VectorChange> changes;
+      if (PQntuples(res.get()) == 0) return changes;
+      if (static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), 0, 5))) > after) {
+        // Changes this index has not seen were pruned: it starts over.
+        detail::VectorChange reset;
+        reset.reset = true;
+        changes.push_back(std::move(reset));
+        start_over();
+        return changes;
+      }
       for (int i = 0; i < PQntuples(res.get()); ++i) {
+        if (PQgetisnull(res.get(), i, 0)) continue;  // no change: the row carries pruned_through only
         detail::VectorChange ch;
         ch.seq = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 0)));
         ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
         ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
         ch.removed = PQgetvalue(res.get(), i, 3)[0] == 't';
-        std::optional<std::vector<float>> values;
-        if (!ch.removed && !PQgetisnull(res.get(), i, 4)) values = bytea_vector(PQgetvalue(res.get(), i, 4));
-        if (!ch.removed && (!values || values->size() != dimension)) {
-          ch.removed = true;  // the vector is gone since (its removal follows), or of another dimension: not indexed
-        } else if (!ch.removed) {
-          ch.vector = normalised(*values);
+        if (!ch.removed) {
+          auto values = vector_of(res.get(), i, 4);
+          if (values) {
+            ch.vector = std::move(*values);
+          } else {
+            ch.removed = true;  // the vector is gone since (its removal follows), or of another dimension
+          }
         }
         changes.push_back(std::move(ch));
       }
@@ -1720,7 +1825,8 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
   // the filters) and scored by the exact cosine of the stored vectors: a page and one more first (what a plain
   // hnswlib query returns), 4 times as many each round after, until a page and one more pass or the index has no
   // more.
-  for (std::size_t k = q.limit + 1;;) {
+  const std::size_t first = page ? q.limit + 1 : want;
+  for (std::size_t k = first;;) {
     const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
     std::vector<std::string> ids, versions;
     for (const auto& h : found) {
@@ -1737,12 +1843,21 @@ SearchPage PostgresArtifactStore::search_similar(const std::string& tenant_id, c
     if (!caught_up && PQgetvalue(res.get(), 0, 16)[0] == 't') {
       index = impl_->vectors.current(tenant_id, vector.model, dimension, read, &seen);
       caught_up = true;
-      k = q.limit + 1;
+      k = first;
       continue;
     }
     caught_up = true;  // nothing changed up to this snapshot: the index held every change before the call
-    SearchPage page = detail::rank_search_page(impl_->similar_rows(res.get(), vector, q.filter), q, p);
-    if (page.next_cursor || found.size() < k) return page;
+    std::vector<detail::SearchCandidate> near = impl_->similar_rows(res.get(), vector, q.filter);
+    if (page) {
+      *page = detail::rank_search_page(near, q, p);
+      if (page->next_cursor || found.size() < k) return near;
+    } else if (near.size() >= want || found.size() < k) {
+      std::sort(near.begin(), near.end(), [](const detail::SearchCandidate& a, const detail::SearchCandidate& b) {
+        return detail::hit_before(*a.similarity, *a.record, *b.similarity, *b.record);  // the scan's order
+      });
+      if (near.size() > want) near.resize(want);
+      return near;
+    }
     k *= 4;
   }
 }

@@ -3,6 +3,8 @@
 // fail; they never skip.
 #include "cairn/store/postgres_store.hpp"
 
+#include "cairn/artifact/memory_store.hpp"
+
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -1110,14 +1112,15 @@ TEST_CASE("postgres search: similarity through the approximate index gives the e
     q.all_versions = pick(3) == 0;
     q.limit = 1 + pick(6);
     INFO("round " << round);
-    // Exact similarity and hybrid (words and meaning) by the store's own statements give the scan's pages.
+    // Exact similarity and exact hybrid (words and meaning) by the store's own statements give the scan's pages
+    // (hybrid on the approximate index is compared with the in-memory store's, below).
     SearchQuery exact_q = q;
     exact_q.exact = true;
     require_same_search(store, t, exact_q);
     SearchQuery hybrid = q;
     hybrid.mode = pick(2) == 0 ? SearchMode::hybrid : SearchMode::automatic;
     hybrid.text = words(1 + pick(2)) + (pick(3) == 0 ? " -" + words(1) : "");
-    hybrid.exact = pick(2) == 0;
+    hybrid.exact = true;
     require_same_search(store, t, hybrid);
     for (int pages = 0; pages < 100; ++pages) {
       const SearchPage got = store.search(t, q);
@@ -1445,7 +1448,7 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
   raw.scalar("DELETE FROM cairn_search_seq");
   raw.scalar("ALTER TABLE cairn_search_seq DROP COLUMN no, DROP COLUMN docs, DROP COLUMN doc_words, "
              "DROP COLUMN docs_unindexed, DROP COLUMN versions, DROP COLUMN version_words, "
-             "DROP COLUMN versions_unindexed");
+             "DROP COLUMN versions_unindexed, DROP COLUMN pruned_through");
   raw.scalar("DROP SEQUENCE cairn_search_tenant_no");
   raw.scalar("DROP FUNCTION cairn_search_words");
   raw.scalar("UPDATE cairn_schema SET version = 4");
@@ -1536,4 +1539,144 @@ TEST_CASE("postgres search: the kept statistics agree with a count of the rows a
   require_same_search(w2, "t", words);
   words.all_versions = true;
   require_same_search(w2, "t", words);
+}
+
+TEST_CASE("postgres search: the change sequence keeps search_changes_kept changes; an index that fell behind them "
+          "starts over, one that did not catches up; both answer as the scan does") {
+  TempDatabase db;
+  PostgresOptions options = with_embedder(std::make_shared<HashEmbedder>());
+  options.search_changes_kept = 100;
+  PostgresArtifactStore writer(db.conninfo(), options);
+  PostgresArtifactStore reader(db.conninfo(), options);  // another process's store: its index catches up
+  std::mt19937 rng(20261126);
+  std::set<std::string> live;
+  std::size_t next_id = 0;
+  const auto write = [&](std::size_t n) {  // new ids (at most 80 live), new versions and removes, at random
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto roll = rng() % 10;
+      if (roll < 2 && !live.empty()) {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        writer.remove(*it, "t");
+        live.erase(it);
+      } else {
+        std::string id;
+        if ((roll < 6 && live.size() < 80) || live.empty()) {
+          id = fmt::format("n{}", next_id++);
+        } else {
+          auto it = live.begin();
+          std::advance(it, static_cast<long>(rng() % live.size()));
+          id = *it;
+        }
+        (void)writer.store(*note("t", id, fmt::format("w{} w{} w{} w{}", rng() % 9, rng() % 9, rng() % 9, rng() % 9)));
+        live.insert(id);
+      }
+    }
+  };
+  const auto same_as_scan = [&](const PostgresArtifactStore& store, const std::string& what) {
+    for (const std::string text : {"w1 w2", "w3", "w4 w5 w6", "w0 w8"}) {
+      INFO(what << ": " << text);
+      SearchQuery q;
+      q.text = text;
+      q.mode = SearchMode::similarity;
+      q.limit = 100;  // more than the live artifacts (at most 80): an index missing one finds fewer than the scan
+      const SearchPage got = store.search("t", q);
+      require_same_page(got, store.ArtifactStore::search("t", q));
+      CHECK(got.hits.size() == live.size());
+    }
+  };
+  RawPg raw(db.conninfo());
+  const auto rows = [&raw] {
+    return std::stoull(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE tenant_id = 't'"));
+  };
+  const auto through = [&raw] {
+    return std::stoull(raw.scalar("SELECT pruned_through FROM cairn_search_seq WHERE tenant_id = 't'"));
+  };
+
+  write(40);
+  same_as_scan(reader, "the reader's first query builds its index");
+  write(20);  // less than the kept changes behind: the reader catches up from the rows
+  CHECK(through() == 0);
+  same_as_scan(reader, "caught up");
+  const auto seen = std::stoull(raw.scalar("SELECT seq FROM cairn_search_seq WHERE tenant_id = 't'"));
+  write(150);  // the reader is now further behind than the kept changes
+  CHECK(through() > seen);
+  CHECK(rows() >= 100);
+  CHECK(rows() <= 100 + 100 / 16 + 1 + 20);  // removes add a change each without pruning; the next store prunes
+  CHECK(std::stoull(raw.scalar("SELECT min(seq) FROM cairn_search_changes WHERE tenant_id = 't'")) == through() + 1);
+  same_as_scan(reader, "fell behind the pruned changes: started over");
+  write(10);
+  same_as_scan(reader, "caught up after starting over");
+  same_as_scan(PostgresArtifactStore(db.conninfo(), options), "a new store object");
+  same_as_scan(writer, "the writer");
+
+  // search_changes_kept 0: nothing is deleted.
+  const auto before = rows();
+  PostgresOptions keep_all = with_embedder(std::make_shared<HashEmbedder>());
+  keep_all.search_changes_kept = 0;
+  PostgresArtifactStore unpruned(db.conninfo(), keep_all);
+  for (int i = 0; i < 200; ++i) (void)unpruned.store(*note("t", fmt::format("k{}", i), "kept"));
+  CHECK(rows() == before + 200);
+}
+
+TEST_CASE("postgres search: hybrid on the approximate index gives the in-memory store's pages (every word match, "
+          "fused with the 4 x limit nearest)") {
+  TempDatabase db;
+  auto embedder = std::make_shared<HashEmbedder>();  // the model and dimension the vectors below are of
+  PostgresArtifactStore writer(db.conninfo(), with_embedder(embedder));
+  PostgresArtifactStore reader(db.conninfo(), with_embedder(embedder));  // its index learns only from the changes
+  InMemoryArtifactStore memory;                                          // the same records and vectors
+  const auto seed = static_cast<std::uint32_t>(std::random_device{}());
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  constexpr std::size_t dimension = 16;
+  const std::vector<std::string> tenants = {"t1", "t2"};
+  std::size_t hits_compared = 0;
+  for (int step = 0; step < 3; ++step) {
+    // Stores, new versions and removals between queries, so the reader's index catches up each time.
+    for (int i = 0; i < 40; ++i) {
+      const std::string& tenant = tenants[rng() % tenants.size()];
+      const std::string id = fmt::format("{}/{}", rng() % 3 == 0 ? "reports" : "notes", rng() % 30);
+      if (rng() % 10 == 0 && !writer.versions(id, tenant).empty()) {
+        writer.remove(id, tenant);
+        memory.remove(id, tenant);
+      } else {
+        const auto r = store_test::random_record(rng, tenant, id);
+        const Embedding e{"hash-16", store_test::random_vector(rng, dimension)};
+        const auto a = writer.store_embedded(*r, e);
+        const auto b = memory.store_embedded(*r, e);
+        REQUIRE(a->version() == b->version());
+      }
+    }
+    for (int round = 0; round < 25; ++round) {
+      SearchQuery q;
+      q.text = store_test::random_query(rng);
+      q.vector = Embedding{"hash-16", store_test::random_vector(rng, dimension)};
+      q.mode = rng() % 2 ? SearchMode::hybrid : SearchMode::automatic;
+      q.limit = 1 + rng() % 6;
+      if (rng() % 4 == 0) q.filter.id_prefix = rng() % 2 ? "reports/" : "notes/1";
+      if (rng() % 5 == 0) q.filter.type = ArtifactType{rng() % 2 ? "document" : "dataset"};
+      if (rng() % 6 == 0) q.filter.created_by = "agent-a";
+      if (rng() % 4 == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, static_cast<int>(rng() % 5)});
+      const std::string& tenant = tenants[rng() % tenants.size()];
+      for (int pages = 0; pages < 20; ++pages) {
+        INFO("step " << step << " round " << round << " page " << pages << ": '" << q.text << "' in " << tenant
+                     << ", limit " << q.limit);
+        SearchPage want;
+        try {
+          want = memory.search(tenant, q);
+        } catch (const invalid_argument& e) {
+          CHECK_THROWS_WITH(reader.search(tenant, q), e.what());
+          break;
+        }
+        const SearchPage got = reader.search(tenant, q);
+        require_same_page(got, want);
+        hits_compared += got.hits.size();
+        if (!want.next_cursor) break;
+        q.cursor = *want.next_cursor;
+      }
+    }
+  }
+  INFO(hits_compared << " hits");
+  CHECK(hits_compared > 100);
 }

@@ -23,6 +23,11 @@
 using namespace cairn;
 using nlohmann::json;
 using store_test::TempDir;
+using store_test::random_query;
+using store_test::random_record;
+using store_test::random_vector;
+using store_test::random_words;
+using store_test::search_vocabulary;
 
 namespace {
 
@@ -648,51 +653,6 @@ void require_same_page(const SearchPage& index, const SearchPage& scan, const st
   CHECK(index.unindexed == scan.unindexed);
 }
 
-const std::vector<std::string> search_vocabulary = {"alpha", "beta", "gamma", "delta", "Revenue", "région",
-                                                    "q3",    "emea", "apac",  "x-ray", "ALPHA",   "7"};
-
-std::string random_words(std::mt19937& rng, std::size_t most) {
-  std::string out;
-  const std::size_t n = std::uniform_int_distribution<std::size_t>(0, most)(rng);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += (i ? (rng() % 5 == 0 ? ", " : " ") : "") + search_vocabulary[rng() % search_vocabulary.size()];
-  }
-  return out;
-}
-
-ArtifactPtr random_record(std::mt19937& rng, const std::string& tenant, const std::string& id) {
-  json value;
-  switch (rng() % 3) {
-    case 0: value = random_words(rng, 12); break;
-    case 1: value = {{"body", random_words(rng, 8)}, {random_words(rng, 1) + "k", {random_words(rng, 3), 7}}}; break;
-    default: value = rng() % 2; break;
-  }
-  auto b = ArtifactRecord::builder();
-  b.tenant_id(tenant).id(id).type(rng() % 2 ? "document" : "dataset").title(random_words(rng, 4) + " t")
-      .description(random_words(rng, 6)).value(std::move(value))
-      .metadata(json{{"n", static_cast<int>(rng() % 5)}, {"region", rng() % 2 ? "emea" : "apac"}})
-      .created_at(1700000000000 + static_cast<std::int64_t>(rng() % 10));
-  if (rng() % 2) b.created_by(rng() % 2 ? "agent-a" : "agent-b");
-  if (rng() % 3 == 0) b.mime_type("text/plain");
-  return b.build();
-}
-
-std::string random_query(std::mt19937& rng) {
-  std::string q;
-  const std::size_t terms = 1 + rng() % 3;
-  for (std::size_t i = 0; i < terms; ++i) {
-    if (i) q += rng() % 4 == 0 ? " OR " : " ";
-    const auto word = [&] { return search_vocabulary[rng() % search_vocabulary.size()]; };
-    switch (rng() % 4) {
-      case 0: q += "\"" + word() + " " + word() + "\""; break;
-      default: q += word(); break;
-    }
-  }
-  if (rng() % 4 == 0) q += " -" + search_vocabulary[rng() % search_vocabulary.size()];
-  if (rng() % 8 == 0) q += " -\"" + search_vocabulary[rng() % 4] + " " + search_vocabulary[rng() % 4] + "\"";
-  return q;
-}
-
 }  // namespace
 
 TEST_CASE("search by words on the FTS5 index finds exactly what the scan finds, with the same scores and pages") {
@@ -930,13 +890,6 @@ SqliteOptions with_embedder() {
   SqliteOptions o;
   o.embedder = std::make_shared<HashEmbedder>();
   return o;
-}
-
-std::vector<float> random_vector(std::mt19937& rng, std::size_t dimension) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(dimension);
-  for (auto& x : v) x = d(rng);
-  return v;
 }
 
 }  // namespace

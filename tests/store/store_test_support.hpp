@@ -343,4 +343,58 @@ inline int check_fork_prune_race_across_processes(const std::function<std::uniqu
   return forks_made;
 }
 
+// ---- random corpora for the search tests: records, word queries and vectors from a seeded generator ----------
+
+inline const std::vector<std::string> search_vocabulary = {"alpha", "beta", "gamma", "delta", "Revenue", "région",
+                                                           "q3",    "emea", "apac",  "x-ray", "ALPHA",   "7"};
+
+inline std::string random_words(std::mt19937& rng, std::size_t most) {
+  std::string out;
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(0, most)(rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += (i ? (rng() % 5 == 0 ? ", " : " ") : "") + search_vocabulary[rng() % search_vocabulary.size()];
+  }
+  return out;
+}
+
+inline cairn::ArtifactPtr random_record(std::mt19937& rng, const std::string& tenant, const std::string& id) {
+  nlohmann::json value;
+  switch (rng() % 3) {
+    case 0: value = random_words(rng, 12); break;
+    case 1: value = {{"body", random_words(rng, 8)}, {random_words(rng, 1) + "k", {random_words(rng, 3), 7}}}; break;
+    default: value = rng() % 2; break;
+  }
+  auto b = cairn::ArtifactRecord::builder();
+  b.tenant_id(tenant).id(id).type(rng() % 2 ? "document" : "dataset").title(random_words(rng, 4) + " t")
+      .description(random_words(rng, 6)).value(std::move(value))
+      .metadata(nlohmann::json{{"n", static_cast<int>(rng() % 5)}, {"region", rng() % 2 ? "emea" : "apac"}})
+      .created_at(1700000000000 + static_cast<std::int64_t>(rng() % 10));
+  if (rng() % 2) b.created_by(rng() % 2 ? "agent-a" : "agent-b");
+  if (rng() % 3 == 0) b.mime_type("text/plain");
+  return b.build();
+}
+
+inline std::string random_query(std::mt19937& rng) {
+  std::string q;
+  const std::size_t terms = 1 + rng() % 3;
+  for (std::size_t i = 0; i < terms; ++i) {
+    if (i) q += rng() % 4 == 0 ? " OR " : " ";
+    const auto word = [&] { return search_vocabulary[rng() % search_vocabulary.size()]; };
+    switch (rng() % 4) {
+      case 0: q += "\"" + word() + " " + word() + "\""; break;
+      default: q += word(); break;
+    }
+  }
+  if (rng() % 4 == 0) q += " -" + search_vocabulary[rng() % search_vocabulary.size()];
+  if (rng() % 8 == 0) q += " -\"" + search_vocabulary[rng() % 4] + " " + search_vocabulary[rng() % 4] + "\"";
+  return q;
+}
+
+inline std::vector<float> random_vector(std::mt19937& rng, std::size_t dimension) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(dimension);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
 }  // namespace store_test

@@ -56,6 +56,12 @@ struct PostgresOptions {
   /// statement. Null: no vectors are kept, and similarity queries are refused. open_store(url) opens without one:
   /// a host that wants vectors constructs the store with these options.
   std::shared_ptr<Embedder> embedder{};
+  /// The newest changes kept of each tenant's sequence that the in-process similarity indexes catch up from
+  /// (cairn_search_changes: one per stored vector, one per removal of an artifact with vectors). A store that finds
+  /// the sequence longer than this by a sixteenth deletes the oldest, in a statement of its own after its write. A
+  /// process whose index is further behind than that builds it again from the current vectors on its next
+  /// similarity query (as its first query does). 0: never delete (the sequence grows with every vector write).
+  std::size_t search_changes_kept = 10000;
   /// Told of reindex()'s progress: an EventKind::index event ("reindex", the tenant, items done of total) after
   /// each batch of 64 versions. Null: no events (cairn::observed(store, ...) still reports the whole call).
   std::shared_ptr<Observer> observer{};
@@ -118,8 +124,12 @@ class PostgresArtifactStore final : public ArtifactStore {
                                    const detail::WordQuery& words, std::size_t* unindexed) const;
   std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
                                      const Embedding& vector) const;
-  SearchPage search_similar(const std::string& tenant_id, const SearchQuery& query,
-                            const detail::PreparedSearch& prepared) const;
+  /// The versions this process's approximate index finds nearest that pass the rows and the filters, scored by
+  /// their stored vectors, best first: until `want` pass (hybrid's list), or, with `page`, until the ranked page
+  /// (written there) is full, or the index has no more.
+  std::vector<detail::SearchCandidate> near_hits(const std::string& tenant_id, const SearchQuery& query,
+                                                 const detail::PreparedSearch& prepared, std::size_t want,
+                                                 SearchPage* page) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
