@@ -211,42 +211,27 @@ RETURNS TABLE (r_tenant_id text, r_id text, r_version bigint, r_type text, r_tit
     r_df bigint[])
 LANGUAGE plpgsql STABLE SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
-  IF p_all THEN
-    RETURN QUERY
-    SELECT f.*, s.versions, s.version_words, s.versions_unindexed, d.df
-    FROM (SELECT 1) one LEFT JOIN cairn_search_seq s ON s.tenant_id = p_tenant
-    CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) FROM cairn_artifacts a
-                                     WHERE (a.tenant_id = p_tenant) IS TRUE AND a.words @@ w.q)
-                             FROM unnest(p_df) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d
-    LEFT JOIN (SELECT a.tenant_id::text, a.id::text, a.version, a.type, a.title, a.description, a.purpose,
-                      coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url,
-                      a.created_by::text, a.created_at, coalesce(a.metadata_text, a.metadata::text)
-               FROM cairn_artifacts a
-               WHERE (a.tenant_id = p_tenant AND a.id >= p_from AND (p_to IS NULL OR a.id < p_to)) IS TRUE
-                 AND a.words @@ p_match AND (p_type IS NULL OR a.type = p_type)
-                 AND (p_mime IS NULL OR a.mime_type = p_mime) AND (p_creator IS NULL OR a.created_by = p_creator)
-                 AND (p_after IS NULL OR a.created_at >= p_after) AND (p_before IS NULL OR a.created_at < p_before)) f
-    ON true;
-  ELSE
-    RETURN QUERY
-    SELECT f.*, s.docs, s.doc_words, s.docs_unindexed, d.df
-    FROM (SELECT 1) one LEFT JOIN cairn_search_seq s ON s.tenant_id = p_tenant
-    CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) FROM cairn_artifacts a
-                                     JOIN cairn_heads h ON h.tenant_id = p_tenant AND h.id = a.id
-                                                       AND h.latest = a.version
-                                     WHERE (a.tenant_id = p_tenant) IS TRUE AND a.words @@ w.q)
-                             FROM unnest(p_df) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d
-    LEFT JOIN (SELECT a.tenant_id::text, a.id::text, a.version, a.type, a.title, a.description, a.purpose,
-                      coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url,
-                      a.created_by::text, a.created_at, coalesce(a.metadata_text, a.metadata::text)
-               FROM cairn_artifacts a
-               JOIN cairn_heads h ON h.tenant_id = p_tenant AND h.id = a.id AND h.latest = a.version
-               WHERE (a.tenant_id = p_tenant AND a.id >= p_from AND (p_to IS NULL OR a.id < p_to)) IS TRUE
-                 AND a.words @@ p_match AND (p_type IS NULL OR a.type = p_type)
-                 AND (p_mime IS NULL OR a.mime_type = p_mime) AND (p_creator IS NULL OR a.created_by = p_creator)
-                 AND (p_after IS NULL OR a.created_at >= p_after) AND (p_before IS NULL OR a.created_at < p_before)) f
-    ON true;
-  END IF;
+  RETURN QUERY
+  SELECT f.*, CASE WHEN p_all THEN s.versions ELSE s.docs END,
+         CASE WHEN p_all THEN s.version_words ELSE s.doc_words END,
+         CASE WHEN p_all THEN s.versions_unindexed ELSE s.docs_unindexed END, d.df
+  FROM (SELECT 1) one LEFT JOIN cairn_search_seq s ON s.tenant_id = p_tenant
+  CROSS JOIN (SELECT ARRAY(SELECT (SELECT count(*) FROM cairn_artifacts a
+                                   WHERE (a.tenant_id = p_tenant) IS TRUE AND a.words @@ w.q
+                                     AND (p_all OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = p_tenant
+                                                           AND h.id = a.id AND h.latest = a.version)))
+                           FROM unnest(p_df) WITH ORDINALITY AS w(q, i) ORDER BY w.i) AS df) d
+  LEFT JOIN (SELECT a.tenant_id::text, a.id::text, a.version, a.type, a.title, a.description, a.purpose,
+                    coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url,
+                    a.created_by::text, a.created_at, coalesce(a.metadata_text, a.metadata::text)
+             FROM cairn_artifacts a
+             WHERE (a.tenant_id = p_tenant AND a.id >= p_from AND (p_to IS NULL OR a.id < p_to)) IS TRUE
+               AND a.words @@ p_match AND (p_type IS NULL OR a.type = p_type)
+               AND (p_mime IS NULL OR a.mime_type = p_mime) AND (p_creator IS NULL OR a.created_by = p_creator)
+               AND (p_after IS NULL OR a.created_at >= p_after) AND (p_before IS NULL OR a.created_at < p_before)
+               AND (p_all OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = p_tenant AND h.id = a.id
+                                     AND h.latest = a.version))) f
+  ON true;
 END
 $$;
 CREATE OR REPLACE FUNCTION cairn_remove_artifact(p_tenant text, p_id text) RETURNS boolean
@@ -1289,9 +1274,15 @@ struct PostgresArtifactStore::Impl {
     Params p;
     p.add(tenant_id);
     Result res = run(c, tenant_number, p);
+    // Writers of a new tenant race to make its row: the losers find it on a later try (under a stricter default
+    // isolation level than READ COMMITTED, a try may also fail as a serialization conflict).
     for (int attempt = 0; create && PQntuples(res.get()) == 0 && attempt < 50; ++attempt) {
-      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      res = run(c, tenant_create, p);
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(std::min(attempt * 2, 50)));
+      try {
+        res = run(c, tenant_create, p);
+      } catch (const write_conflict&) {
+        if (attempt == 49) throw;
+      }
     }
     if (PQntuples(res.get()) == 0) {
       if (!create) return std::nullopt;
