@@ -3,8 +3,6 @@
 // fail; they never skip.
 #include "cairn/store/postgres_store.hpp"
 
-#include "cairn/artifact/memory_store.hpp"
-
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -1622,61 +1620,17 @@ TEST_CASE("postgres search: the change sequence keeps search_changes_kept change
 TEST_CASE("postgres search: hybrid on the approximate index gives the in-memory store's pages (every word match, "
           "fused with the 4 x limit nearest)") {
   TempDatabase db;
-  auto embedder = std::make_shared<HashEmbedder>();  // the model and dimension the vectors below are of
+  auto embedder = std::make_shared<HashEmbedder>();  // the model and dimension of the vectors stored
   PostgresArtifactStore writer(db.conninfo(), with_embedder(embedder));
   PostgresArtifactStore reader(db.conninfo(), with_embedder(embedder));  // its index learns only from the changes
-  InMemoryArtifactStore memory;                                          // the same records and vectors
   const auto seed = static_cast<std::uint32_t>(std::random_device{}());
   INFO("seed " << seed);
   std::mt19937 rng(seed);
-  constexpr std::size_t dimension = 16;
-  const std::vector<std::string> tenants = {"t1", "t2"};
-  std::size_t hits_compared = 0;
-  for (int step = 0; step < 3; ++step) {
-    // Stores, new versions and removals between queries, so the reader's index catches up each time.
-    for (int i = 0; i < 40; ++i) {
-      const std::string& tenant = tenants[rng() % tenants.size()];
-      const std::string id = fmt::format("{}/{}", rng() % 3 == 0 ? "reports" : "notes", rng() % 30);
-      if (rng() % 10 == 0 && !writer.versions(id, tenant).empty()) {
-        writer.remove(id, tenant);
-        memory.remove(id, tenant);
-      } else {
-        const auto r = store_test::random_record(rng, tenant, id);
-        const Embedding e{"hash-16", store_test::random_vector(rng, dimension)};
-        const auto a = writer.store_embedded(*r, e);
-        const auto b = memory.store_embedded(*r, e);
-        REQUIRE(a->version() == b->version());
-      }
-    }
-    for (int round = 0; round < 25; ++round) {
-      SearchQuery q;
-      q.text = store_test::random_query(rng);
-      q.vector = Embedding{"hash-16", store_test::random_vector(rng, dimension)};
-      q.mode = rng() % 2 ? SearchMode::hybrid : SearchMode::automatic;
-      q.limit = 1 + rng() % 6;
-      if (rng() % 4 == 0) q.filter.id_prefix = rng() % 2 ? "reports/" : "notes/1";
-      if (rng() % 5 == 0) q.filter.type = ArtifactType{rng() % 2 ? "document" : "dataset"};
-      if (rng() % 6 == 0) q.filter.created_by = "agent-a";
-      if (rng() % 4 == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, static_cast<int>(rng() % 5)});
-      const std::string& tenant = tenants[rng() % tenants.size()];
-      for (int pages = 0; pages < 20; ++pages) {
-        INFO("step " << step << " round " << round << " page " << pages << ": '" << q.text << "' in " << tenant
-                     << ", limit " << q.limit);
-        SearchPage want;
-        try {
-          want = memory.search(tenant, q);
-        } catch (const invalid_argument& e) {
-          CHECK_THROWS_WITH(reader.search(tenant, q), e.what());
-          break;
-        }
-        const SearchPage got = reader.search(tenant, q);
+  const std::size_t hits = store_test::compare_hybrid_with_memory(
+      writer, reader, rng, "hash-16", 16, 3, 25, [](const SearchPage& got, const SearchPage& want, const std::string& what) {
+        INFO(what);
         require_same_page(got, want);
-        hits_compared += got.hits.size();
-        if (!want.next_cursor) break;
-        q.cursor = *want.next_cursor;
-      }
-    }
-  }
-  INFO(hits_compared << " hits");
-  CHECK(hits_compared > 100);
+      });
+  INFO(hits << " hits");
+  CHECK(hits > 100);
 }

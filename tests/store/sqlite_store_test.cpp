@@ -990,64 +990,18 @@ TEST_CASE("hybrid on the indexes: the in-memory store's pages (every word match,
   const auto path = dir.file("hybrid.db");
   SqliteArtifactStore writer(path);
   SqliteArtifactStore reader(path);  // another store object: its index learns only from the change sequence
-  InMemoryArtifactStore memory;      // the same records and vectors
   const std::uint32_t seed = static_cast<std::uint32_t>(rounds_from_env("CAIRN_SEARCH_SEED", std::random_device{}()));
   INFO("seed " << seed << " (CAIRN_SEARCH_SEED)");
   std::mt19937 rng(seed);
-  constexpr std::size_t dimension = 12;
-  const std::vector<std::string> tenants = {"t1", "t2"};
-  std::size_t pages_compared = 0, hits_compared = 0;
-  for (int step = 0; step < 4; ++step) {
-    // Stores, new versions and removals between queries, so the reader's index catches up each time.
-    for (int i = 0; i < 50; ++i) {
-      const std::string& tenant = tenants[rng() % tenants.size()];
-      const std::string id = fmt::format("{}/{}", rng() % 3 == 0 ? "reports" : "notes", rng() % 40);
-      if (rng() % 10 == 0 && !writer.versions(id, tenant).empty()) {
-        writer.remove(id, tenant);
-        memory.remove(id, tenant);
-      } else {
-        const auto r = random_record(rng, tenant, id);
-        const Embedding e{"m", random_vector(rng, dimension)};
-        const auto a = writer.store_embedded(*r, e);
-        const auto b = memory.store_embedded(*r, e);
-        REQUIRE(a->version() == b->version());
-      }
-    }
-    for (int round = 0; round < 40; ++round) {
-      SearchQuery q;
-      q.text = random_query(rng);
-      q.vector = Embedding{"m", random_vector(rng, dimension)};
-      q.mode = rng() % 2 ? SearchMode::hybrid : SearchMode::automatic;
-      q.limit = 1 + rng() % 6;
-      if (rng() % 4 == 0) q.filter.id_prefix = rng() % 2 ? "reports/" : "notes/1";
-      if (rng() % 5 == 0) q.filter.type = ArtifactType{rng() % 2 ? "document" : "dataset"};
-      if (rng() % 6 == 0) q.filter.created_by = "agent-a";
-      if (rng() % 5 == 0) q.filter.created_after = 1700000000000 + static_cast<std::int64_t>(rng() % 10);
-      if (rng() % 4 == 0) q.filter.metadata.push_back({"/n", FieldOp::ge, static_cast<int>(rng() % 5)});
-      const std::string& tenant = tenants[rng() % tenants.size()];
-      for (int pages = 0; pages < 20; ++pages) {
-        SearchPage want;
-        try {
-          want = memory.search(tenant, q);
-        } catch (const invalid_argument& e) {
-          CHECK_THROWS_WITH(reader.search(tenant, q), e.what());
-          break;
-        }
-        const SearchPage got = reader.search(tenant, q);
-        require_same_page(got, want, fmt::format("step {} round {} page {}: '{}' in '{}', limit {}", step, round,
-                                                 pages, q.text, tenant, q.limit));
+  const std::size_t hits = store_test::compare_hybrid_with_memory(
+      writer, reader, rng, "m", 12, 4, 40, [](const SearchPage& got, const SearchPage& want, const std::string& what) {
+        require_same_page(got, want, what);
         for (std::size_t i = 0; i < got.hits.size() && i < want.hits.size(); ++i) {
           CHECK(got.hits[i].matched.similarity == want.hits[i].matched.similarity);
         }
-        ++pages_compared;
-        hits_compared += got.hits.size();
-        if (!want.next_cursor) break;
-        q.cursor = *want.next_cursor;
-      }
-    }
-  }
-  INFO(pages_compared << " pages, " << hits_compared << " hits");
-  CHECK(hits_compared > 100);
+      });
+  INFO(hits << " hits");
+  CHECK(hits > 100);
 }
 
 TEST_CASE("mmap_bytes: a store reading through a memory map reads what one without it reads; negative is refused") {

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/testing/journal_conformance.hpp"
 #include "catch.hpp"
@@ -395,6 +396,67 @@ inline std::vector<float> random_vector(std::mt19937& rng, std::size_t dimension
   std::vector<float> v(dimension);
   for (auto& x : v) x = d(rng);
   return v;
+}
+
+
+/// Hybrid on a store's indexes against the in-memory store's, over the same records and vectors (of `model`,
+/// `dimension` floats): `steps` times, 50 random stores, new versions and removals through `writer` (and the
+/// in-memory store), then `rounds` random hybrid queries (filters too) read through `reader` (another store object
+/// on the same data, whose index learns only from what the writer wrote), compared page by page with
+/// `same_page(got, want, what)`. Returns how many hits were compared.
+template <class Store, class SamePage>
+std::size_t compare_hybrid_with_memory(Store& writer, const Store& reader, std::mt19937& rng, const std::string& model,
+                                       std::size_t dimension, int steps, int rounds, SamePage&& same_page) {
+  cairn::InMemoryArtifactStore memory;
+  const std::vector<std::string> tenants = {"t1", "t2"};
+  std::size_t hits_compared = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (int i = 0; i < 50; ++i) {
+      const std::string& tenant = tenants[rng() % tenants.size()];
+      const std::string id = (rng() % 3 == 0 ? "reports/" : "notes/") + std::to_string(rng() % 40);
+      if (rng() % 10 == 0 && !writer.versions(id, tenant).empty()) {
+        writer.remove(id, tenant);
+        memory.remove(id, tenant);
+      } else {
+        const auto r = random_record(rng, tenant, id);
+        const cairn::Embedding e{model, random_vector(rng, dimension)};
+        const auto a = writer.store_embedded(*r, e);
+        const auto b = memory.store_embedded(*r, e);
+        REQUIRE(a->version() == b->version());
+      }
+    }
+    for (int round = 0; round < rounds; ++round) {
+      cairn::SearchQuery q;
+      q.text = random_query(rng);
+      q.vector = cairn::Embedding{model, random_vector(rng, dimension)};
+      q.mode = rng() % 2 ? cairn::SearchMode::hybrid : cairn::SearchMode::automatic;
+      q.limit = 1 + rng() % 6;
+      if (rng() % 4 == 0) q.filter.id_prefix = rng() % 2 ? "reports/" : "notes/1";
+      if (rng() % 5 == 0) q.filter.type = cairn::ArtifactType{rng() % 2 ? "document" : "dataset"};
+      if (rng() % 6 == 0) q.filter.created_by = "agent-a";
+      if (rng() % 5 == 0) q.filter.created_after = 1700000000000 + static_cast<std::int64_t>(rng() % 10);
+      if (rng() % 4 == 0) q.filter.metadata.push_back({"/n", cairn::FieldOp::ge, static_cast<int>(rng() % 5)});
+      const std::string& tenant = tenants[rng() % tenants.size()];
+      for (int pages = 0; pages < 20; ++pages) {
+        const std::string what = "step " + std::to_string(step) + " round " + std::to_string(round) + " page " +
+                                 std::to_string(pages) + ": '" + q.text + "' in '" + tenant + "', limit " +
+                                 std::to_string(q.limit);
+        cairn::SearchPage want;
+        try {
+          want = memory.search(tenant, q);
+        } catch (const cairn::invalid_argument& e) {
+          CHECK_THROWS_WITH(reader.search(tenant, q), e.what());
+          break;
+        }
+        const cairn::SearchPage got = reader.search(tenant, q);
+        same_page(got, want, what);
+        hits_compared += got.hits.size();
+        if (!want.next_cursor) break;
+        q.cursor = *want.next_cursor;
+      }
+    }
+  }
+  return hits_compared;
 }
 
 }  // namespace store_test
