@@ -1546,33 +1546,11 @@ TEST_CASE("postgres search: the change sequence keeps search_changes_kept change
   options.search_changes_kept = 100;
   PostgresArtifactStore writer(db.conninfo(), options);
   PostgresArtifactStore reader(db.conninfo(), options);  // another process's store: its index catches up
-  std::mt19937 rng(20261126);
-  std::set<std::string> live;
-  std::size_t next_id = 0;
-  const auto write = [&](std::size_t n) {  // new ids (at most 80 live), new versions and removes, at random
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto roll = rng() % 10;
-      if (roll < 2 && !live.empty()) {
-        auto it = live.begin();
-        std::advance(it, static_cast<long>(rng() % live.size()));
-        writer.remove(*it, "t");
-        live.erase(it);
-      } else {
-        std::string id;
-        if ((roll < 6 && live.size() < 80) || live.empty()) {
-          id = fmt::format("n{}", next_id++);
-        } else {
-          auto it = live.begin();
-          std::advance(it, static_cast<long>(rng() % live.size()));
-          id = *it;
-        }
-        (void)writer.store(*note("t", id, fmt::format("w{} w{} w{} w{}", rng() % 9, rng() % 9, rng() % 9, rng() % 9)));
-        live.insert(id);
-      }
-    }
-  };
+  store_test::RandomWriter<PostgresArtifactStore> writer_of{writer};
+  const auto write = [&](std::size_t n) { writer_of.write(n); };
+  const std::set<std::string>& live = writer_of.live;
   const auto same_as_scan = [&](const PostgresArtifactStore& store, const std::string& what) {
-    for (const std::string text : {"w1 w2", "w3", "w4 w5 w6", "w0 w8"}) {
+    for (const std::string text : {"alpha beta", "Revenue q3", "x-ray 7 emea", "gamma"}) {
       INFO(what << ": " << text);
       SearchQuery q;
       q.text = text;

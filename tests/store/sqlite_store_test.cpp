@@ -1084,31 +1084,8 @@ TEST_CASE("the change sequence keeps search_changes_kept changes; an index that 
   options.search_changes_kept = 100;
   SqliteArtifactStore writer(path, options);
   SqliteArtifactStore reader(path, options);  // another process's store: its index catches up from the sequence
-  std::mt19937 rng(20261126);
-  std::set<std::string> live;
-  std::size_t next_id = 0;
-  const auto write = [&](std::size_t n) {  // new ids (at most 80 live), new versions and removes, at random
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto roll = rng() % 10;
-      if (roll < 2 && !live.empty()) {
-        auto it = live.begin();
-        std::advance(it, static_cast<long>(rng() % live.size()));
-        writer.remove(*it, "t");
-        live.erase(it);
-      } else {
-        std::string id;
-        if ((roll < 6 && live.size() < 80) || live.empty()) {
-          id = fmt::format("n{}", next_id++);
-        } else {
-          auto it = live.begin();
-          std::advance(it, static_cast<long>(rng() % live.size()));
-          id = *it;
-        }
-        (void)writer.store(*note("t", id, random_words(rng, 6)));
-        live.insert(id);
-      }
-    }
-  };
+  store_test::RandomWriter<SqliteArtifactStore> writer_of{writer};
+  const auto write = [&](std::size_t n) { writer_of.write(n); };
   const auto same_as_scan = [&](const SqliteArtifactStore& store, const std::string& what) {
     for (const std::string text : {"alpha beta", "Revenue q3", "x-ray 7 emea", "gamma"}) {
       SearchQuery q;

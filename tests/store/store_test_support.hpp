@@ -459,4 +459,38 @@ std::size_t compare_hybrid_with_memory(Store& writer, const Store& reader, std::
   return hits_compared;
 }
 
+/// Writes at random into tenant "t" of a store: new ids (at most 80 live), new versions of live ones, and
+/// removals; `live` is what a search of the tenant's latest versions should find. What the pruning tests write.
+template <class Store>
+struct RandomWriter {
+  Store& store;
+  std::mt19937 rng{20261126};
+  std::set<std::string> live{};
+  std::size_t next_id = 0;
+
+  void write(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto roll = rng() % 10;
+      if (roll < 2 && !live.empty()) {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        store.remove(*it, "t");
+        live.erase(it);
+        continue;
+      }
+      std::string id;
+      if ((roll < 6 && live.size() < 80) || live.empty()) {
+        id = "n" + std::to_string(next_id++);
+      } else {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        id = *it;
+      }
+      (void)store.store(*cairn::ArtifactRecord::builder().tenant_id("t").id(id).type("document").title("note " + id)
+                             .value(random_words(rng, 6)).build());
+      live.insert(id);
+    }
+  }
+};
+
 }  // namespace store_test
