@@ -1818,7 +1818,10 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
   // more.
   const std::size_t first = page ? q.limit + 1 : want;
   for (std::size_t k = first;;) {
-    const std::vector<detail::VectorHit> found = index->search(query, k, nullptr);
+    // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is cut at `want` as the
+    // other stores cut theirs).
+    const std::vector<detail::VectorHit> found =
+        index->search(query, k, nullptr, page ? detail::VectorIndex::near_tie : 0);
     std::vector<std::string> ids, versions;
     for (const auto& h : found) {
       ids.push_back(h.id);

@@ -1068,7 +1068,10 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
     return id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) == 0;
   };
   for (std::size_t k = want;; k *= 4) {
-    const std::vector<detail::VectorHit> candidates = index.search(direction, k, prefix_ok);
+    // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
+    // in-memory store's).
+    const std::vector<detail::VectorHit> candidates =
+        index.search(direction, k, prefix_ok, paged ? detail::VectorIndex::near_tie : 0);
     found.clear();
     for (const auto& c : candidates) {
       if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;

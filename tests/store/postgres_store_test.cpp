@@ -1072,8 +1072,11 @@ TEST_CASE("postgres search: similarity through the approximate index gives the e
   auto embedder = std::make_shared<HashEmbedder>();
   PostgresArtifactStore store(base_conninfo(), with_embedder(embedder));
   const std::string t = random_name("sv_");
-  const auto seed = static_cast<std::uint32_t>(std::random_device{}());
-  INFO("seed " << seed);
+  // 242973702 made a corpus whose near-tied vectors the index's float similarities and the exact cosine order
+  // differently at a page's edge (fixed with VectorIndex::near_tie); every run checks it, and a random seed.
+  const auto seed = static_cast<std::uint32_t>(
+      GENERATE(as<std::size_t>{}, 242973702, env_count("CAIRN_SEARCH_SEED", std::random_device{}())));
+  INFO("seed " << seed << " (CAIRN_SEARCH_SEED)");
   std::mt19937 rng(seed);
   const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   const std::vector<std::string> vocabulary = {"cats", "dogs", "purr", "bark", "sleep", "run", "mice", "sun"};

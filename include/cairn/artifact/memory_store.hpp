@@ -289,7 +289,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
           return true;
         };
         const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
-        for (const auto& hit : index->second->search_tagged(unit, k, accept)) {
+        // Similarity alone ranks by the exact cosine: versions near the k-th come too (detail::VectorIndex::near_tie).
+        const double near = p.by_text ? 0 : detail::VectorIndex::near_tie;
+        for (const auto& hit : index->second->search_tagged(unit, k, accept, near)) {
           auto& [r, kept] = accepted.at(hit.accepted);
           if (p.by_text) {
             compare(candidate(r), *kept);

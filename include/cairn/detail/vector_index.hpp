@@ -108,6 +108,10 @@ class VectorIndex {
   /// An index with fewer live versions than this is searched by a scan of every vector with hnswlib's own
   /// distance function, over its own storage (exact, and faster than the graph at that size: docs/search.md).
   static constexpr std::size_t exact_scan_below = 2048;
+  /// What a search's `near` is for a caller that ranks by the exact cosine of the stored vectors: the index's float
+  /// similarities (over vectors normalised in float) differ from those by far less than this, so versions this
+  /// close to the last one taken may rank either side of it there.
+  static constexpr double near_tie = 1e-4;
 
   explicit VectorIndex(std::size_t dimension) : dimension_(dimension) {}
   VectorIndex(const VectorIndex&) = delete;
@@ -187,19 +191,22 @@ class VectorIndex {
   /// (ties: ascending id, then newer version). The graph is asked for k candidates first (it looks at
   /// max(ef_search, k) of them either way, so these are the k a plain hnswlib query returns), then for 4 times as
   /// many each round until k pass or every indexed version was looked at; `accept` runs under the index's shared
-  /// lock, so it must not call back into this index.
+  /// lock, so it must not call back into this index. With `near` > 0, the versions that pass within `near` of the
+  /// k-th one's similarity come too (more than k), so that a caller ranking by the exact cosine (near_tie) gets
+  /// the exact scan's top k even where the two disagree in the last bits.
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
-                                const std::function<bool(const std::string&, std::uint64_t)>& accept) const {
-    if (!accept) return search_tagged(query, k, nullptr);
-    return search_tagged(query, k, [&accept](const std::string& id, std::uint64_t version, const void*) {
-      return accept(id, version);
-    });
+                                const std::function<bool(const std::string&, std::uint64_t)>& accept,
+                                double near = 0) const {
+    if (!accept) return search_tagged(query, k, nullptr, near);
+    return search_tagged(
+        query, k,
+        [&accept](const std::string& id, std::uint64_t version, const void*) { return accept(id, version); }, near);
   }
 
   /// search(), with each version's tag (add()) handed to `accept` too.
   std::vector<VectorHit> search_tagged(
       const std::vector<float>& query, std::size_t k,
-      const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept) const {
+      const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept, double near = 0) const {
     std::vector<VectorHit> out;
     if (k == 0 || query.size() != dimension_) return out;
     std::shared_lock lock(mutex_);
@@ -237,7 +244,9 @@ class VectorIndex {
       // Versions tied with the last one taken may come first in the tie order (below), as in an exact scan.
       if (out.size() == k) {
         for (; next < all.size(); ++next) {
-          if (all[next].first == last) append_if(out, all[next].second, static_cast<double>(last), accept, passed);
+          if (static_cast<double>(all[next].first) >= static_cast<double>(last) - near) {
+            append_if(out, all[next].second, static_cast<double>(all[next].first), accept, passed);
+          }
         }
       }
     } else {
@@ -270,7 +279,13 @@ class VectorIndex {
       if (a.id != b.id) return a.id < b.id;
       return a.version > b.version;
     });
-    if (out.size() > k) out.resize(k);
+    if (out.size() > k) {
+      std::size_t keep = k;
+      if (near > 0) {
+        while (keep < out.size() && out[keep].similarity >= out[k - 1].similarity - near) ++keep;
+      }
+      out.resize(keep);
+    }
     return out;
   }
 
