@@ -890,7 +890,9 @@ struct PostgresArtifactStore::Impl {
     }
     // The values are pointers into the strings: a temporary would be gone before the statement runs.
     Params& add(std::string&&) = delete;
+    Params& add(const std::string&&) = delete;
     Params& add(std::optional<std::string>&&) = delete;
+    Params& add(const std::optional<std::string>&&) = delete;
   };
 
   Impl(std::string c, PostgresOptions o)
@@ -1970,9 +1972,10 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
           const std::string versions_text = std::to_string(versions);
           const std::string version_words_text = std::to_string(version_words);
           const std::string ids = array_literal(vector_ids), numbers = array_literal(vector_versions);
+          const std::string model_text = model ? *model : std::string();
           Impl::Params p;
           p.add(tenant_id).add(latest_text).add(latest_words_text).add(versions_text).add(version_words_text);
-          p.add(ids).add(numbers).add(model ? *model : std::string());
+          p.add(ids).add(numbers).add(model_text);
           impl_->run(c, reindex_finish, p);
         }
         impl_->simple(c, "COMMIT", "reindexing");

@@ -1542,8 +1542,8 @@ TEST_CASE("postgres search: the kept statistics agree with a count of the rows a
   require_same_search(w2, "t", words);
 }
 
-TEST_CASE("postgres search: the change sequence keeps search_changes_kept changes; an index that fell behind them "
-          "starts over, one that did not catches up; both answer as the scan does") {
+TEST_CASE("postgres search: the change sequence keeps search_changes_kept changes, an index that fell behind them "
+          "starts over, one that did not catches up, and both answer as the scan does") {
   TempDatabase db;
   PostgresOptions options = with_embedder(std::make_shared<HashEmbedder>());
   options.search_changes_kept = 100;

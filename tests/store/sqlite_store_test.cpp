@@ -1076,8 +1076,8 @@ TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record 
   }
 }
 
-TEST_CASE("the change sequence keeps search_changes_kept changes; an index that fell behind them starts over, one "
-          "that did not catches up; both answer as the scan does") {
+TEST_CASE("the change sequence keeps search_changes_kept changes, an index that fell behind them starts over, one "
+          "that did not catches up, and both answer as the scan does") {
   TempDir dir;
   const auto path = dir.file("pruned.db");
   SqliteOptions options = with_embedder();
