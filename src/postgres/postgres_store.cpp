@@ -366,9 +366,8 @@ std::string statement_sql(Stmt s) {
       "chg AS (INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
       "SELECT $1::text, t.seq, $2::text, ins.version, $21::text, false FROM t, ins WHERE $20::bytea IS NOT NULL) "
       "SELECT ins.version, t.seq, t.pruned_through FROM ins, t";
-  // The rows a word search looks at: the latest version of each id, or every version, of the tenant's ids in
-  // [$2, $3) (the filter's id prefix). BM25's statistics are counted over the same without the id range (as the
-  // default scan counts them: a filter never changes a score).
+  // The rows exact similarity looks at: the latest version of each id, or every version, of the tenant's ids in
+  // [$2, $3) (the filter's id prefix). (Word searches are cairn_search_words, migration 5.)
   const std::string scope_latest =
       "FROM cairn_heads h JOIN cairn_artifacts a "
       "ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest "
