@@ -49,7 +49,7 @@ TEST_CASE("the numeric value of every error code is pinned (they are a stable in
   CHECK(static_cast<int>(errc::call_in_flight) == 15);
 }
 
-TEST_CASE("every code has a distinct name spelled as its enumerator; an unknown value is 'unknown'") {
+TEST_CASE("every code has a distinct name spelled as its enumerator, an unknown value is 'unknown'") {
   std::set<std::string_view> names;
   for (int v = 1; v <= 15; ++v) {
     auto name = cairn::to_string(static_cast<cairn::errc>(v));

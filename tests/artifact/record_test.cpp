@@ -70,7 +70,7 @@ TEST_CASE("the builder fills every field and applies the defaults") {
   CHECK(minimal().purpose("why").build()->purpose() == "why");
 }
 
-TEST_CASE("revise shares the value and clears what the store assigns; to_builder keeps everything") {
+TEST_CASE("revise shares the value and clears what the store assigns, to_builder keeps everything") {
   auto v1 = minimal().id("x").version(3).created_at(5).value(json{{"big", "content"}}).build();
   auto v2 = v1->revise().build();
   CHECK(v2->shared_value().get() == v1->shared_value().get());  // not copied
@@ -314,7 +314,7 @@ TEST_CASE("invalid UTF-8 is refused in every string field and inside value and m
   CHECK_NOTHROW(json(m).dump());
 }
 
-TEST_CASE("a value is walked once per build; records revised from a checked one are not walked again") {
+TEST_CASE("a value is walked once per build, records revised from a checked one are not walked again") {
   // Not a timing test: a revision of a stored record shares the already-checked value, and a fresh value set on
   // the revision is checked again.
   auto r = minimal().value(json{{"a", 1.5}}).build();

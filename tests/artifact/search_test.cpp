@@ -98,7 +98,7 @@ TEST_CASE("words: ASCII letters and digits and UTF-8 characters, ASCII folded to
   CHECK(cairn::detail::words_of("  ...  ").empty());
 }
 
-TEST_CASE("the word query: words, phrases, exclusions and OR; errors name the byte") {
+TEST_CASE("the word query: words, phrases, exclusions and OR, errors name the byte") {
   auto q = cairn::detail::parse_word_query("Alpha \"Beta  gamma\" -delta x OR \"y z\"");
   REQUIRE(q.all_of.size() == 3);
   CHECK(q.all_of[0][0].words == std::vector<std::string>{"alpha"});
@@ -186,7 +186,7 @@ TEST_CASE("a cursor belongs to its query and cannot be forged into another posit
   CHECK_THROWS_AS(store->search("acme", q), cairn::invalid_argument);
 }
 
-TEST_CASE("similarity ranks by cosine among vectors of the query's model only; hybrid fuses the two rankings") {
+TEST_CASE("similarity ranks by cosine among vectors of the query's model only, hybrid fuses the two rankings") {
   auto store = std::make_shared<VectorStore>();
   store->put(doc("north", "points north"), {"m1", {0.0f, 1.0f}});
   store->put(doc("east", "points east"), {"m1", {1.0f, 0.0f}});

@@ -131,7 +131,7 @@ TEST_CASE("vector index: below exact_scan_below versions a search is exact: the 
   CHECK(three[2].id == "m-tie");
 }
 
-TEST_CASE("vector index: removed versions never come back; re-adding a key replaces its vector") {
+TEST_CASE("vector index: removed versions never come back, re-adding a key replaces its vector") {
   std::mt19937 rng(11);
   const std::size_t dim = 16;
   VectorIndex index(dim);
@@ -220,7 +220,7 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
   }
 }
 
-TEST_CASE("vector index: wrong dimensions are never indexed or searched; an empty index finds nothing") {
+TEST_CASE("vector index: wrong dimensions are never indexed or searched, an empty index finds nothing") {
   VectorIndex index(4);
   CHECK(index.search({1, 0, 0, 0}, 5, nullptr).empty());
   index.add("x", 1, {1, 0, 0});  // 3 of 4

@@ -84,7 +84,7 @@ TEST_CASE("add_artifact stores through the store, stamped with the context's ten
   REQUIRE(stored_count(*store, "acme") == 2);
 }
 
-TEST_CASE("list_artifacts keeps insertion order; a rebound name keeps its place and shows the new record") {
+TEST_CASE("list_artifacts keeps insertion order, a rebound name keeps its place and shows the new record") {
   ExecutionContext ctx(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
   for (const char* name : {"zeta", "alpha", "mid", "beta"}) ctx.add_artifact(name, data(name));
   REQUIRE(names_of(ctx) == std::vector<std::string>{"zeta", "alpha", "mid", "beta"});
@@ -103,7 +103,7 @@ TEST_CASE("list_artifacts keeps insertion order; a rebound name keeps its place 
   }
 }
 
-TEST_CASE("artifact names must match [A-Za-z_][A-Za-z0-9_-]{0,127}; a bad one stores and binds nothing") {
+TEST_CASE("artifact names must match [A-Za-z_][A-Za-z0-9_-]{0,127}, a bad one stores and binds nothing") {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   ExecutionContext ctx(store, "acme");
   ctx.add_artifact("kept", data(1));

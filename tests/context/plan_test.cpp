@@ -130,7 +130,7 @@ TEST_CASE("run_plan runs the subtasks in order, each using the outputs before it
                                           "Executed execute_command and stored output as @server_process"});
 }
 
-TEST_CASE("a failing subtask stops the plan; the finished subtasks' artifacts stay") {
+TEST_CASE("a failing subtask stops the plan, the finished subtasks' artifacts stay") {
   ExecutionContext ctx(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
   Tools tools;
   *tools.fail_read = true;

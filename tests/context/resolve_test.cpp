@@ -94,7 +94,7 @@ TEST_CASE("resolve replaces exact references at any depth by the artifact's valu
   REQUIRE(ctx.resolve(json::object()) == json::object());
 }
 
-TEST_CASE("strings that merely contain an @ are left alone; @@ stands for a literal @") {
+TEST_CASE("strings that merely contain an @ are left alone, @@ stands for a literal @") {
   const ExecutionContext ctx = make_context();
   const json alone = {"bob@example.com", "hi @bob", "@ home", "@bob smith", "@bob.smith", "@123", "@", "x@", "@-x"};
   REQUIRE(ctx.resolve(alone) == alone);

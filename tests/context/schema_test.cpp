@@ -171,7 +171,7 @@ TEST_CASE("schema: an invalid schema is refused at registration, naming the tool
   CHECK(f.registry.find("t1") == nullptr);
 }
 
-TEST_CASE("schema: declared outputs are validated; a failing output is a tool failure and nothing is stored") {
+TEST_CASE("schema: declared outputs are validated, a failing output is a tool failure and nothing is stored") {
   Fixture f;
   const json out_schema = json::parse(R"({"type": "object", "required": ["status"],
                                           "properties": {"status": {"type": "integer"}}})");
@@ -501,7 +501,7 @@ TEST_CASE("schema: types, enums and the rest are checked in every build (fail cl
         "fetch_page: input (top level): additionalProperties: property 'extra' is not allowed");
 }
 
-TEST_CASE("schema: date, time and date-time formats are checked; other formats are annotations") {
+TEST_CASE("schema: date, time and date-time formats are checked, other formats are annotations") {
   const cairn::CompiledSchema date(json::parse(R"({"format": "date"})"), "d");
   CHECK(date.validate("2024-02-29").empty());
   CHECK(date.validate("2023-02-29").at(0).rule == "format");

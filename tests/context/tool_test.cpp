@@ -359,7 +359,7 @@ TEST_CASE("ToolCall::from_json rejects a value nested too deep without recursing
   REQUIRE_THROWS_AS(ToolCall::from_json({{"tool", "t"}, {"inputs", {{"a", {{1}}}}}}, limits), cairn::limit_exceeded);
 }
 
-TEST_CASE("a tool call may carry an id; a malformed one is a located error") {
+TEST_CASE("a tool call may carry an id, a malformed one is a located error") {
   const auto call = ToolCall::parse(R"({"id": "call_7Xk", "tool": "t", "inputs": {}})");
   CHECK(call.id == "call_7Xk");
   CHECK(nlohmann::json(call).at("id") == "call_7Xk");

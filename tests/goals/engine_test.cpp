@@ -258,7 +258,7 @@ TEST_CASE("the user abandoning one alternative of an OR moves on to the next") {
   REQUIRE(engine.handle("ev: email = a@b.org") == Strings{"Done: Get a contact."});
 }
 
-TEST_CASE("gather_info asks and waits; the question comes again until the answer arrives") {
+TEST_CASE("gather_info asks and waits, the question comes again until the answer arrives") {
   Rig rig;
   auto planner = planner_by_gloss([](const std::string&) {
     return plan_of(AND, {sub("Ask date", "gather_info", {{"key", "date"}, {"prompt", "When?"}}),
@@ -294,7 +294,7 @@ TEST_CASE("a QuestionWriter words gather_info questions, with suggestions") {
   REQUIRE(writer->seen == json{{"goal", "g2"}, {"key", "seat"}, {"prompt", "Seat?"}, {"evidence", {{"train", "ES9024"}}}});
 }
 
-TEST_CASE("confirm asks and waits for yes or no; no abandons") {
+TEST_CASE("confirm asks and waits for yes or no, no abandons") {
   Rig rig;
   auto planner = planner_by_gloss([](const std::string&) {
     return plan_of(AND, {sub("Confirm the order", "confirm"), sub("Finish", "execute")});
@@ -321,7 +321,7 @@ TEST_CASE("confirm asks and waits for yes or no; no abandons") {
   }
 }
 
-TEST_CASE("present_info says and completes; a missing value blocks it") {
+TEST_CASE("present_info says and completes, a missing value blocks it") {
   Rig rig;
   auto planner = planner_by_gloss([](const std::string& gloss) {
     if (gloss == "Show") {
@@ -439,7 +439,7 @@ TEST_CASE("a required tool argument that nothing provides blocks the goal") {
   REQUIRE(engine.goals().find("g1")->evidence.contains("train-search-api"));
 }
 
-TEST_CASE("done_when: empty means done when the action is; satisfied means done without acting; unmet blocks") {
+TEST_CASE("done_when: empty means done when the action is, satisfied means done without acting, unmet blocks") {
   Rig rig;
   int runs = 0;
   rig.tools.add(tool("counter", json{{"type", "object"}}, [&runs](const json&) {
@@ -640,7 +640,7 @@ TEST_CASE("a multi-level plan creates the whole tree and works it depth first") 
   REQUIRE(engine.handle("ev: b = 2") == Strings{"Done: Multi."});
 }
 
-TEST_CASE("a new goal goes on top of the stack; the earlier one continues afterwards") {
+TEST_CASE("a new goal goes on top of the stack, the earlier one continues afterwards") {
   Rig rig;
   auto planner = planner_by_gloss([](const std::string& gloss) {
     return plan_of(AND, {sub("Ask " + gloss, "gather_info", {{"key", gloss}})});
@@ -652,7 +652,7 @@ TEST_CASE("a new goal goes on top of the stack; the earlier one continues afterw
   REQUIRE(engine.handle("ev: first = 1") == Strings{"Done: first."});
 }
 
-TEST_CASE("evidence with no goal is kept as an artifact; nothing to abandon is said so") {
+TEST_CASE("evidence with no goal is kept as an artifact, nothing to abandon is said so") {
   Rig rig;
   auto planner = planner_by_gloss([](const std::string&) { return plan_of(AND, {sub("x", "execute")}); });
   GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
@@ -832,7 +832,7 @@ TEST_CASE("an engine restored mid-conversation continues exactly as the original
 
 // Issue 13.1: every confirm goal of an SOP is done when has_evidence(confirmation) holds, and the first "yes" flows up
 // into the parent when its goal is achieved. A second confirmation must still be asked, and answered, on its own.
-TEST_CASE("two confirms of one SOP are asked in turn; the first yes never answers the second") {
+TEST_CASE("two confirms of one SOP are asked in turn, the first yes never answers the second") {
   Rig rig;
   auto sops = std::make_shared<cairn::SopRegistry>();
   sops->add(cairn::Sop::parse(R"({"id": "transfer", "title": "Transfer money", "intent": "Send money",

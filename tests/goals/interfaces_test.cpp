@@ -163,7 +163,7 @@ TEST_CASE("a plan with more than max_subgoals subgoals is refused, from JSON and
   REQUIRE(GoalPlan::from_json(j).subgoals.size() == GoalPlan::max_subgoals);
 }
 
-TEST_CASE("a chain of max_subgoals subgoals gets its depths in one pass; a cycle at its top is still found") {
+TEST_CASE("a chain of max_subgoals subgoals gets its depths in one pass, a cycle at its top is still found") {
   GoalPlan p;
   for (std::size_t i = 0; i < GoalPlan::max_subgoals; ++i) {
     auto s = spec("Link", "composite");

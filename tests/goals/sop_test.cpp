@@ -63,7 +63,7 @@ TEST_CASE("the showcase's SOP reads with its inputs in document order") {
   REQUIRE(json(*sop)["inputs"]["date"]["required"] == true);
 }
 
-TEST_CASE("Sop::parse keeps the document order of inputs without ordered_json; from_json(ordered_json) still does") {
+TEST_CASE("Sop::parse keeps the document order of inputs without ordered_json, from_json(ordered_json) still does") {
   // Keys of other objects, at the top level or deeper, do not disturb the order; a repeated input keeps its first
   // place (as nlohmann::ordered_json would) and its last value (as nlohmann::json does).
   const std::string text = R"({"title": "T", "meta": {"zeta": 1, "alpha": 2},

@@ -31,7 +31,7 @@ TEST_CASE("the seed's form: ARTIFACT, SUMMARY, a ~~~markdown fence") {
   CHECK(b.fence_info == "markdown");
 }
 
-TEST_CASE("ARTIFACT_SUMMARY and any letter case of the key are accepted; the marker itself is exact") {
+TEST_CASE("ARTIFACT_SUMMARY and any letter case of the key are accepted, the marker itself is exact") {
   CHECK(artifact_of("ARTIFACT\nARTIFACT_SUMMARY: one\nbody").summary == "one");
   CHECK(artifact_of("ARTIFACT\nsummary:two\nbody").summary == "two");
   CHECK(artifact_of("ARTIFACT\nArtifact_Summary:   three  \nbody").summary == "three");
@@ -58,7 +58,7 @@ TEST_CASE("content without a fence is kept as written, blank lines around it dro
   CHECK(b.fence_info.empty());
 }
 
-TEST_CASE("a fence around the whole content is unwrapped; inner fences stay") {
+TEST_CASE("a fence around the whole content is unwrapped, inner fences stay") {
   SECTION("backtick fence with an info string of several words") {
     const auto b = artifact_of("ARTIFACT\nSUMMARY: s\n```python title=x.py\ndef f():\n    return 1\n```");
     CHECK(b.content == "def f():\n    return 1");
@@ -100,7 +100,7 @@ TEST_CASE("a closing fence must match the opening one") {
   CHECK(artifact_of("ARTIFACT\nSUMMARY: s\n````\nbody\n```").content == "body\n```");
 }
 
-TEST_CASE("the SUMMARY line is optional; then the content starts at the first non-blank line") {
+TEST_CASE("the SUMMARY line is optional, then the content starts at the first non-blank line") {
   const auto b = artifact_of("ARTIFACT\n\n# Report\nbody");
   CHECK(b.summary.empty());
   CHECK(b.content == "# Report\nbody");

@@ -73,7 +73,7 @@ TEST_CASE("new ids are <prefix>_<4 random [a-z0-9]>") {
   CHECK(longer.new_id().size() == 14);
 }
 
-TEST_CASE("a taken id is retried; when every id is taken the error is clear and nothing is lost") {
+TEST_CASE("a taken id is retried, when every id is taken the error is clear and nothing is lost") {
   auto store = std::make_shared<InMemoryArtifactStore>();
   const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   for (char c : alphabet.substr(1)) {  // every one-character id but "a_a"

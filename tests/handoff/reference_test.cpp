@@ -23,7 +23,7 @@ std::vector<std::string> ids_in(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("xml_escape escapes the five XML characters and line breaks; xml_unescape undoes it") {
+TEST_CASE("xml_escape escapes the five XML characters and line breaks, xml_unescape undoes it") {
   CHECK(xml_escape("a&b<c>d\"e'f") == "a&amp;b&lt;c&gt;d&quot;e&apos;f");
   CHECK(xml_escape("tab\tlf\ncr\r") == "tab&#9;lf&#10;cr&#13;");
   CHECK(xml_escape("plain \xC3\xA9t\xC3\xA9") == "plain \xC3\xA9t\xC3\xA9");
@@ -148,7 +148,7 @@ TEST_CASE("references inside fenced code blocks are left alone") {
   CHECK(ids_in(text) == std::vector<std::string>{"a", "b", "c"});
 }
 
-TEST_CASE("an unclosed fence hides the rest of the text; inline code and 4-space indents do not") {
+TEST_CASE("an unclosed fence hides the rest of the text, inline code and 4-space indents do not") {
   CHECK(ids_in("<artifact id=\"a\" />\n```\n<artifact id=\"b\" />") == std::vector<std::string>{"a"});
   // Only fenced blocks count: inline code and indented code are scanned (documented in docs/handoff.md).
   CHECK(ids_in("use `<artifact id=\"inline\" />` like this") == std::vector<std::string>{"inline"});

@@ -98,7 +98,7 @@ TEST_CASE("a context attached to a run is rebuilt byte for byte at every sequenc
   CHECK(info->last_seq > 30);
 }
 
-TEST_CASE("a finished call is never run again; its outputs come from the journal") {
+TEST_CASE("a finished call is never run again, its outputs come from the journal") {
   Fixture f;
   {
     Run run(f.journal, "acme", "r2");
@@ -246,7 +246,7 @@ TEST_CASE("merge and forks of a journalled context are recorded and rebuilt in o
   CHECK(names == std::vector<std::string>{"a", "from_child", "b"});
 }
 
-TEST_CASE("time travel: a run opened at a past point is that state; a fork goes on from there") {
+TEST_CASE("time travel: a run opened at a past point is that state, a fork goes on from there") {
   Fixture f;
   std::uint64_t middle = 0;
   std::string middle_state;

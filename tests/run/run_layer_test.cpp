@@ -259,7 +259,7 @@ TEST_CASE("a participant that churns without growing gets checkpoints of about 1
   }
 }
 
-TEST_CASE("a sync entry inside a batch commits alone; the batch's entries stay pending and commit with it") {
+TEST_CASE("a sync entry inside a batch commits alone, the batch's entries stay pending and commit with it") {
   Fixture f;
   Run run(f.journal, "acme", "sync", RunOptions{2});  // a snapshot every 2 entries: one is due during the batch
   ExecutionContext ctx(f.store, "acme");
@@ -292,7 +292,7 @@ TEST_CASE("a sync entry inside a batch commits alone; the batch's entries stay p
   }
 }
 
-TEST_CASE("a batch whose body throws half-way commits nothing of it; the run refuses until reopened") {
+TEST_CASE("a batch whose body throws half-way commits nothing of it, the run refuses until reopened") {
   Fixture f;
   std::string before_state;
   {
@@ -702,7 +702,7 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
   }
 }
 
-TEST_CASE("a run releases what it read once every participant in it is attached; one attached again later is "
+TEST_CASE("a run releases what it read once every participant in it is attached, one attached again later is "
           "rebuilt from the journal as it is now") {
   Fixture f;
   {

@@ -216,7 +216,7 @@ TEST_CASE("without a run a tool still gets a key: from the tenant and the call i
   CHECK(stored->id() != b.get_artifact("receipt")->id());
 }
 
-TEST_CASE("tools written for the inputs alone still work; an empty function is refused") {
+TEST_CASE("tools written for the inputs alone still work, an empty function is refused") {
   ToolRegistry registry;
   registry.add(Tool{"old", "one argument", json{{"type", "object"}},
                     [](const json& in) { return ToolResult::ok(in.value("x", 0) + 1); }});
@@ -450,7 +450,7 @@ TEST_CASE("done: a host that found the effect records the call as finished with 
   }
 }
 
-TEST_CASE("an idempotent tool in doubt is retried (claimed) without asking in_doubt; others are asked once") {
+TEST_CASE("an idempotent tool in doubt is retried (claimed) without asking in_doubt, others are asked once") {
   World w;
   {
     Run run(w.journal, "acme", "r");

@@ -274,7 +274,7 @@ TEST_CASE("PostgresRunJournal passes the conformance suite on a new database wit
   }
 }
 
-TEST_CASE("postgres journal: runs survive a new journal and a dropped connection; data is the exact JSON text") {
+TEST_CASE("postgres journal: runs survive a new journal and a dropped connection, data is the exact JSON text") {
   TempDatabase db;
   const json tricky = {{"big", 18446744073709551615ULL}, {"f", 1.0}, {"e", 1e300}, {"nul", std::string("a\0b", 3)},
                        {"text", "Grüße 世界 🚀 \"q\" \\"}, {"nested", {{"z", {1, {2, {}}}}}}};
@@ -323,7 +323,7 @@ TEST_CASE("postgres journal: an append is one statement, one round trip") {
   CHECK(journal.statements() - before == 2);
 }
 
-TEST_CASE("postgres journal: a new database gets the schema; several journals and a store may create it at once") {
+TEST_CASE("postgres journal: a new database gets the schema, several journals and a store may create it at once") {
   TempDatabase db;
   std::vector<std::thread> pool;
   std::atomic<int> failures{0};

@@ -143,7 +143,7 @@ TEST_CASE("PostgresArtifactStore passes the conformance suite on a new database 
   }
 }
 
-TEST_CASE("postgres: records survive a reopen bit for bit; values are jsonb") {
+TEST_CASE("postgres: records survive a reopen bit for bit, values are jsonb") {
   TempDatabase db;
   std::vector<ArtifactPtr> stored;
   {
@@ -179,7 +179,7 @@ TEST_CASE("postgres: records survive a reopen bit for bit; values are jsonb") {
   CHECK(store.fetch("queryable", "t1")->value()["n"] == 9007199254740993ULL);
 }
 
-TEST_CASE("postgres: a new database gets the schema; several stores may create it at once") {
+TEST_CASE("postgres: a new database gets the schema, several stores may create it at once") {
   TempDatabase db;
   std::vector<std::thread> pool;
   std::atomic<int> failures{0};
@@ -623,7 +623,7 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
   CHECK(store.reconnects() >= 4);
 }
 
-TEST_CASE("postgres: schema 2 makes write tokens unique; a version 1 database with doubled writes migrates") {
+TEST_CASE("postgres: schema 2 makes write tokens unique, a version 1 database with doubled writes migrates") {
   TempDatabase db;
   { PostgresArtifactStore store(db.conninfo()); (void)store.store(*note("t", "a", "v1")); }
   RawPg raw(db.conninfo());
@@ -760,7 +760,7 @@ TEST_CASE("postgres: a call that gets no pooled connection within pool_wait_ms f
 }
 
 // The pool itself (src/common, shared with the SQLite backend), with connections that are plain numbers.
-TEST_CASE("connection pool: failed opens and discarded leases free their slots; the wait is bounded") {
+TEST_CASE("connection pool: failed opens and discarded leases free their slots, the wait is bounded") {
   using Pool = detail::ConnectionPool<int>;
   int opened = 0;
   bool fail_next = false;
@@ -1204,7 +1204,7 @@ TEST_CASE("postgres: bad vectors and a failing embedder store nothing, with what
   CHECK(plain.versions("b", t).empty());
 }
 
-TEST_CASE("postgres: a database from before search migrates untouched; reindex indexes it in resumable batches") {
+TEST_CASE("postgres: a database from before search migrates untouched, reindex indexes it in resumable batches") {
   TempDatabase db;
   std::vector<ArtifactPtr> stored;
   {

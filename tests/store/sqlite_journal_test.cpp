@@ -168,7 +168,7 @@ TEST_CASE("runs survive a reopen exactly: entries, snapshots, forks and pruning"
   CHECK(again.append("t", "fork", 5, one("next", 6)) == 6);
 }
 
-TEST_CASE("one file holds artifacts and runs; either opens it first, and each keeps its own schema") {
+TEST_CASE("one file holds artifacts and runs, either opens it first, and each keeps its own schema") {
   TempDir dir;
   const auto path = dir.file("both.db");
   auto note = [](const std::string& id, json v) {

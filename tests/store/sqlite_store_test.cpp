@@ -137,7 +137,7 @@ TEST_CASE("records survive a reopen bit for bit") {
   CHECK(store.fetch("tricky/äöü 1", "t1")->created_at() == 1700000000123);
 }
 
-TEST_CASE("a new file gets the current schema version; a host's own tables are left alone") {
+TEST_CASE("a new file gets the current schema version, a host's own tables are left alone") {
   TempDir dir;
   const auto path = dir.file("schema.db");
   {
@@ -1004,7 +1004,7 @@ TEST_CASE("hybrid on the indexes: the in-memory store's pages (every word match,
   CHECK(hits > 100);
 }
 
-TEST_CASE("mmap_bytes: a store reading through a memory map reads what one without it reads; negative is refused") {
+TEST_CASE("mmap_bytes: a store reading through a memory map reads what one without it reads, negative is refused") {
   TempDir dir;
   const auto path = dir.file("mapped.db");
   SqliteOptions mapped = with_embedder();
@@ -1030,8 +1030,8 @@ TEST_CASE("mmap_bytes: a store reading through a memory map reads what one witho
   CHECK_FALSE(std::filesystem::exists(dir.file("bad.db")));
 }
 
-TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record and a 1.5 KB vector fit in a leaf); "
-          "a file that exists keeps its own; bad sizes are refused") {
+TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record and a 1.5 KB vector fit in a leaf), "
+          "a file that exists keeps its own, bad sizes are refused") {
   TempDir dir;
   const auto fresh = dir.file("fresh.db");
   {

@@ -110,7 +110,7 @@ TEST_CASE("RecordingStore fails the Nth call, or the Nth of one operation, with 
   }
 }
 
-TEST_CASE("count(operation) counts every finished call of it, failed ones too; the three-argument form only those "
+TEST_CASE("count(operation) counts every finished call of it, failed ones too, the three-argument form only those "
           "that took effect") {
   RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
   store.fail_nth(StoreOperation::store, 1).fail_nth(StoreOperation::store, 2, Fault::lost_connection_after_apply);

@@ -234,7 +234,7 @@ TEST_CASE("RunWorkflowState: writers on their own SQLite connections never lose 
 }
 #endif
 
-TEST_CASE("workflow transitions and committed registrations are events; a lost append reports the error only") {
+TEST_CASE("workflow transitions and committed registrations are events, a lost append reports the error only") {
   cairn_test::TempWorkspace ws;
   ws.write("a.txt", "abc");
   ws.write("b.txt");

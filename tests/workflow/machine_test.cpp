@@ -237,7 +237,7 @@ TEST_CASE("on_fail skip fails the task, blocks its dependants and moves on") {
   CHECK(m2.advance("no", StepResult::failed).step == "end");
 }
 
-TEST_CASE("on_fail abort fails the workflow with a reason; action and ralph steps retry") {
+TEST_CASE("on_fail abort fails the workflow with a reason, action and ralph steps retry") {
   cairn_test::TempWorkspace ws;
   WorkflowMachine m(loop_template("abort"), ws.path());
   m.start();
@@ -271,7 +271,7 @@ TEST_CASE("fail ends a running workflow") {
   CHECK(m2.fail("   ").failure_reason == std::optional<std::string>("no reason given"));
 }
 
-TEST_CASE("depends_on orders tasks stably; cycles, unknown ids and bad tasks are clear errors") {
+TEST_CASE("depends_on orders tasks stably, cycles, unknown ids and bad tasks are clear errors") {
   cairn_test::TempWorkspace ws;
   WorkflowMachine m(loop_template("retry"), ws.path());
   m.start();
@@ -345,7 +345,7 @@ TEST_CASE("summaries are cleaned: control characters removed, trimmed, at most 1
   CHECK_FALSE(m.start("\x02\x03").summary);
 }
 
-TEST_CASE("start on a started machine changes nothing; other calls need start") {
+TEST_CASE("start on a started machine changes nothing, other calls need start") {
   cairn_test::TempWorkspace ws;
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   CHECK_THROWS_WITH(m.status(), "status: the workflow is not started (call start first)");
