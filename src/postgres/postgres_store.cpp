@@ -19,6 +19,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -463,14 +464,16 @@ std::string statement_sql(Stmt s) {
              "ORDER BY c.seq LIMIT 1000) c ON true WHERE s.tenant_id = $1::text ORDER BY c.seq";
     case fetch_candidates:
       // The versions an approximate index proposed ($2 ids, $3 versions) that are still there, still the latest
-      // unless every version is searched ($5), with their vector of the model $4: the rows decide, not the index.
+      // unless every version is searched ($5), and have a vector of the model $4: the rows decide, not the index.
+      // The vector itself only where $7 asks for it (the index's copy gives the rest their exact cosine).
       // And, from the same snapshot, whether the (tenant, model) changed after $6, the change the index has seen
       // (column 16, on every row; one row with NULL record columns when no candidate is there): when it did not,
       // the index held every change committed before this statement, and one round trip answers the query.
       return fmt::format(
           "SELECT f.*, ch.changed FROM (SELECT EXISTS (SELECT 1 FROM cairn_search_changes x "
           "WHERE x.tenant_id = $1::text AND x.seq > $6::bigint AND (x.model = $4::text OR x.removed)) AS changed) ch "
-          "LEFT JOIN (SELECT {}, v.vec FROM unnest($2::text[], $3::bigint[]) AS c(id, version) "
+          "LEFT JOIN (SELECT {}, CASE WHEN c.read THEN v.vec END FROM "
+          "unnest($2::text[], $3::bigint[], $7::boolean[]) AS c(id, version, read) "
           "JOIN cairn_artifacts a ON a.tenant_id = $1::text AND a.id = c.id AND a.version = c.version "
           "JOIN cairn_search_vectors v ON v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id "
           "AND v.version = c.version "
@@ -845,16 +848,6 @@ std::optional<std::vector<float>> bytea_vector(std::string_view text) {
   return out;
 }
 
-/// `v` scaled to length 1 (the approximate index compares by inner product).
-std::vector<float> normalised(const std::vector<float>& v) {
-  double norm = 0;
-  for (const float x : v) norm += static_cast<double>(x) * x;
-  norm = std::sqrt(norm);
-  std::vector<float> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = norm > 0 ? static_cast<float>(v[i] / norm) : 0.0f;
-  return out;
-}
-
 }  // namespace
 
 struct PostgresArtifactStore::Impl {
@@ -1197,8 +1190,18 @@ struct PostgresArtifactStore::Impl {
 
   /// The rows of a statement that returns record columns and a vector (column 15), as similarity candidates:
   /// those that decode, pass the filter and hold a vector of the query's dimension, scored by exact cosine.
+  // The candidates in `res` (records, then their vector in column 15) that pass `filter`, each with its exact
+  // cosine to `vector`: from `hits` (an index's, which computed it from its copy) where a hit has it, else from the
+  // row's vector.
   std::vector<detail::SearchCandidate> similar_rows(const PGresult* res, const Embedding& vector,
-                                                    const SearchFilter& filter) const {
+                                                    const SearchFilter& filter,
+                                                    const std::vector<detail::VectorHit>* hits = nullptr) const {
+    std::unordered_map<std::string, double> exact;  // "id\0version" -> the hit's exact cosine
+    if (hits) {
+      for (const auto& h : *hits) {
+        if (h.exact) exact.emplace(h.id + '\0' + std::to_string(h.version), *h.exact);
+      }
+    }
     std::vector<detail::SearchCandidate> out;
     for (int i = 0; i < PQntuples(res); ++i) {
       if (PQgetisnull(res, i, 1)) continue;  // no candidate: the row carries other columns only
@@ -1208,9 +1211,16 @@ struct PostgresArtifactStore::Impl {
       } catch (const storage_error&) {
         continue;  // a damaged row: list() does not show it either (fetch it to get the error)
       }
-      const auto values = bytea_vector(PQgetvalue(res, i, 15));
-      if (!values || values->size() != vector.values.size() || !detail::matches_filter(*r, filter)) continue;
-      detail::SearchCandidate c{std::move(r), std::nullopt, detail::cosine(vector.values, *values), {}};
+      if (!detail::matches_filter(*r, filter)) continue;
+      double similarity = 0;
+      if (const auto it = exact.find(r->id() + '\0' + std::to_string(r->version())); it != exact.end()) {
+        similarity = it->second;
+      } else {
+        const auto values = PQgetisnull(res, i, 15) ? std::nullopt : bytea_vector(PQgetvalue(res, i, 15));
+        if (!values || values->size() != vector.values.size()) continue;
+        similarity = detail::cosine(vector.values, *values);
+      }
+      detail::SearchCandidate c{std::move(r), std::nullopt, similarity, {}};
       c.matched.similarity = c.similarity;
       out.push_back(std::move(c));
     }
@@ -1733,7 +1743,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
         if (PQgetisnull(res, row, column)) return std::nullopt;
         auto values = bytea_vector(PQgetvalue(res, row, column));
         if (!values || values->size() != dimension) return std::nullopt;  // of another dimension: not indexed
-        return normalised(*values);
+        return values;
       };
       const auto start_over = [&] {
         Impl::Params p;
@@ -1810,7 +1820,6 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
   auto index = impl_->vectors.current(tenant_id, vector.model, dimension, nothing, &seen);
   bool caught_up = seen == 0;
   if (caught_up) index = impl_->vectors.current(tenant_id, vector.model, dimension, read, &seen);
-  const std::vector<float> query = normalised(vector.values);
   const std::string all_versions = q.all_versions ? "true" : "false";
 
   // Candidates from the index, checked against the rows (present, the latest unless all versions are searched,
@@ -1822,17 +1831,21 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is cut at `want` as the
     // other stores cut theirs).
     const std::vector<detail::VectorHit> found =
-        index->search(query, k, nullptr, page ? detail::VectorIndex::near_tie : 0);
-    std::vector<std::string> ids, versions;
+        index->search(vector.values, k, nullptr, page ? detail::VectorIndex::near_tie : 0);
+    // The rows' vectors are read only where the index's copy does not give the exact cosine (VectorHit::exact).
+    std::vector<std::string> ids, versions, read_vector;
     for (const auto& h : found) {
       ids.push_back(h.id);
       versions.push_back(std::to_string(h.version));
+      read_vector.emplace_back(h.exact ? "f" : "t");
     }
     const std::string ids_text = array_literal(ids), versions_text = array_literal(versions);
+    const std::string read_vector_text = array_literal(read_vector);
     const std::string seen_text = std::to_string(seen);
     Result res = impl_->with_connection([&](Impl::Connection& c, bool) {
       Impl::Params params;
       params.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions).add(seen_text);
+      params.add(read_vector_text);
       return impl_->run(c, fetch_candidates, params);
     });
     if (!caught_up && PQgetvalue(res.get(), 0, 16)[0] == 't') {
@@ -1842,7 +1855,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
       continue;
     }
     caught_up = true;  // nothing changed up to this snapshot: the index held every change before the call
-    std::vector<detail::SearchCandidate> near = impl_->similar_rows(res.get(), vector, q.filter);
+    std::vector<detail::SearchCandidate> near = impl_->similar_rows(res.get(), vector, q.filter, &found);
     if (page) {
       *page = detail::rank_search_page(near, q, p);
       if (page->next_cursor || found.size() < k) return near;

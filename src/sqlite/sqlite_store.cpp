@@ -389,17 +389,6 @@ std::string prefixed_words(const std::vector<std::string>& words, const std::str
 
 std::string tenant_prefix(std::int64_t n) { return fmt::format("{}x", n); }
 
-/// `v` scaled to length 1 (the index compares by inner product).
-std::vector<float> normalised(std::vector<float> v) {
-  double norm = 0;
-  for (const float x : v) norm += static_cast<double>(x) * x;
-  if (norm > 0) {
-    const double inv = 1.0 / std::sqrt(norm);
-    for (float& x : v) x = static_cast<float>(x * inv);
-  }
-  return v;
-}
-
 /// A vector column's floats (float32 in the machine's byte order, as stored).
 std::vector<float> floats_of(std::string_view blob) {
   std::vector<float> out(blob.size() / sizeof(float));
@@ -581,7 +570,7 @@ struct SqliteArtifactStore::Impl {
       q.bind(1, tenant).bind(2, model);
       while (q.step()) {
         out.push_back({last, std::string(q.text(0)), static_cast<std::uint64_t>(q.int64(1)), false,
-                       normalised(floats_of(q.blob(2)))});
+                       floats_of(q.blob(2))});
       }
       // Nothing of this model yet: a change that changes nothing, so the next read starts after `last`.
       if (out.empty()) out.push_back({last, std::string(), 0, true, {}});
@@ -606,7 +595,7 @@ struct SqliteArtifactStore::Impl {
       c.id = std::string(q.text(1));
       c.version = static_cast<std::uint64_t>(q.int64(2));
       c.removed = q.int64(3) != 0;
-      if (!c.removed) c.vector = normalised(floats_of(q.blob(4)));  // empty when gone since: not indexed
+      if (!c.removed) c.vector = floats_of(q.blob(4));  // empty when gone since: not indexed
       out.push_back(std::move(c));
     }
     return out;
@@ -1061,7 +1050,6 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
   const Embedding& query = *p.vector;
   const auto& cursor = p.cursor;
   const std::size_t dimension = query.values.size();
-  const std::vector<float> direction = normalised(query.values);
   using Found = detail::SearchCandidate;
   std::vector<Found> found;
   const auto prefix_ok = [&q](const std::string& id, std::uint64_t) {
@@ -1071,7 +1059,7 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
     // in-memory store's).
     const std::vector<detail::VectorHit> candidates =
-        index.search(direction, k, prefix_ok, paged ? detail::VectorIndex::near_tie : 0);
+        index.search(query.values, k, prefix_ok, paged ? detail::VectorIndex::near_tie : 0);
     found.clear();
     for (const auto& c : candidates) {
       if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;
@@ -1084,9 +1072,11 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
       } catch (const storage_error&) {
         continue;  // unreadable: the scan skips it too
       }
-      const std::vector<float> v = floats_of(row.blob(15));
-      if (v.size() != dimension || !detail::matches_filter(*r, q.filter)) continue;
-      const double similarity = detail::cosine(query.values, v);  // the exact score, as the scan's
+      const std::string_view v = row.blob(15);
+      if (v.size() != dimension * sizeof(float) || !detail::matches_filter(*r, q.filter)) continue;
+      // The exact score, as the scan's: from the index's copy of the vector, or from the row's when that copy is not
+      // exact (VectorHit::exact).
+      const double similarity = c.exact ? *c.exact : detail::cosine(query.values, floats_of(v));
       SearchMatch m;
       m.similarity = similarity;
       found.push_back({std::move(r), std::nullopt, similarity, std::move(m)});

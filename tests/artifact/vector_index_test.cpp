@@ -231,6 +231,60 @@ TEST_CASE("vector index: wrong dimensions are never indexed or searched, an empt
   CHECK(index.search({1, 0, 0, 0}, 5, nullptr).size() == 1);
 }
 
+TEST_CASE("vector index: vectors of any length rank by cosine, and each hit's exact cosine is detail::cosine's to "
+          "the last bit") {
+  const std::size_t dim = 24;
+  const std::vector<float> scales = {1e-30f, 3e-5f, 0.7f, 1.0f, 13.3f, 4.2e6f, 1e30f};
+  // Below exact_scan_below the index scans; at or above it, the graph answers (with hnswlib).
+  for (const std::size_t n : {std::size_t{300}, VectorIndex::exact_scan_below + 100}) {
+    std::mt19937 rng(static_cast<unsigned>(n));
+    VectorIndex index(dim);
+    std::vector<std::vector<float>> stored, units;
+    for (std::size_t i = 0; i < n; ++i) {
+      units.push_back(random_unit(rng, dim));
+      std::vector<float> v = units.back();
+      for (auto& x : v) x *= scales[i % scales.size()];
+      stored.push_back(v);
+      index.add("a" + std::to_string(i), 1, v);
+    }
+    REQUIRE(index.size() == n);
+    double found = 0;
+    for (int round = 0; round < 20; ++round) {
+      std::vector<float> query = random_unit(rng, dim);
+      for (auto& x : query) x *= scales[static_cast<std::size_t>(round) % scales.size()];
+      const auto hits = index.search(query, 10, nullptr);
+      REQUIRE(hits.size() == 10);
+      for (const auto& h : hits) {
+        const std::vector<float>& v = stored.at(std::stoul(h.id.substr(1)));
+        REQUIRE(h.exact.has_value());
+        CHECK(*h.exact == cairn::detail::cosine_of(query.data(), v.data(), dim));  // bit for bit
+        CHECK(std::abs(h.similarity - *h.exact) < 1e-5);
+      }
+      found += recall(hits, exact_top(units, query, 10)) / 20;  // lengths do not matter to cosine
+    }
+    CHECK(found >= 0.95);
+  }
+}
+
+TEST_CASE("vector index: a vector whose copy cannot be exact is still found, without an exact cosine, and one of no "
+          "length has similarity 0") {
+  VectorIndex index(4);
+  // Scaled down to a length in [1, 2), the small component falls below the floats: the copy is not exact.
+  index.add("tiny-part", 1, {1e30f, 1e-30f, 0, 0});
+  index.add("none", 1, {0, 0, 0, 0});
+  index.add("plain", 1, {0, 0, 2, 0});
+  const auto hits = index.search({1, 0, 0, 0}, 3, nullptr);
+  REQUIRE(hits.size() == 3);
+  CHECK(hits[0].id == "tiny-part");
+  CHECK_FALSE(hits[0].exact.has_value());
+  CHECK(std::abs(hits[0].similarity - 1) < 1e-6);
+  for (const auto& h : {hits[1], hits[2]}) {
+    REQUIRE(h.exact.has_value());
+    CHECK(*h.exact == 0);
+  }
+  CHECK(index.search({0, 0, 0, 0}, 3, nullptr).empty());  // a query of no length ranks nothing
+}
+
 TEST_CASE("vector index: searches run while other threads add and remove (ThreadSanitizer checks this)") {
   const std::size_t dim = 8;
   VectorIndex index(dim);

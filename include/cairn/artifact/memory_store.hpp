@@ -202,7 +202,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
   /// fuses the two; filters are applied to the candidates. The query's text is embedded before any lock is taken.
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& q) const override {
     const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
-    const std::vector<float> unit = p.by_vector && !q.exact ? unit_vector(p.vector->values) : std::vector<float>();
     const Shard& shard = shard_for(tenant_id);
     std::shared_lock lock(shard.mutex);
     std::vector<detail::SearchCandidate> found;
@@ -291,13 +290,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
         const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
         // Similarity alone ranks by the exact cosine: versions near the k-th come too (detail::VectorIndex::near_tie).
         const double near = p.by_text ? 0 : detail::VectorIndex::near_tie;
-        for (const auto& hit : index->second->search_tagged(unit, k, accept, near)) {
+        for (const auto& hit : index->second->search_tagged(p.vector->values, k, accept, near)) {
           auto& [r, kept] = accepted.at(hit.accepted);
+          detail::SearchCandidate* c = nullptr;
           if (p.by_text) {
-            compare(candidate(r), *kept);
+            c = &candidate(r);
           } else {  // nothing else was found: no merging
-            found.push_back({std::move(r), std::nullopt, std::nullopt, {}});
-            compare(found.back(), *kept);
+            c = &found.emplace_back(detail::SearchCandidate{std::move(r), std::nullopt, std::nullopt, {}});
+          }
+          if (hit.exact) {  // detail::cosine of the kept vector, from the index's copy (VectorHit::exact)
+            c->similarity = hit.exact;
+            c->matched.similarity = hit.exact;
+          } else {
+            compare(*c, *kept);
           }
         }
       }
@@ -346,16 +351,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::sort(t.distinct.begin(), t.distinct.end());
     t.distinct.erase(std::unique(t.distinct.begin(), t.distinct.end()), t.distinct.end());
     return t;
-  }
-  // `v` scaled to length 1 (empty when it has no length), as the vector index wants it.
-  static std::vector<float> unit_vector(const std::vector<float>& v) {
-    double norm = 0;
-    for (const float x : v) norm += static_cast<double>(x) * x;
-    if (!(norm > 0) || !std::isfinite(norm)) return {};
-    norm = std::sqrt(norm);
-    std::vector<float> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i] / norm);
-    return out;
   }
 
   // A tenant's search indexes, under its shard's lock: the words of every version (postings: word -> version ->
@@ -505,9 +500,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const std::string& id = generated.empty() ? record.id() : generated;
     // Estimated outside the lock: it walks the whole value.
     const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
-    // The words and the unit vector for the indexes, also outside the lock.
+    // The words for the index, also outside the lock.
     const RecordTerms words = record_terms(record);
-    const std::vector<float> unit = vector ? unit_vector(vector->values) : std::vector<float>();
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -556,10 +550,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
     // The indexes, under the same lock: searchable as soon as store() returns.
     TenantSearch& search = shard.search[tenant_id];
     search.add(stored->id(), stored->version(), words);
-    if (vector && !unit.empty()) {
-      auto& index = search.vectors[{vector->model, unit.size()}];
-      if (!index) index = std::make_unique<detail::VectorIndex>(unit.size());
-      index->add(stored->id(), stored->version(), unit, &entry);  // an entry outlives its versions in the index
+    if (vector && !vector->values.empty()) {
+      auto& index = search.vectors[{vector->model, vector->values.size()}];
+      if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
+      index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
     }
     if (vector) entry.vectors.emplace_back(stored->version(), std::move(*vector));
     return stored;

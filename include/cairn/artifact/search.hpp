@@ -28,6 +28,7 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/type.hpp"
+#include "cairn/detail/cosine.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -641,13 +642,7 @@ inline void describe_word_match(const RecordWords& w, const std::vector<std::str
 
 /// Cosine similarity of two vectors of one dimension (0 when either has no length).
 inline double cosine(const std::vector<float>& a, const std::vector<float>& b) noexcept {
-  double dot = 0, na = 0, nb = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    dot += static_cast<double>(a[i]) * b[i];
-    na += static_cast<double>(a[i]) * a[i];
-    nb += static_cast<double>(b[i]) * b[i];
-  }
-  return na > 0 && nb > 0 ? dot / (std::sqrt(na) * std::sqrt(nb)) : 0;
+  return cosine_of(a.data(), b.data(), std::min(a.size(), b.size()));
 }
 
 /// Reciprocal rank fusion: 1 / (k + rank) summed over the lists a record is ranked in (k = 60).

@@ -1,16 +1,19 @@
 // cairn::detail — the approximate nearest-neighbour index of search, shared by every store (docs/search.md):
-// an hnswlib HNSW graph (libhnswlib-dev) over L2-normalised vectors, so inner product is cosine similarity, keyed
-// by (artifact id, version). Built with CAIRN_WITH_HNSWLIB; without it the same class answers exactly, by a scan of
+// an hnswlib HNSW graph (libhnswlib-dev) keyed by (artifact id, version), comparing by cosine similarity. It keeps
+// each vector as given, scaled by a power of two, with its inverse length beside it, so a hit's exact cosine (the
+// one the stores rank by) comes from the index's own copy, with no second read of the vector. Built with CAIRN_WITH_HNSWLIB; without it the same class answers exactly, by a scan of
 // the vectors it holds (approximate() says which), so a store's code is the same in both builds.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -81,8 +84,43 @@ namespace {
 #undef NO_MANUAL_VECTORIZATION
 #undef CAIRN_UNDEF_NO_MANUAL_VECTORIZATION
 #endif
+namespace {
+namespace cairn_hnswlib {
+// Cosine distance over the index's layout: `dimension` floats (a vector scaled by a power of two), then its inverse
+// length; a query's last float is 1 (it is scaled to length 1). hnswlib's own inner product (with its SIMD code)
+// runs over the first `dimension` floats.
+class CosineSpace final : public hnswlib::SpaceInterface<float> {
+ public:
+  explicit CosineSpace(std::size_t dimension)
+      : inner_(dimension),
+        inner_distance_(inner_.get_dist_func()),
+        inner_param_(inner_.get_dist_func_param()),
+        dimension_(dimension) {}
+  CosineSpace(const CosineSpace&) = delete;
+  CosineSpace& operator=(const CosineSpace&) = delete;
+  std::size_t get_data_size() override { return (dimension_ + 1) * sizeof(float); }
+  hnswlib::DISTFUNC<float> get_dist_func() override { return &distance; }
+  void* get_dist_func_param() override { return this; }
+
+ private:
+  static float distance(const void* a, const void* b, const void* param) {
+    const auto* space = static_cast<const CosineSpace*>(param);
+    const float dot = 1.0f - space->inner_distance_(a, b, space->inner_param_);  // hnswlib's is 1 - a.b
+    const float inverse_a = static_cast<const float*>(a)[space->dimension_];
+    const float inverse_b = static_cast<const float*>(b)[space->dimension_];
+    return 1.0f - dot * inverse_a * inverse_b;
+  }
+
+  hnswlib::InnerProductSpace inner_;
+  hnswlib::DISTFUNC<float> inner_distance_;
+  void* inner_param_;
+  std::size_t dimension_;
+};
+}  // namespace cairn_hnswlib
+}  // namespace
 #endif
 
+#include "cairn/detail/cosine.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -92,10 +130,16 @@ namespace detail {
 struct VectorHit {
   std::string id;
   std::uint64_t version = 0;
+  /// The index's similarity, in float arithmetic (what it ranks candidates by).
   double similarity = 0;
   /// How many versions `accept` had let through before this one in the search that returned it: a caller that keeps
   /// what it looked up in `accept` (in the order it said yes) finds it here again without a second lookup.
   std::size_t accepted = 0;
+  /// detail::cosine of the query and the vector as they were given, to the last bit, from the index's own copy.
+  /// Absent in the one case where that copy is not exact: a vector longer than 2 with a component so much smaller
+  /// than its length that scaling it down made it subnormal (below 2^-126 after the scaling); read the stored vector.
+  std::optional<double> exact;
+  std::size_t label = 0;  ///< the index's own number of the version
 };
 
 /// An index of one (tenant, model): vectors of one dimension. Thread-safe: searches run together, a change waits
@@ -108,9 +152,9 @@ class VectorIndex {
   /// An index with fewer live versions than this is searched by a scan of every vector with hnswlib's own
   /// distance function, over its own storage (exact, and faster than the graph at that size: docs/search.md).
   static constexpr std::size_t exact_scan_below = 2048;
-  /// What a search's `near` is for a caller that ranks by the exact cosine of the stored vectors: the index's float
-  /// similarities (over vectors normalised in float) differ from those by far less than this, so versions this
-  /// close to the last one taken may rank either side of it there.
+  /// What a search's `near` is for a caller that ranks by the exact cosine (VectorHit::exact): the index's float
+  /// similarities differ from those by far less than this, so versions this close to the last one taken may rank
+  /// either side of it there.
   static constexpr double near_tie = 1e-4;
 
   explicit VectorIndex(std::size_t dimension) : dimension_(dimension) {}
@@ -134,12 +178,16 @@ class VectorIndex {
     return live_;
   }
 
-  /// Adds a version's vector (L2-normalised, dimension() long). Adding a key that is already there replaces it.
+  /// Adds a version's vector (dimension() long, as stored: the index scales its copy). Adding a key that is already
+  /// there replaces it. A vector of no length is kept with similarity 0 to every query, as detail::cosine says.
   /// `tag` is the caller's, handed back to search_tagged()'s accept with the version (e.g. where the caller keeps
   /// the record: the caller keeps it valid while the version is in the index).
-  void add(const std::string& id, std::uint64_t version, const std::vector<float>& normalised,
-           const void* tag = nullptr) {
-    if (normalised.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
+  void add(const std::string& id, std::uint64_t version, const std::vector<float>& values, const void* tag = nullptr) {
+    if (values.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
+    bool exact = true;
+    double squares = 0;
+    const std::vector<float> copy = kept_copy(values, exact, squares);
+    if (copy.empty()) return;  // not finite: stores refuse such vectors before they get here
     std::unique_lock lock(mutex_);
     auto& versions = labels_[id];
     if (const auto it = versions.find(version); it != versions.end()) {
@@ -149,7 +197,7 @@ class VectorIndex {
     const std::size_t label = entries_.size();
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (!graph_) {
-      auto space = std::make_shared<hnswlib::InnerProductSpace>(dimension_);
+      auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
       auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(space.get(), 1024, graph_degree, ef_construction);
       graph->setEf(ef_search);
       space_ = std::move(space);
@@ -157,11 +205,11 @@ class VectorIndex {
     }
     auto* graph = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get());
     if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(graph->max_elements_ * 2);
-    graph->addPoint(normalised.data(), label);
+    graph->addPoint(copy.data(), label);
 #else
-    vectors_.push_back(normalised);
+    vectors_.push_back(copy);
 #endif
-    entries_.push_back(Entry{id, version, true, tag});
+    entries_.push_back(Entry{id, version, true, exact, squares, tag});
     versions.emplace(version, label);
     ++live_;
   }
@@ -187,13 +235,14 @@ class VectorIndex {
     labels_.erase(versions);
   }
 
-  /// Up to `k` versions most similar to `query` (normalised) that `accept(id, version)` lets through, best first
+  /// Up to `k` versions most similar to `query` (dimension() long, as given) that `accept(id, version)` lets through,
+  /// best first
   /// (ties: ascending id, then newer version). The graph is asked for k candidates first (it looks at
   /// max(ef_search, k) of them either way, so these are the k a plain hnswlib query returns), then for 4 times as
   /// many each round until k pass or every indexed version was looked at; `accept` runs under the index's shared
   /// lock, so it must not call back into this index. With `near` > 0, the versions that pass within `near` of the
   /// k-th one's similarity come too (more than k), so that a caller ranking by the exact cosine (near_tie) gets
-  /// the exact scan's top k even where the two disagree in the last bits.
+  /// the exact scan's top k even where the two disagree in the last bits. Each hit carries its exact cosine.
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
                                 const std::function<bool(const std::string&, std::uint64_t)>& accept,
                                 double near = 0) const {
@@ -209,6 +258,10 @@ class VectorIndex {
       const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept, double near = 0) const {
     std::vector<VectorHit> out;
     if (k == 0 || query.size() != dimension_) return out;
+    const std::vector<float> unit = query_copy(query);
+    if (unit.empty()) return out;  // no length: no similarity to rank by
+    // detail::cosine's arithmetic for the exact cosines, each sum of squares computed once (the same bits).
+    const double query_squares = dot_of(query.data(), query.data(), dimension_);
     std::shared_lock lock(mutex_);
     if (live_ == 0) return out;
 #if defined(CAIRN_DETAIL_HNSWLIB)
@@ -221,7 +274,7 @@ class VectorIndex {
         const auto internal = static_cast<hnswlib::tableint>(i);
         if (graph->isMarkedDeleted(internal)) continue;
         const float distance =
-            graph->fstdistfunc_(query.data(), graph->getDataByInternalId(internal), graph->dist_func_param_);
+            graph->fstdistfunc_(unit.data(), graph->getDataByInternalId(internal), graph->dist_func_param_);
         all.emplace_back(1.0f - distance, static_cast<std::size_t>(graph->getExternalLabel(internal)));
       }
       const auto better = [](const std::pair<float, std::size_t>& a, const std::pair<float, std::size_t>& b) {
@@ -253,7 +306,7 @@ class VectorIndex {
       std::size_t want = k, passed = 0;
       for (;;) {
         const std::size_t asked = std::min(want, live_);
-        auto found = const_cast<hnswlib::HierarchicalNSW<float>*>(graph)->searchKnn(query.data(), asked);
+        auto found = const_cast<hnswlib::HierarchicalNSW<float>*>(graph)->searchKnn(unit.data(), asked);
         out.clear();
         out.reserve(found.size());
         while (!found.empty()) {  // farthest first
@@ -269,9 +322,9 @@ class VectorIndex {
     std::size_t passed = 0;
     for (std::size_t label = 0; label < entries_.size(); ++label) {
       if (!entries_[label].live) continue;
-      double dot = 0;
-      for (std::size_t i = 0; i < dimension_; ++i) dot += static_cast<double>(query[i]) * vectors_[label][i];
-      append_if(out, label, dot, accept, passed);
+      append_if(out, label, cosine_from(dot_of(query.data(), vectors_[label].data(), dimension_), query_squares,
+                                        entries_[label].squares),
+                accept, passed);
     }
 #endif
     std::sort(out.begin(), out.end(), [](const VectorHit& a, const VectorHit& b) {
@@ -286,6 +339,12 @@ class VectorIndex {
       }
       out.resize(keep);
     }
+    for (auto& hit : out) {
+      const Entry& e = entries_[hit.label];
+      if (e.exact) {
+        hit.exact = cosine_from(dot_of(query.data(), copy_of(hit.label), dimension_), query_squares, e.squares);
+      }
+    }
     return out;
   }
 
@@ -294,8 +353,54 @@ class VectorIndex {
     std::string id;
     std::uint64_t version = 0;
     bool live = false;
+    bool exact = true;  // its copy scaled back gives the vector added (kept_copy)
+    double squares = 0;  // its copy's sum of squares (dot_of(copy, copy))
     const void* tag = nullptr;
   };
+
+  // The copy of a vector the index keeps: the vector scaled by a power of two to a length in [1, 2), then the
+  // inverse of that length (dimension() + 1 floats). Scaling a float by a power of two changes no bit of its
+  // significand while it stays normal, and the double sums of detail::cosine scale with it exactly, so the copy
+  // gives the cosine of the vector itself to the last bit; `exact` is false when a component did not come back
+  // (scaled down below the normal floats). Empty when the length is not finite (NaN or infinity in it).
+  std::vector<float> kept_copy(const std::vector<float>& values, bool& exact, double& scaled_squares) const {
+    double squares = 0;
+    for (const float x : values) squares += static_cast<double>(x) * x;
+    exact = true;
+    if (!std::isfinite(squares)) return {};
+    std::vector<float> copy(dimension_ + 1, 0.0f);
+    if (squares == 0) return copy;  // no length: every similarity is 0, as detail::cosine says
+    const int scale = std::ilogb(std::sqrt(squares));
+    for (std::size_t i = 0; i < dimension_; ++i) {
+      copy[i] = std::ldexp(values[i], -scale);
+      exact = exact && std::ldexp(copy[i], scale) == values[i];
+    }
+    scaled_squares = dot_of(copy.data(), copy.data(), dimension_);
+    copy[dimension_] = static_cast<float>(1.0 / std::sqrt(scaled_squares));
+    return copy;
+  }
+
+  // A query as the index compares it: scaled to length 1, then 1 for its inverse length. Empty when it has no
+  // length or a length that is not finite.
+  std::vector<float> query_copy(const std::vector<float>& query) const {
+    double squares = 0;
+    for (const float x : query) squares += static_cast<double>(x) * x;
+    if (!(squares > 0) || !std::isfinite(squares)) return {};
+    const double length = std::sqrt(squares);
+    std::vector<float> unit(dimension_ + 1, 1.0f);
+    for (std::size_t i = 0; i < dimension_; ++i) unit[i] = static_cast<float>(query[i] / length);
+    return unit;
+  }
+
+  // A label's kept copy (its first dimension() floats are the scaled vector).
+  const float* copy_of(std::size_t label) const {
+#if defined(CAIRN_DETAIL_HNSWLIB)
+    const auto* graph = static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get());
+    return reinterpret_cast<const float*>(graph->getDataByInternalId(graph->label_lookup_.at(label)));
+#else
+    return vectors_[label].data();
+#endif
+  }
 
   void erase_label(std::size_t label) {
 #if defined(CAIRN_DETAIL_HNSWLIB)
@@ -313,7 +418,7 @@ class VectorIndex {
     const Entry& e = entries_[label];
     if (!e.live) return;  // removed (hnswlib skips marked ones; the scan skips them here)
     if (accept && !accept(e.id, e.version, e.tag)) return;
-    out.push_back(VectorHit{e.id, e.version, similarity, passed++});
+    out.push_back(VectorHit{e.id, e.version, similarity, passed++, std::nullopt, label});
   }
 
   std::size_t dimension_;
@@ -323,10 +428,10 @@ class VectorIndex {
   std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
   std::size_t live_ = 0;
 #if defined(CAIRN_DETAIL_HNSWLIB)
-  std::shared_ptr<void> space_;  // hnswlib::InnerProductSpace (its distance function); the graph points into it
+  std::shared_ptr<void> space_;  // cairn_hnswlib::CosineSpace (its distance function); the graph points into it
   std::shared_ptr<void> graph_;  // hnswlib::HierarchicalNSW<float>, destroyed before space_
 #else
-  std::vector<std::vector<float>> vectors_;
+  std::vector<std::vector<float>> vectors_;  // label -> kept_copy (empty once removed)
 #endif
 };
 

@@ -938,6 +938,40 @@ inline void same_results(const SearchQuery& q, const SearchPage& got, const Sear
     }
   }});
 
+  checks.push_back({"similarity ignores a vector's length: vectors from 1e-20 to 1e30 long score as the exact scan does",
+                    [](ArtifactStore& s) {
+    if (!s.keeps_embeddings()) return;
+    const auto t = fresh_tenant("lengths");
+    const auto model = detail::vector_model(s);
+    const std::vector<float> lengths{1e-20f, 0.01f, 1.0f, 7.5f, 1e6f, 1e25f};
+    for (int i = 0; i < 24; ++i) {
+      auto v = detail::random_vector(model.second, 300 + static_cast<unsigned>(i));
+      for (auto& x : v) x *= lengths[static_cast<std::size_t>(i) % lengths.size()];
+      if (i == 0) {  // 1e30 beside 1e-30: an index that scales this vector to length 1 in float loses the small one
+        v[0] = 1e30f;
+        if (v.size() > 1) v[1] = 1e-30f;
+      }
+      (void)s.store_embedded(*note(t, fmt::format("l{:02}", i), "v").build(), Embedding{model.first, v});
+    }
+    auto first = detail::random_vector(model.second, 300);
+    first[0] = 1e30f;
+    for (const auto& query : {detail::random_vector(model.second, 9), first}) {
+      SearchQuery q;
+      q.mode = SearchMode::similarity;
+      q.vector = Embedding{model.first, query};
+      q.limit = 10;
+      q.exact = true;
+      const auto exact = s.search(t, q);
+      q.exact = false;
+      const auto page = s.search(t, q);
+      CAIRN_CONFORM(exact.hits.size() == 10 && page.hits.size() == 10);
+      for (std::size_t i = 0; i < page.hits.size(); ++i) {
+        CAIRN_CONFORM(page.hits[i].record->id() == exact.hits[i].record->id());
+        CAIRN_CONFORM(std::abs(page.hits[i].score - exact.hits[i].score) < 1e-9);
+      }
+    }
+  }});
+
   checks.push_back({"filters, words and similarity together find what the scan of the same records finds",
                     [](ArtifactStore& s) {
     const auto t = fresh_tenant("scan");

@@ -1,0 +1,33 @@
+// cairn::detail — the cosine similarity every store ranks by (detail::cosine in search.hpp) over plain arrays, so
+// the vector index can score the copies it keeps with the same arithmetic, to the last bit.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include "cairn/version.hpp"
+
+CAIRN_BEGIN_NAMESPACE
+namespace detail {
+
+/// The sum of a[i] * b[i] in double, in index order.
+inline double dot_of(const float* a, const float* b, std::size_t n) noexcept {
+  double dot = 0;
+  for (std::size_t i = 0; i < n; ++i) dot += static_cast<double>(a[i]) * b[i];
+  return dot;
+}
+
+/// The cosine from a dot product and the two sums of squares (0 when either is 0).
+inline double cosine_from(double dot, double squares_a, double squares_b) noexcept {
+  return squares_a > 0 && squares_b > 0 ? dot / (std::sqrt(squares_a) * std::sqrt(squares_b)) : 0;
+}
+
+/// Cosine similarity of a[0, n) and b[0, n), summed in double in index order (0 when either has no length). Each
+/// sum is its own, so a caller that keeps a vector's sum of squares (dot_of(v, v, n)) gets the same bits from
+/// cosine_from.
+inline double cosine_of(const float* a, const float* b, std::size_t n) noexcept {
+  return cosine_from(dot_of(a, b, n), dot_of(a, a, n), dot_of(b, b, n));
+}
+
+}  // namespace detail
+CAIRN_END_NAMESPACE
