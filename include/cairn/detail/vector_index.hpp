@@ -1,8 +1,9 @@
 // cairn::detail — the approximate nearest-neighbour index of search, shared by every store (docs/search.md):
 // an hnswlib HNSW graph (libhnswlib-dev) keyed by (artifact id, version), comparing by cosine similarity. It keeps
 // each vector as given, scaled by a power of two, with its inverse length beside it, so a hit's exact cosine (the
-// one the stores rank by) comes from the index's own copy, with no second read of the vector. Built with CAIRN_WITH_HNSWLIB; without it the same class answers exactly, by a scan of
-// the vectors it holds (approximate() says which), so a store's code is the same in both builds.
+// one the stores rank by) comes from the index's own copy, with no second read of the vector. Built with
+// CAIRN_WITH_HNSWLIB; without it the same class answers exactly, by a scan of the vectors it holds (approximate()
+// says which), so a store's code is the same in both builds.
 #pragma once
 
 #include <algorithm>
