@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -129,6 +131,83 @@ TEST_CASE("vector index: below exact_scan_below versions a search is exact: the 
   const auto three = index.search(same, 3, nullptr);
   REQUIRE(three.size() == 3);
   CHECK(three[2].id == "m-tie");
+}
+
+TEST_CASE("vector index: the scan ranks by the exact cosine where its 16-bit copies cannot tell versions apart") {
+  // Every vector is the query plus a small perturbation of its own: their cosines with the query lie within 1e-4 of
+  // each other, 1e-7 apart, far below what the 16-bit copies resolve (about 3.5e-4). The scan must still return the
+  // exact top k, in the exact order, with or without a filter, at dimensions with and without a tail.
+  for (const std::size_t dim : {std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{389}}) {
+    std::mt19937 rng(static_cast<unsigned>(dim));
+    std::uniform_real_distribution<double> spread(0.010, 0.014);
+    const std::vector<float> query = random_unit(rng, dim);
+    VectorIndex index(dim);
+    std::vector<std::vector<float>> all;
+    const std::size_t n = std::min<std::size_t>(1200, VectorIndex::exact_scan_below - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::vector<float> w = random_unit(rng, dim);
+      const double eps = dim == 1 ? 0 : spread(rng);  // one dimension: every vector ties with the query
+      std::vector<float> v(dim);
+      for (std::size_t d = 0; d < dim; ++d) v[d] = static_cast<float>(query[d] + eps * w[d]);
+      all.push_back(v);
+      index.add("a" + std::to_string(i), 1, v);
+    }
+    const auto exact_order = [&](const std::function<bool(std::size_t)>& pass) {
+      std::vector<std::pair<double, std::string>> scored;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (!pass(i)) continue;
+        scored.emplace_back(cairn::detail::cosine_of(query.data(), all[i].data(), dim), "a" + std::to_string(i));
+      }
+      std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      });
+      return scored;
+    };
+    for (const bool filtered : {false, true}) {
+      const auto pass = [filtered](std::size_t i) { return !filtered || i % 3 == 0; };
+      const auto truth = exact_order(pass);
+      const auto hits = index.search(query, 10, [&](const std::string& id, std::uint64_t) {
+        return pass(std::stoul(id.substr(1)));
+      });
+      REQUIRE(hits.size() == 10);
+      for (std::size_t i = 0; i < hits.size(); ++i) {
+        CHECK(hits[i].id == truth[i].second);
+        REQUIRE(hits[i].exact.has_value());
+        CHECK(*hits[i].exact == truth[i].first);
+        CHECK(hits[i].similarity == truth[i].first);
+      }
+      // With `near`, every version within it of the 10th comes too, and nothing below it.
+      const auto near = index.search(query, 10, [&](const std::string& id, std::uint64_t) {
+        return pass(std::stoul(id.substr(1)));
+      }, 3e-7);
+      std::size_t within = 0;
+      while (within < truth.size() && truth[within].first >= truth[9].first - 3e-7) ++within;
+      REQUIRE(near.size() == within);
+      for (std::size_t i = 0; i < near.size(); ++i) CHECK(near[i].id == truth[i].second);
+    }
+  }
+}
+
+TEST_CASE("vector index: dot_i16 is the exact integer dot product at every length") {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> value(-2000, 2000);
+  for (std::size_t n = 0; n <= 70; ++n) {
+    std::vector<std::int16_t> a(n), b(n);
+    std::int64_t expected = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<std::int16_t>(value(rng));
+      b[i] = static_cast<std::int16_t>(value(rng));
+      expected += std::int64_t{a[i]} * b[i];
+    }
+    CHECK(cairn::detail::dot_i16(a.data(), b.data(), n) == expected);
+  }
+  // The largest a unit vector's copy holds, in the last place of a 16-wide step and in the tail.
+  for (const std::size_t n : {std::size_t{16}, std::size_t{19}}) {
+    std::vector<std::int16_t> a(n, 0), b(n, 0);
+    a[n - 1] = 32767;
+    b[n - 1] = -32767;
+    CHECK(cairn::detail::dot_i16(a.data(), b.data(), n) == -std::int64_t{32767} * 32767);
+  }
 }
 
 TEST_CASE("vector index: removed versions never come back, re-adding a key replaces its vector") {

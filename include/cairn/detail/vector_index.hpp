@@ -1,9 +1,11 @@
 // cairn::detail — the approximate nearest-neighbour index of search, shared by every store (docs/search.md):
 // an hnswlib HNSW graph (libhnswlib-dev) keyed by (artifact id, version), comparing by cosine similarity. It keeps
 // each vector as given, scaled by a power of two, with its inverse length beside it, so a hit's exact cosine (the
-// one the stores rank by) comes from the index's own copy, with no second read of the vector. Built with
-// CAIRN_WITH_HNSWLIB; without it the same class answers exactly, by a scan of the vectors it holds (approximate()
-// says which), so a store's code is the same in both builds.
+// one the stores rank by) comes from the index's own copy, with no second read of the vector. A small index (and
+// every index built without hnswlib) answers exactly, by a scan of a 16-bit copy of each vector whose error is
+// bounded, reading the full copy only of the versions that bound cannot rule out. Built with CAIRN_WITH_HNSWLIB;
+// without it the same class answers by that scan at every size (approximate() says which), so a store's code is
+// the same in both builds.
 #pragma once
 
 #include <algorithm>
@@ -121,17 +123,45 @@ class CosineSpace final : public hnswlib::SpaceInterface<float> {
 }  // namespace
 #endif
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "cairn/detail/cosine.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace detail {
 
+/// The dot product of two vectors of 16-bit integers, exact (SSE2's pmaddwd where there is SSE2). Each |a[i]| and
+/// |b[i]| is at most 32767 and the lengths of `a` and `b` are below 46,340 (VectorIndex's copies are), so that no
+/// partial sum leaves 32 bits.
+inline std::int64_t dot_i16(const std::int16_t* a, const std::int16_t* b, std::size_t n) noexcept {
+  std::int64_t dot = 0;
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  __m128i even = _mm_setzero_si128(), odd = _mm_setzero_si128();  // two sums, so that the adds overlap
+  for (; i + 16 <= n; i += 16) {
+    const auto* pa = reinterpret_cast<const __m128i*>(a + i);
+    const auto* pb = reinterpret_cast<const __m128i*>(b + i);
+    even = _mm_add_epi32(even, _mm_madd_epi16(_mm_loadu_si128(pa), _mm_loadu_si128(pb)));
+    odd = _mm_add_epi32(odd, _mm_madd_epi16(_mm_loadu_si128(pa + 1), _mm_loadu_si128(pb + 1)));
+  }
+  alignas(16) std::int32_t lanes[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), even);
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes + 4), odd);
+  for (const std::int32_t lane : lanes) dot += lane;
+#endif
+  for (; i < n; ++i) dot += static_cast<std::int32_t>(a[i]) * b[i];
+  return dot;
+}
+
 /// One candidate an index returned: a version of an artifact and its cosine similarity to the query.
 struct VectorHit {
   std::string id;
   std::uint64_t version = 0;
-  /// The index's similarity, in float arithmetic (what it ranks candidates by).
+  /// What the index ranked the candidate by: from a scan (a small index, or no hnswlib), the exact cosine (equal to
+  /// `exact` where that is there); from the graph, its float arithmetic.
   double similarity = 0;
   /// How many versions `accept` had let through before this one in the search that returned it: a caller that keeps
   /// what it looked up in `accept` (in the order it said yes) finds it here again without a second lookup.
@@ -150,13 +180,19 @@ class VectorIndex {
   static constexpr std::size_t graph_degree = 16;     ///< hnswlib's M
   static constexpr std::size_t ef_construction = 200;
   static constexpr std::size_t ef_search = 64;        ///< the least candidates a search looks at
-  /// An index with fewer live versions than this is searched by a scan of every vector with hnswlib's own
-  /// distance function, over its own storage (exact, and faster than the graph at that size: docs/search.md).
+  /// An index with fewer live versions than this is searched by a scan (exact, and faster than the graph at that
+  /// size: docs/search.md): of each version's 16-bit copy, whose cosine with the query's is within a bound of the
+  /// exact one, then of the full copies of the versions whose bound reaches the k best exact cosines so far.
   static constexpr std::size_t exact_scan_below = 2048;
+  /// What a unit vector's components are multiplied by in its 16-bit copy (then rounded).
+  static constexpr double coarse_scale = 32767;
   /// What a search's `near` is for a caller that ranks by the exact cosine (VectorHit::exact): the index's float
   /// similarities differ from those by far less than this, so versions this close to the last one taken may rank
   /// either side of it there.
   static constexpr double near_tie = 1e-4;
+
+  /// A search's filter: (id, version, the tag add() was given) -> whether the version may be a hit.
+  using Accept = std::function<bool(const std::string&, std::uint64_t, const void*)>;
 
   explicit VectorIndex(std::size_t dimension) : dimension_(dimension) {}
   VectorIndex(const VectorIndex&) = delete;
@@ -189,6 +225,7 @@ class VectorIndex {
     double squares = 0;
     const std::vector<float> copy = kept_copy(values, exact, squares);
     if (copy.empty()) return;  // not finite: stores refuse such vectors before they get here
+    const Coarse coarse = coarse_copy(values);
     std::unique_lock lock(mutex_);
     auto& versions = labels_[id];
     if (const auto it = versions.find(version); it != versions.end()) {
@@ -196,6 +233,9 @@ class VectorIndex {
       versions.erase(it);
     }
     const std::size_t label = entries_.size();
+    coarse_.resize((label + 1) * dimension_);  // first: a throw below leaves the next add the same label
+    std::copy(coarse.values.begin(), coarse.values.end(),
+              coarse_.begin() + static_cast<std::ptrdiff_t>(label * dimension_));
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (!graph_) {
       auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
@@ -207,10 +247,12 @@ class VectorIndex {
     auto* graph = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get());
     if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(graph->max_elements_ * 2);
     graph->addPoint(copy.data(), label);
+    const std::size_t slot = graph->label_lookup_.at(label);
 #else
+    const std::size_t slot = vectors_.size();
     vectors_.push_back(copy);
 #endif
-    entries_.push_back(Entry{id, version, true, exact, squares, tag});
+    entries_.push_back(Entry{id, version, true, exact, squares, coarse.length, coarse.error, slot, tag});
     versions.emplace(version, label);
     ++live_;
   }
@@ -237,13 +279,16 @@ class VectorIndex {
   }
 
   /// Up to `k` versions most similar to `query` (dimension() long, as given) that `accept(id, version)` lets through,
-  /// best first
-  /// (ties: ascending id, then newer version). The graph is asked for k candidates first (it looks at
-  /// max(ef_search, k) of them either way, so these are the k a plain hnswlib query returns), then for 4 times as
-  /// many each round until k pass or every indexed version was looked at; `accept` runs under the index's shared
-  /// lock, so it must not call back into this index. With `near` > 0, the versions that pass within `near` of the
-  /// k-th one's similarity come too (more than k), so that a caller ranking by the exact cosine (near_tie) gets
-  /// the exact scan's top k even where the two disagree in the last bits. Each hit carries its exact cosine.
+  /// best first (ties: ascending id, then newer version); `accept` runs under the index's shared lock, so it must not
+  /// call back into this index. With `near` > 0, the versions that pass within `near` of the k-th one's similarity
+  /// come too (more than k), so that a caller ranking by the exact cosine (near_tie) gets the exact scan's top k
+  /// even where the graph's float similarities disagree with it in the last bits. Each hit carries its exact cosine.
+  ///
+  /// Below exact_scan_below live versions (at every size without hnswlib) the search is a scan and exact: `accept`
+  /// is asked about versions from the highest bound of their cosine down, and the hits are every version it passed
+  /// whose cosine is at least the k-th best one's less `near`, ranked by that cosine. The graph is asked for k
+  /// candidates first (it looks at max(ef_search, k) of them either way, so these are the k a plain hnswlib query
+  /// returns), then for 4 times as many each round until k pass or every indexed version was looked at.
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
                                 const std::function<bool(const std::string&, std::uint64_t)>& accept,
                                 double near = 0) const {
@@ -254,85 +299,157 @@ class VectorIndex {
   }
 
   /// search(), with each version's tag (add()) handed to `accept` too.
-  std::vector<VectorHit> search_tagged(
-      const std::vector<float>& query, std::size_t k,
-      const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept, double near = 0) const {
-    std::vector<VectorHit> out;
-    if (k == 0 || query.size() != dimension_) return out;
-    const std::vector<float> unit = query_copy(query);
-    if (unit.empty()) return out;  // no length: no similarity to rank by
+  std::vector<VectorHit> search_tagged(const std::vector<float>& query, std::size_t k, const Accept& accept,
+                                       double near = 0) const {
+    if (k == 0 || query.size() != dimension_) return {};
     // detail::cosine's arithmetic for the exact cosines, each sum of squares computed once (the same bits).
     const double query_squares = dot_of(query.data(), query.data(), dimension_);
+    if (!(query_squares > 0) || !std::isfinite(query_squares)) return {};  // no length: nothing to rank by
     std::shared_lock lock(mutex_);
-    if (live_ == 0) return out;
+    if (live_ == 0) return {};
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    const auto* graph = static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get());
-    if (live_ < exact_scan_below) {
-      // Every live vector's similarity, then `accept` in order from the best until k pass.
-      std::vector<std::pair<float, std::size_t>> all;  // (similarity, label)
-      all.reserve(live_);
-      for (std::size_t i = 0; i < graph->cur_element_count; ++i) {
-        const auto internal = static_cast<hnswlib::tableint>(i);
-        if (graph->isMarkedDeleted(internal)) continue;
-        const float distance =
-            graph->fstdistfunc_(unit.data(), graph->getDataByInternalId(internal), graph->dist_func_param_);
-        all.emplace_back(1.0f - distance, static_cast<std::size_t>(graph->getExternalLabel(internal)));
-      }
-      const auto better = [](const std::pair<float, std::size_t>& a, const std::pair<float, std::size_t>& b) {
-        return a.first > b.first;
-      };
-      std::size_t next = 0, sorted = 0, passed = 0;
-      float last = 0;
-      while (next < all.size() && out.size() < k) {
-        if (next == sorted) {  // orders the next stretch only when the ones before it were not enough
-          sorted = std::min(all.size(), sorted + std::max<std::size_t>(2 * k, 16));
-          const auto from = all.begin() + static_cast<std::ptrdiff_t>(next);
-          const auto to = all.begin() + static_cast<std::ptrdiff_t>(sorted);
-          if (to != all.end()) std::nth_element(from, to, all.end(), better);  // linear, unlike a heap of the stretch
-          std::sort(from, to, better);
-        }
-        last = all[next].first;
-        append_if(out, all[next].second, static_cast<double>(last), accept, passed);
-        ++next;
-      }
-      // Versions tied with the last one taken may come first in the tie order (below), as in an exact scan.
-      if (out.size() == k) {
-        for (; next < all.size(); ++next) {
-          if (static_cast<double>(all[next].first) >= static_cast<double>(last) - near) {
-            append_if(out, all[next].second, static_cast<double>(all[next].first), accept, passed);
-          }
-        }
-      }
-    } else {
-      std::size_t want = k, passed = 0;
-      for (;;) {
-        const std::size_t asked = std::min(want, live_);
-        auto found = const_cast<hnswlib::HierarchicalNSW<float>*>(graph)->searchKnn(unit.data(), asked);
-        out.clear();
-        out.reserve(found.size());
-        while (!found.empty()) {  // farthest first
-          const auto [distance, label] = found.top();
-          found.pop();
-          append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, passed);
-        }
-        if (out.size() >= k || asked >= live_) break;
-        want = asked * 4;
-      }
-    }
-#else
-    std::size_t passed = 0;
-    for (std::size_t label = 0; label < entries_.size(); ++label) {
-      if (!entries_[label].live) continue;
-      append_if(out, label, cosine_from(dot_of(query.data(), vectors_[label].data(), dimension_), query_squares,
-                                        entries_[label].squares),
-                accept, passed);
-    }
+    if (live_ >= exact_scan_below) return search_graph(query, query_squares, k, accept, near);
 #endif
-    std::sort(out.begin(), out.end(), [](const VectorHit& a, const VectorHit& b) {
-      if (a.similarity != b.similarity) return a.similarity > b.similarity;
-      if (a.id != b.id) return a.id < b.id;
-      return a.version > b.version;
-    });
+    return scan(query, query_squares, k, accept, near);
+  }
+
+ private:
+  struct Entry {  // what a label holds
+    std::string id;
+    std::uint64_t version = 0;
+    bool live = false;
+    bool exact = true;  // its copy scaled back gives the vector added (kept_copy)
+    double squares = 0;  // its copy's sum of squares (dot_of(copy, copy))
+    double coarse_length = 0;  // its 16-bit copy's length and error (Coarse)
+    double coarse_error = 0;
+    std::size_t slot = 0;  // where its copy is (copy_of): hnswlib's internal id, or its place in vectors_
+    const void* tag = nullptr;
+  };
+
+  // A vector's 16-bit copy: c[i] = round(coarse_scale * v[i] / |v|), within +-coarse_scale, with the lengths of c
+  // and of its error e = c - coarse_scale * v / |v| (all 0 for a vector of no length). For a query q and a vector
+  // v: coarse_scale² * cos(q, v) = (c_q - e_q).(c_v - e_v), so by Cauchy-Schwarz cos(q, v) is within
+  // (|c_q| |e_v| + |e_q| |c_v| + |e_q| |e_v|) / coarse_scale² of c_q.c_v / coarse_scale² (an exact integer). The
+  // components' errors are at most 1/2 (sqrt(dimension / 12) for the length, typically): about 3.5e-4 at any
+  // dimension.
+  struct Coarse {
+    std::vector<std::int16_t> values;
+    double length = 0;
+    double error = 0;
+  };
+  Coarse coarse_copy(const std::vector<float>& v) const {
+    Coarse c;
+    c.values.assign(dimension_, 0);
+    double squares = 0;
+    for (const float x : v) squares += static_cast<double>(x) * x;
+    if (!(squares > 0) || !std::isfinite(squares)) return c;
+    const double scale = coarse_scale / std::sqrt(squares);
+    double length = 0, error = 0;
+    for (std::size_t i = 0; i < dimension_; ++i) {
+      const double x = scale * v[i];
+      const double rounded = std::min(coarse_scale, std::max(-coarse_scale, std::nearbyint(x)));
+      c.values[i] = static_cast<std::int16_t>(rounded);
+      length += rounded * rounded;
+      error += (rounded - x) * (rounded - x);
+    }
+    c.length = std::sqrt(length);
+    c.error = std::sqrt(error);
+    return c;
+  }
+
+  // How far the exact cosine the stores compute (detail::cosine, in doubles) may be from the real-number one the
+  // bounds are about, and from an inexact copy's (whose lost components are below 2^-126 of its length): 1e-9 is
+  // far above either (about dimension * 1e-16) at any dimension a store takes.
+  static constexpr double rounding_slack = 1e-9;
+
+  // The scan (exact_scan_below): every live version's bound on its cosine from the 16-bit copies (16 bytes of
+  // each vector read per 8 dimensions, not 32), then, from the highest bound down, `accept` and the exact cosine
+  // from the full copy, until the next bound is below the k-th best cosine taken less `near`. A version not looked
+  // at cannot rank at or above that; the hits are those of the exact scan.
+  std::vector<VectorHit> scan(const std::vector<float>& query, double query_squares, std::size_t k,
+                              const Accept& accept, double near) const {
+    const Coarse q = coarse_copy(query);
+    constexpr double inverse_squared_scale = 1 / (coarse_scale * coarse_scale);
+    struct Candidate {
+      double upper;  // the cosine is at most this
+      std::size_t label;
+    };
+    std::vector<Candidate> all;
+    all.reserve(live_);
+    for (std::size_t label = 0; label < entries_.size(); ++label) {
+      const Entry& e = entries_[label];
+      if (!e.live) continue;
+      const auto dot = static_cast<double>(dot_i16(q.values.data(), coarse_.data() + label * dimension_, dimension_));
+      const double bound = q.length * e.coarse_error + q.error * e.coarse_length + q.error * e.coarse_error;
+      all.push_back(Candidate{(dot + bound * (1 + 1e-9)) * inverse_squared_scale + rounding_slack, label});
+    }
+    const auto higher = [](const Candidate& a, const Candidate& b) { return a.upper > b.upper; };
+    std::vector<VectorHit> out;
+    std::vector<double> best;  // the k highest cosines (lower ends, for an inexact copy) taken: a min-heap
+    const auto lowest_first = [](double a, double b) { return a > b; };
+    std::size_t next = 0, sorted = 0, passed = 0;
+    while (next < all.size()) {
+      if (next == sorted) {  // orders the next stretch only when the ones before it were not enough
+        sorted = std::min(all.size(), sorted + std::max<std::size_t>(2 * k, 16));
+        const auto from = all.begin() + static_cast<std::ptrdiff_t>(next);
+        const auto to = all.begin() + static_cast<std::ptrdiff_t>(sorted);
+        if (to != all.end()) std::nth_element(from, to, all.end(), higher);  // linear, unlike a heap of the stretch
+        std::sort(from, to, higher);
+      }
+      const Candidate c = all[next++];
+      if (best.size() == k && c.upper < best.front() - near) break;  // nor can any after it
+      const std::size_t before = out.size();
+      append_if(out, c.label, 0, accept, passed);
+      if (out.size() == before) continue;
+      VectorHit& hit = out.back();
+      const Entry& e = entries_[c.label];
+      hit.similarity = cosine_from(dot_of(query.data(), copy_of(c.label), dimension_), query_squares, e.squares);
+      if (e.exact) hit.exact = hit.similarity;
+      best.push_back(e.exact ? hit.similarity : hit.similarity - rounding_slack);
+      std::push_heap(best.begin(), best.end(), lowest_first);
+      if (best.size() > k) {
+        std::pop_heap(best.begin(), best.end(), lowest_first);
+        best.pop_back();
+      }
+    }
+    sort_hits(out);
+    if (out.size() > k) {  // k, then those within `near` of the k-th (an inexact copy's cosine may be a little higher)
+      std::size_t keep = k;
+      if (near > 0) {
+        const double least = out[k - 1].similarity - near;
+        for (; keep < out.size(); ++keep) {
+          if (out[keep].similarity + (out[keep].exact ? 0 : rounding_slack) < least) break;
+        }
+      }
+      out.resize(keep);
+    }
+    return out;
+  }
+
+#if defined(CAIRN_DETAIL_HNSWLIB)
+  // The graph (exact_scan_below live versions or more): hnswlib's candidates, ranked by its float similarity, each
+  // with its exact cosine from the copy.
+  std::vector<VectorHit> search_graph(const std::vector<float>& query, double query_squares, std::size_t k,
+                                      const Accept& accept, double near) const {
+    const std::vector<float> unit = query_copy(query);
+    auto* graph = const_cast<hnswlib::HierarchicalNSW<float>*>(
+        static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get()));
+    std::vector<VectorHit> out;
+    std::size_t want = k, passed = 0;
+    for (;;) {
+      const std::size_t asked = std::min(want, live_);
+      auto found = graph->searchKnn(unit.data(), asked);
+      out.clear();
+      out.reserve(found.size());
+      while (!found.empty()) {  // farthest first
+        const auto [distance, label] = found.top();
+        found.pop();
+        append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, passed);
+      }
+      if (out.size() >= k || asked >= live_) break;
+      want = asked * 4;
+    }
+    sort_hits(out);
     if (out.size() > k) {
       std::size_t keep = k;
       if (near > 0) {
@@ -349,15 +466,25 @@ class VectorIndex {
     return out;
   }
 
- private:
-  struct Entry {  // what a label holds
-    std::string id;
-    std::uint64_t version = 0;
-    bool live = false;
-    bool exact = true;  // its copy scaled back gives the vector added (kept_copy)
-    double squares = 0;  // its copy's sum of squares (dot_of(copy, copy))
-    const void* tag = nullptr;
-  };
+  // A query as the graph compares it: scaled to length 1, then 1 for its inverse length (its length is finite and
+  // not 0: search_tagged checked).
+  std::vector<float> query_copy(const std::vector<float>& query) const {
+    double squares = 0;
+    for (const float x : query) squares += static_cast<double>(x) * x;
+    const double length = std::sqrt(squares);
+    std::vector<float> unit(dimension_ + 1, 1.0f);
+    for (std::size_t i = 0; i < dimension_; ++i) unit[i] = static_cast<float>(query[i] / length);
+    return unit;
+  }
+#endif
+
+  static void sort_hits(std::vector<VectorHit>& hits) {
+    std::sort(hits.begin(), hits.end(), [](const VectorHit& a, const VectorHit& b) {
+      if (a.similarity != b.similarity) return a.similarity > b.similarity;
+      if (a.id != b.id) return a.id < b.id;
+      return a.version > b.version;
+    });
+  }
 
   // The copy of a vector the index keeps: the vector scaled by a power of two to a length in [1, 2), then the
   // inverse of that length (dimension() + 1 floats). Scaling a float by a power of two changes no bit of its
@@ -381,25 +508,14 @@ class VectorIndex {
     return copy;
   }
 
-  // A query as the index compares it: scaled to length 1, then 1 for its inverse length. Empty when it has no
-  // length or a length that is not finite.
-  std::vector<float> query_copy(const std::vector<float>& query) const {
-    double squares = 0;
-    for (const float x : query) squares += static_cast<double>(x) * x;
-    if (!(squares > 0) || !std::isfinite(squares)) return {};
-    const double length = std::sqrt(squares);
-    std::vector<float> unit(dimension_ + 1, 1.0f);
-    for (std::size_t i = 0; i < dimension_; ++i) unit[i] = static_cast<float>(query[i] / length);
-    return unit;
-  }
-
   // A label's kept copy (its first dimension() floats are the scaled vector).
   const float* copy_of(std::size_t label) const {
+    const std::size_t slot = entries_[label].slot;
 #if defined(CAIRN_DETAIL_HNSWLIB)
     const auto* graph = static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get());
-    return reinterpret_cast<const float*>(graph->getDataByInternalId(graph->label_lookup_.at(label)));
+    return reinterpret_cast<const float*>(graph->getDataByInternalId(static_cast<hnswlib::tableint>(slot)));
 #else
-    return vectors_[label].data();
+    return vectors_[slot].data();
 #endif
   }
 
@@ -407,14 +523,13 @@ class VectorIndex {
 #if defined(CAIRN_DETAIL_HNSWLIB)
     static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(label);
 #else
-    std::vector<float>().swap(vectors_[label]);
+    std::vector<float>().swap(vectors_[entries_[label].slot]);
 #endif
     entries_[label].live = false;
     --live_;
   }
 
-  void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity,
-                 const std::function<bool(const std::string&, std::uint64_t, const void*)>& accept,
+  void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity, const Accept& accept,
                  std::size_t& passed) const {
     const Entry& e = entries_[label];
     if (!e.live) return;  // removed (hnswlib skips marked ones; the scan skips them here)
@@ -428,6 +543,7 @@ class VectorIndex {
   // id -> version -> label, live ones only: removing an id touches its own versions, not the whole index
   std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
   std::size_t live_ = 0;
+  std::vector<std::int16_t> coarse_;  // label -> its 16-bit copy (Coarse), dimension() values at label * dimension()
 #if defined(CAIRN_DETAIL_HNSWLIB)
   std::shared_ptr<void> space_;  // cairn_hnswlib::CosineSpace (its distance function); the graph points into it
   std::shared_ptr<void> graph_;  // hnswlib::HierarchicalNSW<float>, destroyed before space_
