@@ -247,8 +247,13 @@ std::uint32_t fingerprint_of(const std::vector<float>& v, std::uint32_t h) {
   return h;
 }
 
-// glibc malloc's bytes in use (0 under AddressSanitizer, which replaces malloc: the Bytes rows are then 0).
-std::size_t heap_in_use() { return mallinfo2().uordblks; }
+// glibc malloc's bytes in use: its arenas' (uordblks) and the blocks it mapped on their own (hblkhd: every block
+// above the mmap threshold, 128 KiB at first, such as an index's arrays). 0 under AddressSanitizer, which replaces
+// malloc: the Bytes rows are then 0.
+std::size_t heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
 
 // Times: this thread's CPU time for everything that runs in this process (the machines these run on are shared, and
 // wall time there measures the neighbours); wall time for PostgreSQL, whose work runs in the server, for its floor
