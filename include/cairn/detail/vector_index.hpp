@@ -184,6 +184,9 @@ class VectorIndex {
   /// size: docs/search.md): of each version's 16-bit copy, whose cosine with the query's is within a bound of the
   /// exact one, then of the full copies of the versions whose bound reaches the k best exact cosines so far.
   static constexpr std::size_t exact_scan_below = 2048;
+  /// How many versions the graph has room for at first; it doubles when full (hnswlib reserves its storage: a
+  /// tenant with a few vectors should not cost what one with a thousand does).
+  static constexpr std::size_t initial_capacity = 16;
   /// What a unit vector's components are multiplied by in its 16-bit copy (then rounded).
   static constexpr double coarse_scale = 32767;
   /// What a search's `near` is for a caller that ranks by the exact cosine (VectorHit::exact): the index's float
@@ -239,7 +242,8 @@ class VectorIndex {
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (!graph_) {
       auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
-      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(space.get(), 1024, graph_degree, ef_construction);
+      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(space.get(), initial_capacity, graph_degree,
+                                                                       ef_construction);
       graph->setEf(ef_search);
       space_ = std::move(space);
       graph_ = std::move(graph);
