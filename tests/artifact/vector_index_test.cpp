@@ -70,7 +70,7 @@ TEST_CASE("vector index: top 10 agrees with an exact scan (recall@10 >= 0.95), b
   }
   CHECK(index.size() == 3000);
   // Above the size below which the index scans (next test), so that this is the graph's recall.
-  CHECK((!VectorIndex::approximate() || index.size() >= VectorIndex::exact_scan_below));
+  CHECK(index.searches_graph() == VectorIndex::approximate());
   double total = 0;
   for (int q = 0; q < 50; ++q) {
     const auto query = random_unit(rng, dim);
@@ -280,6 +280,7 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
     VectorIndex index(dim);
     std::vector<int> tags(n);
     for (std::size_t i = 0; i < n; ++i) index.add("a" + std::to_string(i), 1, random_unit(rng, dim), &tags[i]);
+    CHECK(index.searches_graph() == (n == 3000 && VectorIndex::approximate()));
     int replaced = 0;
     index.add("a0", 1, random_unit(rng, dim), &replaced);  // re-adding a key replaces its tag too
     std::vector<std::pair<std::string, const void*>> passed;  // what accept let through, in order
@@ -299,6 +300,61 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
   }
 }
 
+TEST_CASE("vector index: the graph is made at exact_scan_below versions and filled a few versions an add, and "
+          "every search on the way is exact") {
+  std::mt19937 rng(21);
+  const std::size_t dim = 12;
+  VectorIndex index(dim);
+  std::vector<std::vector<float>> all;
+  std::set<std::size_t> removed;
+  const auto check_exact = [&](int queries) {
+    for (int q = 0; q < queries; ++q) {
+      const auto query = random_unit(rng, dim);
+      const auto hits = index.search(query, 10, nullptr);
+      const auto truth = exact_top(all, query, 10, removed);
+      REQUIRE(hits.size() == truth.size());
+      for (std::size_t i = 0; i < hits.size(); ++i) CHECK(hits[i].id == truth[i]);
+    }
+  };
+  const auto add = [&] {
+    all.push_back(random_unit(rng, dim));
+    index.add("a" + std::to_string(all.size() - 1), 1, all.back());
+  };
+  while (all.size() < VectorIndex::exact_scan_below - 1) add();
+  CHECK_FALSE(index.searches_graph());
+  // Versions removed before the graph is made are never moved into it, nor found.
+  for (std::size_t i = 0; i < 300; i += 3) {
+    index.remove("a" + std::to_string(i), 1);
+    removed.insert(i);
+  }
+  while (index.size() < VectorIndex::exact_scan_below) add();
+  // The graph is being filled: the scan still answers, exactly, and removals on the way (some moved into the graph
+  // already, some not) never come back.
+  std::size_t adds = 0;
+  while (!index.searches_graph() && VectorIndex::approximate()) {
+    add();
+    ++adds;
+    if (adds % 50 == 0) {
+      const std::size_t victim = adds * 3;  // one the graph has (moved earlier) or is yet to move
+      if (!removed.count(victim)) {
+        index.remove("a" + std::to_string(victim), 1);
+        removed.insert(victim);
+      }
+      check_exact(2);
+    }
+    REQUIRE(adds <= VectorIndex::exact_scan_below);  // it ends
+  }
+  // The queue (at most exact_scan_below versions) shrinks by graph_steps_per_add - 1 an add.
+  CHECK(adds <= VectorIndex::exact_scan_below / (VectorIndex::graph_steps_per_add - 1) + 1);
+  // Filled: the graph answers, and what was removed is not in it.
+  for (int q = 0; q < 20; ++q) {
+    for (const auto& h : index.search(random_unit(rng, dim), 50, nullptr)) {
+      CHECK(removed.count(std::stoul(h.id.substr(1))) == 0);
+    }
+  }
+  CHECK(index.size() == all.size() - removed.size());
+}
+
 TEST_CASE("vector index: wrong dimensions are never indexed or searched, an empty index finds nothing") {
   VectorIndex index(4);
   CHECK(index.search({1, 0, 0, 0}, 5, nullptr).empty());
@@ -314,8 +370,10 @@ TEST_CASE("vector index: vectors of any length rank by cosine, and each hit's ex
           "the last bit") {
   const std::size_t dim = 24;
   const std::vector<float> scales = {1e-30f, 3e-5f, 0.7f, 1.0f, 13.3f, 4.2e6f, 1e30f};
-  // Below exact_scan_below the index scans; at or above it, the graph answers (with hnswlib).
-  for (const std::size_t n : {std::size_t{300}, VectorIndex::exact_scan_below + 100}) {
+  // Below exact_scan_below the index scans; once the graph holds every version, the graph answers (with hnswlib).
+  const std::size_t graphed =
+      VectorIndex::exact_scan_below + VectorIndex::exact_scan_below / (VectorIndex::graph_steps_per_add - 1) + 1;
+  for (const std::size_t n : {std::size_t{300}, graphed + 100}) {
     std::mt19937 rng(static_cast<unsigned>(n));
     VectorIndex index(dim);
     std::vector<std::vector<float>> stored, units;
@@ -327,6 +385,7 @@ TEST_CASE("vector index: vectors of any length rank by cosine, and each hit's ex
       index.add("a" + std::to_string(i), 1, v);
     }
     REQUIRE(index.size() == n);
+    CHECK(index.searches_graph() == (n > graphed && VectorIndex::approximate()));
     double found = 0;
     for (int round = 0; round < 20; ++round) {
       std::vector<float> query = random_unit(rng, dim);

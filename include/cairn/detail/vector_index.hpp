@@ -184,9 +184,13 @@ class VectorIndex {
   /// size: docs/search.md): of each version's 16-bit copy, whose cosine with the query's is within a bound of the
   /// exact one, then of the full copies of the versions whose bound reaches the k best exact cosines so far.
   static constexpr std::size_t exact_scan_below = 2048;
-  /// How many versions the graph has room for at first; it doubles when full (hnswlib reserves its storage: a
-  /// tenant with a few vectors should not cost what one with a thousand does).
-  static constexpr std::size_t initial_capacity = 16;
+  /// How many versions the graph has room for when it is made; it doubles when full.
+  static constexpr std::size_t initial_capacity = 4096;
+  /// The graph is made when the index first holds exact_scan_below live versions (below that the scan answers, and
+  /// an hnswlib 0.6.2 graph reserves 2.6 MB whatever its size); then each add moves this many versions into it,
+  /// oldest first (its own joins the queue), so that no add pays for building it whole: the queue shrinks by 3 an
+  /// add. Searches go through the graph once it holds every version (searches_graph()).
+  static constexpr std::size_t graph_steps_per_add = 4;
   /// What a unit vector's components are multiplied by in its 16-bit copy (then rounded).
   static constexpr double coarse_scale = 32767;
   /// What a search's `near` is for a caller that ranks by the exact cosine (VectorHit::exact): the index's float
@@ -239,26 +243,24 @@ class VectorIndex {
     coarse_.resize((label + 1) * dimension_);  // first: a throw below leaves the next add the same label
     std::copy(coarse.values.begin(), coarse.values.end(),
               coarse_.begin() + static_cast<std::ptrdiff_t>(label * dimension_));
+    Entry entry{id, version, true, exact, squares, coarse.length, coarse.error, 0, false, tag};
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    if (!graph_) {
-      auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
-      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(space.get(), initial_capacity, graph_degree,
-                                                                       ef_construction);
-      graph->setEf(ef_search);
-      space_ = std::move(space);
-      graph_ = std::move(graph);
+    if (graph_ && graphed_ == label) {  // the graph holds every version before this one: this one goes in too
+      entry.slot = graph_insert(copy.data(), label);
+      entry.in_graph = true;
     }
-    auto* graph = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get());
-    if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(graph->max_elements_ * 2);
-    graph->addPoint(copy.data(), label);
-    const std::size_t slot = graph->label_lookup_.at(label);
-#else
-    const std::size_t slot = vectors_.size();
-    vectors_.push_back(copy);
 #endif
-    entries_.push_back(Entry{id, version, true, exact, squares, coarse.length, coarse.error, slot, tag});
+    if (!entry.in_graph) {
+      entry.slot = vectors_.size();
+      vectors_.push_back(copy);
+    }
+    entries_.push_back(std::move(entry));
     versions.emplace(version, label);
     ++live_;
+#if defined(CAIRN_DETAIL_HNSWLIB)
+    if (entries_.back().in_graph) graphed_ = label + 1;
+    grow_graph();
+#endif
   }
 
   /// Removes a version; nothing when it is not there.
@@ -302,6 +304,18 @@ class VectorIndex {
         [&accept](const std::string& id, std::uint64_t version, const void*) { return accept(id, version); }, near);
   }
 
+  /// True when searches go through the graph: with hnswlib, once the index has held exact_scan_below live versions
+  /// and every version has been moved into the graph since (graph_steps_per_add at each add), while it holds at
+  /// least that many.
+  bool searches_graph() const {
+    std::shared_lock lock(mutex_);
+#if defined(CAIRN_DETAIL_HNSWLIB)
+    return live_ >= exact_scan_below && graph_holds_all();
+#else
+    return false;
+#endif
+  }
+
   /// search(), with each version's tag (add()) handed to `accept` too.
   std::vector<VectorHit> search_tagged(const std::vector<float>& query, std::size_t k, const Accept& accept,
                                        double near = 0) const {
@@ -312,7 +326,7 @@ class VectorIndex {
     std::shared_lock lock(mutex_);
     if (live_ == 0) return {};
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    if (live_ >= exact_scan_below) return search_graph(query, query_squares, k, accept, near);
+    if (live_ >= exact_scan_below && graph_holds_all()) return search_graph(query, query_squares, k, accept, near);
 #endif
     return scan(query, query_squares, k, accept, near);
   }
@@ -327,6 +341,7 @@ class VectorIndex {
     double coarse_length = 0;  // its 16-bit copy's length and error (Coarse)
     double coarse_error = 0;
     std::size_t slot = 0;  // where its copy is (copy_of): hnswlib's internal id, or its place in vectors_
+    bool in_graph = false;  // the copy is in the graph (slot: its internal id), not in vectors_
     const void* tag = nullptr;
   };
 
@@ -514,24 +529,61 @@ class VectorIndex {
 
   // A label's kept copy (its first dimension() floats are the scaled vector).
   const float* copy_of(std::size_t label) const {
-    const std::size_t slot = entries_[label].slot;
+    const Entry& e = entries_[label];
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    const auto* graph = static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get());
-    return reinterpret_cast<const float*>(graph->getDataByInternalId(static_cast<hnswlib::tableint>(slot)));
-#else
-    return vectors_[slot].data();
+    if (e.in_graph) {
+      const auto* graph = static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get());
+      return reinterpret_cast<const float*>(graph->getDataByInternalId(static_cast<hnswlib::tableint>(e.slot)));
+    }
 #endif
+    return vectors_[e.slot].data();
   }
 
   void erase_label(std::size_t label) {
+    Entry& e = entries_[label];
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(label);
-#else
-    std::vector<float>().swap(vectors_[entries_[label].slot]);
+    if (e.in_graph) static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(label);
 #endif
-    entries_[label].live = false;
+    if (!e.in_graph) std::vector<float>().swap(vectors_[e.slot]);
+    e.live = false;
     --live_;
   }
+
+#if defined(CAIRN_DETAIL_HNSWLIB)
+  bool graph_holds_all() const { return graph_ && graphed_ == entries_.size(); }
+
+  // Puts a copy into the graph under `label` (room made first); returns its internal id.
+  std::size_t graph_insert(const float* copy, std::size_t label) {
+    auto* graph = static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get());
+    if (graph->cur_element_count >= graph->max_elements_) graph->resizeIndex(graph->max_elements_ * 2);
+    graph->addPoint(copy, label);
+    return graph->label_lookup_.at(label);
+  }
+
+  // Makes the graph when the index first holds exact_scan_below live versions, then moves up to
+  // graph_steps_per_add versions' copies from vectors_ into it, oldest first (a removed one is skipped: its copy is
+  // gone). graphed_ counts the labels done.
+  void grow_graph() {
+    if (!graph_) {
+      if (live_ < exact_scan_below) return;
+      auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
+      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(
+          space.get(), std::max(initial_capacity, 2 * live_), graph_degree, ef_construction);
+      graph->setEf(ef_search);
+      space_ = std::move(space);
+      graph_ = std::move(graph);
+    }
+    for (std::size_t moved = 0; graphed_ < entries_.size() && moved < graph_steps_per_add; ++graphed_) {
+      Entry& e = entries_[graphed_];
+      if (!e.live || e.in_graph) continue;
+      const std::size_t slot = graph_insert(vectors_[e.slot].data(), graphed_);
+      std::vector<float>().swap(vectors_[e.slot]);
+      e.slot = slot;
+      e.in_graph = true;
+      ++moved;
+    }
+  }
+#endif
 
   void append_if(std::vector<VectorHit>& out, std::size_t label, double similarity, const Accept& accept,
                  std::size_t& passed) const {
@@ -548,11 +600,11 @@ class VectorIndex {
   std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
   std::size_t live_ = 0;
   std::vector<std::int16_t> coarse_;  // label -> its 16-bit copy (Coarse), dimension() values at label * dimension()
+  std::vector<std::vector<float>> vectors_;  // slot -> kept_copy of a version not in the graph (empty once not needed)
 #if defined(CAIRN_DETAIL_HNSWLIB)
   std::shared_ptr<void> space_;  // cairn_hnswlib::CosineSpace (its distance function); the graph points into it
-  std::shared_ptr<void> graph_;  // hnswlib::HierarchicalNSW<float>, destroyed before space_
-#else
-  std::vector<std::vector<float>> vectors_;  // label -> kept_copy (empty once removed)
+  std::shared_ptr<void> graph_;  // hnswlib::HierarchicalNSW<float>, destroyed before space_; made by grow_graph
+  std::size_t graphed_ = 0;      // labels below this are in the graph or were removed before their turn
 #endif
 };
 
