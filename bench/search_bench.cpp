@@ -26,6 +26,8 @@
 //                                search(mode hybrid) against the raw full text + hnswlib + the same fusion
 //   W6Bytes                      heap bytes per artifact kept by the in-memory store and by the in-memory floor
 //                                (mallinfo2 deltas over the build, malloc's headers included)
+//   W6IndexBytes/<n>             heap bytes per version of one tenant's vector index holding n of W6's vectors:
+//                                cairn's detail::VectorIndex (every store's) against hnswlib alone with room for n
 //   W6DiskSql / W6DiskPg         bytes per artifact on disk: the SQLite file and its WAL; pg_database_size deltas
 //   W6Recall                     recall@10 of each approximate similarity against the exact top 10 (a hit counts when
 //                                it is in the exact top 10 or ties its 10th similarity within 1e-5)
@@ -52,6 +54,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -1046,6 +1049,38 @@ void BM_W6HybridPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_st
 void BM_W6Recall_Postgres(benchmark::State& state) { recall_cairn(state, pg_store()); }
 #endif
 
+// One index of the first n artifacts' vectors (n from the row's argument): the heap it keeps, per version.
+template <class Index>
+void index_bytes(benchmark::State& state, const std::function<std::unique_ptr<Index>(std::size_t)>& make,
+                 const std::function<void(Index&, std::size_t, const std::vector<float>&)>& add) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<std::vector<float>> vectors;
+  for (std::size_t i = 0; i < n; ++i) vectors.push_back(embed_text(doc_of(static_cast<int>(i)).embedded_text()));
+  double bytes = 0;
+  for (auto _ : state) {
+    const std::size_t heap0 = heap_in_use();
+    auto index = make(n);
+    for (std::size_t i = 0; i < n; ++i) add(*index, i, vectors[i]);
+    bytes = static_cast<double>(heap_in_use() - heap0);
+    state.SetIterationTime(1e-9);
+  }
+  state.counters["bytes_per_artifact"] = bytes / static_cast<double>(n);  // one version of each artifact
+  state.counters["bytes_per_index"] = bytes;
+}
+void BM_W6IndexBytes_Floor(benchmark::State& state) {
+  hnswlib::InnerProductSpace space(kDim);
+  using Graph = hnswlib::HierarchicalNSW<float>;
+  index_bytes<Graph>(
+      state, [&space](std::size_t n) { return std::make_unique<Graph>(&space, n, kM, kEfConstruction); },
+      [](Graph& g, std::size_t i, const std::vector<float>& v) { g.addPoint(v.data(), i); });
+}
+void BM_W6IndexBytes_Memory(benchmark::State& state) {
+  using Index = cairn::detail::VectorIndex;
+  index_bytes<Index>(
+      state, [](std::size_t) { return std::make_unique<Index>(kDim); },
+      [](Index& index, std::size_t i, const std::vector<float>& v) { index.add("a" + std::to_string(i), 1, v); });
+}
+
 const bool registered = [] {
   const auto index = [](const char* name, void (*f)(benchmark::State&)) {
     benchmark::RegisterBenchmark(name, f)->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -1065,6 +1100,10 @@ const bool registered = [] {
   index("BM_W6IndexSql_Sqlite", BM_W6IndexSql_Sqlite);
   bytes("BM_W6Bytes_Floor", BM_W6Bytes_Floor);
   bytes("BM_W6Bytes_Memory", BM_W6Bytes_Memory);
+  for (const auto& [name, f] : {std::pair{"BM_W6IndexBytes_Floor", BM_W6IndexBytes_Floor},
+                                std::pair{"BM_W6IndexBytes_Memory", BM_W6IndexBytes_Memory}}) {
+    benchmark::RegisterBenchmark(name, f)->Iterations(1)->UseManualTime()->Arg(1)->Arg(1000)->Arg(4000)->Arg(8000);
+  }
   bytes("BM_W6DiskSql_Floor", BM_W6DiskSql_Floor);
   bytes("BM_W6DiskSql_Sqlite", BM_W6DiskSql_Sqlite);
   query("BM_W6Words_Floor", BM_W6Words_Floor);
