@@ -14,7 +14,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { InMemoryStore } from "@langchain/langgraph";
 
-const kTenants = 100, kDim = 384, kVocabulary = 5000, kQueries = 200, kLimit = 10;
+const kTenants = Math.min(1000, Math.max(1, Number(process.env.CAIRN_W6_TENANTS ?? 100)));
+const kDim = 384, kVocabulary = 5000, kQueries = 200, kLimit = 10;
 const kTypes = ["document", "dataset", "report"];
 const requested = Number(process.env.CAIRN_W6_ARTIFACTS ?? 100000);
 const N = Math.max(kTenants, requested - (requested % kTenants));

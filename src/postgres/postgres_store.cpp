@@ -1626,8 +1626,8 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   // pages.
   const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
   if (!p.by_text && !p.by_vector) return ArtifactStore::search(tenant_id, q);
-  // Similarity alone, approximate: this process's hnswlib index.
-  if (p.by_vector && !p.by_text && !q.exact) {
+  // Similarity alone: this process's vector index (exact unless the query sets ef).
+  if (p.by_vector && !p.by_text) {
     SearchPage page;
     (void)near_hits(tenant_id, q, p, 0, &page);
     return page;
@@ -1831,7 +1831,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is cut at `want` as the
     // other stores cut theirs).
     const std::vector<detail::VectorHit> found =
-        index->search(vector.values, k, nullptr, page ? detail::VectorIndex::near_tie : 0);
+        index->search(vector.values, k, nullptr, page ? detail::VectorIndex::near_tie : 0, q.ef);
     // The rows' vectors are read only where the index's copy does not give the exact cosine (VectorHit::exact).
     std::vector<std::string> ids, versions, read_vector;
     for (const auto& h : found) {

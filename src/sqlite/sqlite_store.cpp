@@ -908,16 +908,17 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
 }
 
 SearchPage SqliteArtifactStore::search(const std::string& tenant_id, const SearchQuery& query) const {
-  // Words alone run on the FTS5 index; similarity alone on the approximate index; hybrid (latest versions, not
-  // exact) fuses the two; everything else (filters alone, exact, all versions with a vector) is the exact scan.
+  // Words alone run on the FTS5 index; similarity alone (latest versions) on the vector index, exact unless the
+  // query sets ef; hybrid (latest versions, not exact) fuses the two; everything else (filters alone, exact hybrid,
+  // all versions with a vector) is the default scan.
   const bool automatic = query.mode == SearchMode::automatic;
   const bool embeds = query.vector.has_value() || impl_->options.embedder != nullptr;
   const bool words_only = !query.text.empty() && (query.mode == SearchMode::text || (automatic && !embeds));
-  const bool on_index = !query.exact && !query.all_versions;
+  const bool on_index = !query.all_versions;
   const bool similar_only =
       on_index && (query.mode == SearchMode::similarity || (automatic && query.text.empty() && query.vector));
-  const bool hybrid =
-      on_index && !query.text.empty() && (query.mode == SearchMode::hybrid || (automatic && embeds));
+  const bool hybrid = on_index && !query.exact && !query.text.empty() &&
+                      (query.mode == SearchMode::hybrid || (automatic && embeds));
   if (!words_only && !similar_only && !hybrid) return ArtifactStore::search(tenant_id, query);
   const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, query);
   if (p.by_text && p.by_vector) return impl_->search_hybrid(tenant_id, query, p);
@@ -1059,7 +1060,7 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
     // in-memory store's).
     const std::vector<detail::VectorHit> candidates =
-        index.search(query.values, k, prefix_ok, paged ? detail::VectorIndex::near_tie : 0);
+        index.search(query.values, k, prefix_ok, paged ? detail::VectorIndex::near_tie : 0, q.ef);
     found.clear();
     for (const auto& c : candidates) {
       if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;

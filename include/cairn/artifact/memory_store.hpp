@@ -259,7 +259,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
     }
 
-    if (p.by_vector && q.exact) {
+    if (p.by_vector && p.by_text && q.exact) {  // exact hybrid fuses with every vector's rank
       const std::string& prefix = q.filter.id_prefix;
       for (auto it = ids->second.lower_bound(prefix);
            it != ids->second.end() && it->first.substr(0, prefix.size()) == prefix; ++it) {
@@ -290,7 +290,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
         const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
         // Similarity alone ranks by the exact cosine: versions near the k-th come too (detail::VectorIndex::near_tie).
         const double near = p.by_text ? 0 : detail::VectorIndex::near_tie;
-        for (const auto& hit : index->second->search_tagged(p.vector->values, k, accept, near)) {
+        for (const auto& hit : index->second->search_tagged(p.vector->values, k, accept, near, q.ef)) {
           auto& [r, kept] = accepted.at(hit.accepted);
           detail::SearchCandidate* c = nullptr;
           if (p.by_text) {

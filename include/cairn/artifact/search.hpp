@@ -111,9 +111,16 @@ struct SearchQuery {
   std::size_t limit = 10;  ///< 1 to max_limit
   std::string cursor;      ///< next_cursor of the previous page of the same query; "" starts at the beginning
   bool all_versions = false;  ///< search every version, not only the latest of each id
-  /// Similarity by an exact scan of the tenant's vectors, not the approximate index (hnswlib) a backend keeps.
-  /// The approximate mode is the default where a backend has one; its recall@10 against this is measured in W6.
+  /// Similarity is exact by default, at every tenant size and with any filter: the page an exact scan of the
+  /// tenant's vectors gives. `exact` says so explicitly (it refuses `ef`).
   bool exact = false;
+  /// Approximate similarity, trading recall for time on a big tenant: 0 (the default) is exact; n > 0 lets a store
+  /// with hnswlib (CAIRN_WITH_HNSWLIB) search a tenant of 2,048 vectors or more through an HNSW graph that looks at
+  /// max(n, limit + 1) candidates (hnswlib's ef; more candidates, higher recall, more time). Where fewer than a page
+  /// of those pass the filters, or the graph is not built yet (the first query with `ef` asks for it; it fills as
+  /// the tenant's vectors are added), or the tenant is smaller, the answer is the exact one. 1 to max_ef.
+  std::size_t ef = 0;
+  static constexpr std::size_t max_ef = 10000;
 };
 
 /// Why a record was found.
@@ -348,6 +355,10 @@ inline void check_search_query(const SearchQuery& q) {
     throw invalid_argument(
         fmt::format("search: limit must be between 1 and {} (got {})", SearchQuery::max_limit, q.limit));
   }
+  if (q.ef > SearchQuery::max_ef) {
+    throw limit_exceeded(fmt::format("search: ef must be at most {} (got {})", SearchQuery::max_ef, q.ef));
+  }
+  if (q.ef > 0 && q.exact) throw invalid_argument("search: ef (approximate) and exact exclude each other");
   const auto& f = q.filter;
   if (f.metadata.size() > SearchQuery::max_conditions) {
     throw limit_exceeded(fmt::format("search: filter.metadata has {} conditions, more than the limit of {}",

@@ -1,14 +1,16 @@
-// cairn::detail — the approximate nearest-neighbour index of search, shared by every store (docs/search.md):
-// an hnswlib HNSW graph (libhnswlib-dev) keyed by (artifact id, version), comparing by cosine similarity. It keeps
-// each vector as given, scaled by a power of two, with its inverse length beside it, so a hit's exact cosine (the
-// one the stores rank by) comes from the index's own copy, with no second read of the vector. A small index (and
-// every index built without hnswlib) answers exactly, by a scan of a 16-bit copy of each vector whose error is
-// bounded, reading the full copy only of the versions that bound cannot rule out. Built with CAIRN_WITH_HNSWLIB;
-// without it the same class answers by that scan at every size (approximate() says which), so a store's code is
-// the same in both builds.
+// cairn::detail — the vector index of search, shared by every store (docs/search.md), keyed by (artifact id,
+// version), comparing by cosine similarity. It keeps each vector as given, scaled by a power of two, with its inverse
+// length beside it, so a hit's exact cosine (the one the stores rank by) comes from the index's own copy, with no
+// second read of the vector. A search is exact by default, at every size and with any filter: a scan of a 16-bit
+// copy of each vector whose error is bounded, reading the full copy only of the versions that bound cannot rule out.
+// A search that asks for it (`ef`, docs/search.md) goes through an hnswlib HNSW graph (libhnswlib-dev) instead,
+// approximate: made only once some search asked, filled a few versions an add, and left for the scan whenever the
+// graph's candidates hold fewer than k that pass the filter. Built with CAIRN_WITH_HNSWLIB; without it every search
+// scans (approximate() says which), so a store's code is the same in both builds.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -179,17 +181,18 @@ class VectorIndex {
  public:
   static constexpr std::size_t graph_degree = 16;     ///< hnswlib's M
   static constexpr std::size_t ef_construction = 200;
-  static constexpr std::size_t ef_search = 64;        ///< the least candidates a search looks at
-  /// An index with fewer live versions than this is searched by a scan (exact, and faster than the graph at that
-  /// size: docs/search.md): of each version's 16-bit copy, whose cosine with the query's is within a bound of the
-  /// exact one, then of the full copies of the versions whose bound reaches the k best exact cosines so far.
+  /// The most candidates an approximate search may ask the graph for (SearchQuery::max_ef).
+  static constexpr std::size_t max_ef = 10000;
+  /// An index with fewer live versions than this is always searched by the scan, even when a search asks for the
+  /// graph (`ef`): the scan is exact and faster than the graph at that size (docs/search.md).
   static constexpr std::size_t exact_scan_below = 2048;
   /// How many versions the graph has room for when it is made; it doubles when full.
   static constexpr std::size_t initial_capacity = 4096;
-  /// The graph is made when the index first holds exact_scan_below live versions (below that the scan answers, and
-  /// an hnswlib 0.6.2 graph reserves 2.6 MB whatever its size); then each add moves this many versions into it,
-  /// oldest first (its own joins the queue), so that no add pays for building it whole: the queue shrinks by 3 an
-  /// add. Searches go through the graph once it holds every version (searches_graph()).
+  /// The graph is made when a search has asked for it (`ef`, or want_graph()) and the index holds exact_scan_below
+  /// live versions (an hnswlib 0.6.2 graph reserves 2.6 MB whatever its size); then each add moves this many
+  /// versions into it, oldest first (its own joins the queue), so that no add pays for building it whole: the queue
+  /// shrinks by 3 an add (build_graph() fills it at once). Searches with `ef` go through the graph once it holds
+  /// every version (searches_graph()); until then they scan.
   static constexpr std::size_t graph_steps_per_add = 4;
   /// What a unit vector's components are multiplied by in its 16-bit copy (then rounded).
   static constexpr double coarse_scale = 32767;
@@ -205,7 +208,7 @@ class VectorIndex {
   VectorIndex(const VectorIndex&) = delete;
   VectorIndex& operator=(const VectorIndex&) = delete;
 
-  /// True when built with hnswlib (approximate); false when search() scans (exact).
+  /// True when built with hnswlib (a search with `ef` may go through the graph); false when every search scans.
   static constexpr bool approximate() noexcept {
 #if defined(CAIRN_DETAIL_HNSWLIB)
     return true;
@@ -290,23 +293,26 @@ class VectorIndex {
   /// come too (more than k), so that a caller ranking by the exact cosine (near_tie) gets the exact scan's top k
   /// even where the graph's float similarities disagree with it in the last bits. Each hit carries its exact cosine.
   ///
-  /// Below exact_scan_below live versions (at every size without hnswlib) the search is a scan and exact: `accept`
-  /// is asked about versions from the highest bound of their cosine down, and the hits are every version it passed
-  /// whose cosine is at least the k-th best one's less `near`, ranked by that cosine. The graph is asked for k
-  /// candidates first (it looks at max(ef_search, k) of them either way, so these are the k a plain hnswlib query
-  /// returns), then for 4 times as many each round until k pass or every indexed version was looked at.
+  /// With `ef` 0 (the default) the search is exact at every size: a scan that asks `accept` about versions from the
+  /// highest bound of their cosine down; the hits are every version it passed whose cosine is at least the k-th best
+  /// one's less `near`, ranked by that cosine. With `ef` > 0 it is approximate where it can be (approximate(), the
+  /// index holds exact_scan_below live versions and its graph holds them all; the first such search asks for the
+  /// graph, want_graph()): the graph's max(ef, k) best candidates (hnswlib's ef, one query), of which those `accept`
+  /// passes, ranked by the graph's float similarity. When fewer than k of them pass (a selective filter), the scan
+  /// answers instead, so a filter never thins an approximate page.
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
                                 const std::function<bool(const std::string&, std::uint64_t)>& accept,
-                                double near = 0) const {
-    if (!accept) return search_tagged(query, k, nullptr, near);
+                                double near = 0, std::size_t ef = 0) const {
+    if (!accept) return search_tagged(query, k, nullptr, near, ef);
     return search_tagged(
         query, k,
-        [&accept](const std::string& id, std::uint64_t version, const void*) { return accept(id, version); }, near);
+        [&accept](const std::string& id, std::uint64_t version, const void*) { return accept(id, version); }, near,
+        ef);
   }
 
-  /// True when searches go through the graph: with hnswlib, once the index has held exact_scan_below live versions
-  /// and every version has been moved into the graph since (graph_steps_per_add at each add), while it holds at
-  /// least that many.
+  /// True when a search with `ef` goes through the graph: with hnswlib, once a search asked for the graph, the index
+  /// has held exact_scan_below live versions and every version has been moved into the graph since
+  /// (graph_steps_per_add at each add, or build_graph()), while it holds at least that many.
   bool searches_graph() const {
     std::shared_lock lock(mutex_);
 #if defined(CAIRN_DETAIL_HNSWLIB)
@@ -316,19 +322,42 @@ class VectorIndex {
 #endif
   }
 
+  /// Asks for the graph that searches with `ef` go through: from now on, while the index holds exact_scan_below live
+  /// versions or more, each add moves graph_steps_per_add versions into it. An index nobody asked keeps no graph.
+  void want_graph() const noexcept { graph_wanted_.store(true, std::memory_order_relaxed); }
+
+  /// Asks for the graph and fills it now with every version (when the index holds exact_scan_below live versions or
+  /// more, with hnswlib; nothing otherwise). Takes about as long as adding them all to an hnswlib graph.
+  void build_graph() {
+    want_graph();
+#if defined(CAIRN_DETAIL_HNSWLIB)
+    std::unique_lock lock(mutex_);
+    while (live_ >= exact_scan_below && !graph_holds_all()) grow_graph();
+#endif
+  }
+
   /// search(), with each version's tag (add()) handed to `accept` too.
   std::vector<VectorHit> search_tagged(const std::vector<float>& query, std::size_t k, const Accept& accept,
-                                       double near = 0) const {
+                                       double near = 0, std::size_t ef = 0) const {
     if (k == 0 || query.size() != dimension_) return {};
     // detail::cosine's arithmetic for the exact cosines, each sum of squares computed once (the same bits).
     const double query_squares = dot_of(query.data(), query.data(), dimension_);
     if (!(query_squares > 0) || !std::isfinite(query_squares)) return {};  // no length: nothing to rank by
+    std::size_t passed = 0;  // how many versions `accept` let through, in this whole search (VectorHit::accepted)
+#if defined(CAIRN_DETAIL_HNSWLIB)
+    if (ef > 0) want_graph();
+#endif
     std::shared_lock lock(mutex_);
     if (live_ == 0) return {};
 #if defined(CAIRN_DETAIL_HNSWLIB)
-    if (live_ >= exact_scan_below && graph_holds_all()) return search_graph(query, query_squares, k, accept, near);
+    if (ef > 0 && live_ >= exact_scan_below && graph_holds_all()) {
+      std::vector<VectorHit> hits = search_graph(query, query_squares, k, accept, near, ef, passed);
+      if (hits.size() >= k) return hits;
+    }
+#else
+    (void)ef;
 #endif
-    return scan(query, query_squares, k, accept, near);
+    return scan(query, query_squares, k, accept, near, passed);
   }
 
  private:
@@ -386,7 +415,7 @@ class VectorIndex {
   // from the full copy, until the next bound is below the k-th best cosine taken less `near`. A version not looked
   // at cannot rank at or above that; the hits are those of the exact scan.
   std::vector<VectorHit> scan(const std::vector<float>& query, double query_squares, std::size_t k,
-                              const Accept& accept, double near) const {
+                              const Accept& accept, double near, std::size_t& passed) const {
     const Coarse q = coarse_copy(query);
     constexpr double inverse_squared_scale = 1 / (coarse_scale * coarse_scale);
     struct Candidate {
@@ -406,10 +435,11 @@ class VectorIndex {
     std::vector<VectorHit> out;
     std::vector<double> best;  // the k highest cosines (lower ends, for an inexact copy) taken: a min-heap
     const auto lowest_first = [](double a, double b) { return a > b; };
-    std::size_t next = 0, sorted = 0, passed = 0;
+    std::size_t next = 0, sorted = 0, stretch = std::max<std::size_t>(2 * k, 16);
     while (next < all.size()) {
       if (next == sorted) {  // orders the next stretch only when the ones before it were not enough
-        sorted = std::min(all.size(), sorted + std::max<std::size_t>(2 * k, 16));
+        sorted = std::min(all.size(), sorted + stretch);
+        stretch *= 2;  // a selective filter: each stretch twice the last, so a long walk sorts O(n log n) in all
         const auto from = all.begin() + static_cast<std::ptrdiff_t>(next);
         const auto to = all.begin() + static_cast<std::ptrdiff_t>(sorted);
         if (to != all.end()) std::nth_element(from, to, all.end(), higher);  // linear, unlike a heap of the stretch
@@ -446,28 +476,23 @@ class VectorIndex {
   }
 
 #if defined(CAIRN_DETAIL_HNSWLIB)
-  // The graph (exact_scan_below live versions or more): hnswlib's candidates, ranked by its float similarity, each
-  // with its exact cosine from the copy.
+  // The graph (a search with `ef`, exact_scan_below live versions or more): hnswlib's max(ef, k) best candidates
+  // (its ef is 1, so a query for n looks at n), those `accept` passes, ranked by the graph's float similarity, each
+  // with its exact cosine from the copy. Fewer than k: the caller scans instead.
   std::vector<VectorHit> search_graph(const std::vector<float>& query, double query_squares, std::size_t k,
-                                      const Accept& accept, double near) const {
+                                      const Accept& accept, double near, std::size_t ef, std::size_t& passed) const {
     const std::vector<float> unit = query_copy(query);
     auto* graph = const_cast<hnswlib::HierarchicalNSW<float>*>(
         static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get()));
     std::vector<VectorHit> out;
-    std::size_t want = k, passed = 0;
-    for (;;) {
-      const std::size_t asked = std::min(want, live_);
-      auto found = graph->searchKnn(unit.data(), asked);
-      out.clear();
-      out.reserve(found.size());
-      while (!found.empty()) {  // farthest first
-        const auto [distance, label] = found.top();
-        found.pop();
-        append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, passed);
-      }
-      if (out.size() >= k || asked >= live_) break;
-      want = asked * 4;
+    auto found = graph->searchKnn(unit.data(), std::min(std::max(std::min(ef, max_ef), k), live_));
+    out.reserve(found.size());
+    while (!found.empty()) {  // farthest first
+      const auto [distance, label] = found.top();
+      found.pop();
+      append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, passed);
     }
+    if (out.size() < k) return out;
     sort_hits(out);
     if (out.size() > k) {
       std::size_t keep = k;
@@ -560,16 +585,16 @@ class VectorIndex {
     return graph->label_lookup_.at(label);
   }
 
-  // Makes the graph when the index first holds exact_scan_below live versions, then moves up to
-  // graph_steps_per_add versions' copies from vectors_ into it, oldest first (a removed one is skipped: its copy is
-  // gone). graphed_ counts the labels done.
+  // Makes the graph when a search asked for it and the index holds exact_scan_below live versions, then moves up
+  // to graph_steps_per_add versions' copies from vectors_ into it, oldest first (a removed one is skipped: its copy
+  // is gone). graphed_ counts the labels done.
   void grow_graph() {
     if (!graph_) {
-      if (live_ < exact_scan_below) return;
+      if (live_ < exact_scan_below || !graph_wanted_.load(std::memory_order_relaxed)) return;
       auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
       auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(
           space.get(), std::max(initial_capacity, 2 * live_), graph_degree, ef_construction);
-      graph->setEf(ef_search);
+      graph->setEf(1);  // a query for n candidates looks at n (search_graph asks for max(ef, k))
       space_ = std::move(space);
       graph_ = std::move(graph);
     }
@@ -599,6 +624,7 @@ class VectorIndex {
   // id -> version -> label, live ones only: removing an id touches its own versions, not the whole index
   std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
   std::size_t live_ = 0;
+  mutable std::atomic<bool> graph_wanted_{false};  // a search asked for the graph (want_graph())
   std::vector<std::int16_t> coarse_;  // label -> its 16-bit copy (Coarse), dimension() values at label * dimension()
   std::vector<std::vector<float>> vectors_;  // slot -> kept_copy of a version not in the graph (empty once not needed)
 #if defined(CAIRN_DETAIL_HNSWLIB)

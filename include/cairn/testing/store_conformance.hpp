@@ -928,13 +928,60 @@ inline void same_results(const SearchQuery& q, const SearchPage& got, const Sear
       }
       CAIRN_CONFORM(walked.size() == want.size());
       same_order(walked, want);
-      // The default (approximate where the store has it) finds the same top ten on a corpus this small.
+      // The default (exact unless the query sets ef) finds the same top ten.
       q.cursor.clear();
       q.exact = false;
       q.limit = 10;
       page = s.search(t, q);
       CAIRN_CONFORM(page.hits.size() == std::min<std::size_t>(10, want.size()));
       same_order(page.hits, want);
+    }
+  }});
+
+  checks.push_back({"similarity keeps its recall past every switch-over line: 2,500 vectors, recall@10 >= 0.95 in the "
+                    "default mode, unfiltered and with a filter 1 in 50 pass", [](ArtifactStore& s) {
+    if (!s.keeps_embeddings()) return;
+    const auto t = fresh_tenant("recall");
+    // A store with an embedder takes its model's vectors; otherwise 64 dimensions, where a graph that is not asked
+    // for enough candidates loses neighbours (6 would let almost any index find them all).
+    auto model = detail::vector_model(s);
+    if (!s.embedder()) model = {"conformance-recall-model", 64};
+    constexpr std::size_t n = 2500;
+    std::vector<std::vector<float>> corpus;
+    for (std::size_t i = 0; i < n; ++i) {
+      corpus.push_back(detail::random_vector(model.second, 5000 + static_cast<unsigned>(i)));
+      const auto record = note(t, fmt::format("r{:04}", i), "v").metadata(nlohmann::json{{"bucket", i % 50}}).build();
+      (void)s.store_embedded(*record, Embedding{model.first, corpus.back()});
+    }
+    double found = 0, asked = 0;
+    for (unsigned round = 0; round < 10; ++round) {
+      const auto query = detail::random_vector(model.second, 90000 + round);
+      for (const bool filtered : {false, true}) {
+        std::vector<double> truth;  // the exact cosines of the versions the filter passes, best first
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!filtered || i % 50 == 7) truth.push_back(cairn::detail::cosine(query, corpus[i]));
+        }
+        std::sort(truth.begin(), truth.end(), std::greater<>());
+        SearchQuery q;
+        q.mode = SearchMode::similarity;
+        q.vector = Embedding{model.first, query};
+        if (filtered) q.filter.metadata.push_back({"/bucket", FieldOp::eq, 7});
+        const auto page = s.search(t, q);
+        CAIRN_CONFORM(page.hits.size() == 10);
+        // Tie-aware: a hit counts when it passes the filter and scores at least the 10th exact cosine (to rounding).
+        for (const auto& h : page.hits) {
+          const std::size_t i = std::stoul(h.record->id().substr(1));
+          const double cosine = cairn::detail::cosine(query, corpus[i]);
+          const bool passes = !filtered || i % 50 == 7;
+          found += passes && cosine >= truth[9] - 1e-6 ? 1 : 0;
+          CAIRN_CONFORM(h.matched.similarity && std::abs(*h.matched.similarity - cosine) < 1e-5);
+        }
+        asked += 10;
+      }
+    }
+    if (found / asked < 0.95) {
+      throw conformance_failure(fmt::format("store_conformance.hpp: similarity recall@10 of the default mode at {} "
+                                            "vectors is {:.3f}, below 0.95", n, found / asked));
     }
   }});
 
