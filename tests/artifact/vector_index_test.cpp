@@ -60,7 +60,7 @@ double recall(const std::vector<VectorHit>& got, const std::vector<std::string>&
 
 }  // namespace
 
-TEST_CASE("vector index: past exact_scan_below a search is still exact by default; with ef it goes through the "
+TEST_CASE("vector index: past exact_scan_below a search is still exact by default, with ef it goes through the "
           "graph (recall@10 >= 0.95 here), best first, cosine scores") {
   std::mt19937 rng(7);
   const std::size_t dim = 32;

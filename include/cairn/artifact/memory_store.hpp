@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -259,6 +260,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
     }
 
+    std::size_t vector_ranked_before = 0;  // similarity pages: versions ranked before the cursor (rank_search_page)
     if (p.by_vector && p.by_text && q.exact) {  // exact hybrid fuses with every vector's rank
       const std::string& prefix = q.filter.id_prefix;
       for (auto it = ids->second.lower_bound(prefix);
@@ -276,12 +278,17 @@ class InMemoryArtifactStore final : public ArtifactStore {
         // What accept() found for each version it let through, in that order (VectorHit::accepted): the record and
         // its kept vector are looked up once.
         std::vector<std::pair<ArtifactPtr, const Embedding*>> accepted;
+        // The versions that pass the filters but rank before the cursor: their count is the rank of the page's first
+        // hit less one. The scan asks about every one of them (each ranks above the page's hits, so its bound does
+        // too); a search through the graph that falls back to the scan asks twice, hence a set.
+        std::set<std::pair<const void*, std::uint64_t>> before_cursor;
         const auto accept = [&](const std::string& /*id*/, std::uint64_t version, const void* tag) {
           const Entry* e = static_cast<const Entry*>(tag);  // the version's entry (put() tags each vector with it)
           ArtifactPtr r = e ? searched(*e, version) : nullptr;
           const Embedding* kept = r ? kept_vector(*e, version) : nullptr;
           if (!kept) return false;
           if (paged && !detail::after_cursor(*p.cursor, detail::cosine(p.vector->values, kept->values), *r)) {
+            before_cursor.emplace(tag, version);
             return false;
           }
           accepted.emplace_back(std::move(r), kept);
@@ -305,6 +312,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
             compare(*c, *kept);
           }
         }
+        vector_ranked_before = before_cursor.size();
       }
     }
 
@@ -324,7 +332,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
         }
       }
     }
-    return detail::rank_search_page(std::move(found), q, p);  // unindexed: 0, everything is indexed as stored
+    // unindexed: 0, everything is indexed as stored
+    return detail::rank_search_page(std::move(found), q, p, vector_ranked_before);
   }
 
   /// Has nothing to do: this store indexes every version's words and vector as it stores it (SearchPage::unindexed

@@ -273,8 +273,10 @@ inline void add_similar(std::vector<SearchCandidate>& found, std::vector<SearchC
 }
 
 /// Ranks what a search found and cuts the page: the rank in each list, then the score (BM25, cosine, their
-/// reciprocal rank fusion, or 0 for filters alone), results order, the cursor, the limit.
-inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const SearchQuery& q, const PreparedSearch& p) {
+/// reciprocal rank fusion, or 0 for filters alone), results order, the cursor, the limit. `vector_ranked_before`: how
+/// many versions the similarity ranking holds before `found`'s (a store that left out those before the cursor).
+inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const SearchQuery& q, const PreparedSearch& p,
+                                   std::size_t vector_ranked_before = 0) {
   // A version takes part when it matched what the query ranks by (either list, for hybrid).
   found.erase(std::remove_if(found.begin(), found.end(),
                              [&p](const SearchCandidate& c) {
@@ -300,7 +302,9 @@ inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const Sea
   }
   if (p.by_vector) {
     rank_by([](const SearchCandidate& c) { return c.similarity; },
-            [](SearchCandidate& c, std::size_t rank) { c.matched.vector_rank = rank; });
+            [vector_ranked_before](SearchCandidate& c, std::size_t rank) {
+              c.matched.vector_rank = vector_ranked_before + rank;
+            });
   }
   std::vector<SearchHit> hits;
   hits.reserve(found.size());
