@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   datasets.type = ArtifactType::dataset;
   std::cout << "datasets: " << store->list("acme", datasets).items.size() << "\n";
 
-  // 6. The record as an A2A v0.3.0 Artifact, for agents that speak A2A.
+  // 6. The record as an A2A v1.0 Artifact, for agents that speak A2A (cairn::A2AVersion::v0_3 for older peers).
   std::cout << "as A2A: " << cairn::to_a2a(*v2).dump() << "\n";
 
   // 7. Remove it: every version goes.

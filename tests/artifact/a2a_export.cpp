@@ -1,4 +1,5 @@
-// Writes a JSON array of A2A Artifacts made by cairn::to_a2a from records of every shape, for the schema check.
+// Writes the A2A v0.3.0 JSON cairn makes, for the schema check: {"artifacts": [to_a2a(r, v0_3) for records of every
+// shape], "parts": [to_a2a_part(p, v0_3) for every kind of MessagePart, references included]}.
 #include <fstream>
 #include <iostream>
 
@@ -24,10 +25,24 @@ int main(int argc, char** argv) {
       base().value(json(nullptr)).storage_url("https://example.com/x.png").mime_type("image/png").build(),
       base().value("both").storage_url("s3://bucket/key").size_bytes(4).created_by("agent").build(),
       base().title("").description("untitled").value(true).metadata({{"k", {{"nested", 1}}}}).build(),
+      base().value("aGVsbG8=").mime_type("application/octet-stream").metadata({{"encoding", "base64"}}).build(),
+      base().value(json(nullptr)).storage_url("https://example.com/r/Q3%20report.pdf").build(),
   };
-  json out = json::array();
-  for (const auto& r : records) out.push_back(cairn::to_a2a(*r));
+  const std::vector<cairn::MessagePart> parts = {
+      cairn::TextPart{"hello"},
+      cairn::DataPart{{{"k", 1}}},
+      cairn::DataPart{json::array({1, 2})},
+      cairn::FilePart{std::string("https://example.com/a.png"), std::nullopt, std::string("image/png"),
+                      std::string("a.png")},
+      cairn::FilePart{std::nullopt, std::string("aGk="), std::nullopt, std::nullopt},
+      cairn::ArtifactPart{"research-1", std::string("Findings")},
+      cairn::ArtifactPart{"research-1", std::nullopt},
+  };
+  json out = {{"artifacts", json::array()}, {"parts", json::array()}};
+  for (const auto& r : records) out["artifacts"].push_back(cairn::to_a2a(*r, cairn::A2AVersion::v0_3));
+  for (const auto& p : parts) out["parts"].push_back(cairn::to_a2a_part(p, cairn::A2AVersion::v0_3));
   std::ofstream(argv[1]) << out.dump(2) << '\n';
-  std::cout << "wrote " << out.size() << " artifacts to " << argv[1] << '\n';
+  std::cout << "wrote " << out["artifacts"].size() << " artifacts and " << out["parts"].size() << " parts to "
+            << argv[1] << '\n';
   return 0;
 }

@@ -1,4 +1,5 @@
-"""Validates each artifact in a JSON array against #/definitions/Artifact of the A2A v0.3.0 schema."""
+"""Validates cairn's A2A v0.3.0 output against the A2A v0.3.0 schema: each artifact against #/definitions/Artifact,
+each message part against #/definitions/Part."""
 import json
 import sys
 
@@ -8,19 +9,28 @@ schema_path, sample_path = sys.argv[1], sys.argv[2]
 with open(schema_path) as f:
     schema = json.load(f)
 with open(sample_path) as f:
-    artifacts = json.load(f)
+    sample = json.load(f)
 
-artifact_schema = dict(schema)
-artifact_schema["$ref"] = "#/definitions/Artifact"
-validator = jsonschema.Draft7Validator(artifact_schema)
+
+def validator(definition):
+    s = dict(schema)
+    s["$ref"] = "#/definitions/" + definition
+    return jsonschema.Draft7Validator(s)
+
+
 failures = 0
-for i, artifact in enumerate(artifacts):
-    for err in validator.iter_errors(artifact):
-        failures += 1
-        print(f"artifact {i}: {err.message} at {list(err.absolute_path)}")
-# Prove the validator is awake: an artifact without parts must be rejected.
-if not list(validator.iter_errors({"artifactId": "x"})):
+for definition, key in (("Artifact", "artifacts"), ("Part", "parts")):
+    v = validator(definition)
+    for i, item in enumerate(sample[key]):
+        for err in v.iter_errors(item):
+            failures += 1
+            print(f"{key}[{i}]: {err.message} at {list(err.absolute_path)}")
+# Prove the validators are awake: an artifact without parts, and cairn's old made-up part kind, must be rejected.
+if not list(validator("Artifact").iter_errors({"artifactId": "x"})):
     print("validator accepted an artifact without parts")
     failures += 1
-print(f"{len(artifacts)} artifacts checked, {failures} schema violations")
-sys.exit(1 if failures or not artifacts else 0)
+if not list(validator("Part").iter_errors({"kind": "artifact", "artifact_id": "x"})):
+    print("validator accepted a part of kind 'artifact'")
+    failures += 1
+print(f"{len(sample['artifacts'])} artifacts and {len(sample['parts'])} parts checked, {failures} schema violations")
+sys.exit(1 if failures or not sample["artifacts"] or not sample["parts"] else 0)

@@ -81,6 +81,8 @@ TEST_CASE("artifact_store stores versions, artifact_fetch returns latest, a vers
   CHECK(ok(t, "artifact_fetch", {{"id", "report"}, {"version", 1.0}}).at("version") == 1);
   auto a2a = ok(t, "artifact_fetch", {{"id", "report"}, {"format", "a2a"}});
   CHECK(a2a == cairn::to_a2a(*held));
+  CHECK(ok(t, "artifact_fetch", {{"id", "report"}, {"format", "a2a-v0.3"}}) ==
+        cairn::to_a2a(*held, cairn::A2AVersion::v0_3));
   CHECK(ok(t, "artifact_fetch", {{"id", "report"}, {"format", "record"}}) == latest);
 
   // A fresh id is a UUID.
@@ -129,7 +131,7 @@ TEST_CASE("fetch, versions and delete report a missing id, and a missing version
   fails(t, "artifact_fetch", {{"id", "a"}, {"version", 1e19}}, "artifact 'a' version 10000000000000000000 not found");
   fails(t, "artifact_list", {{"limit", 1e300}}, "limit must be an integer from 1 to 1000");
   fails(t, "artifact_fetch", {{"id", "a"}, {"version", "1"}}, "version must be an integer");
-  fails(t, "artifact_fetch", {{"id", "a"}, {"format", "xml"}}, "format must be \"record\" or \"a2a\"");
+  fails(t, "artifact_fetch", {{"id", "a"}, {"format", "xml"}}, "format must be \"record\", \"a2a\" or \"a2a-v0.3\"");
   fails(t, "artifact_fetch", {{"id", "a"}, {"format", 1}}, "format must be a string");
   fails(t, "artifact_fetch", json::object(), "id is required");
   fails(t, "artifact_fetch", {{"id", ""}}, "id is required");

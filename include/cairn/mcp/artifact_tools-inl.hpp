@@ -149,14 +149,14 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
   tools_.push_back(
       {"artifact_fetch",
        "Fetch an artifact: the latest version, or the version asked for. format \"record\" (default) gives "
-       "cairn's record; \"a2a\" gives an A2A v0.3.0 Artifact (parts and metadata).",
+       "cairn's record; \"a2a\" gives an A2A v1.0 Artifact (parts and metadata), \"a2a-v0.3\" an A2A v0.3.0 one.",
        {{"type", "object"},
         {"properties",
          {{"id", id_schema},
           {"version", {{"type", "integer"}, {"minimum", 1},
                        {"description", +"Version to fetch; omitted: the latest."}}},
-          {"format", {{"type", "string"}, {"enum", {"record", "a2a"}}, {"default", "record"},
-                      {"description", +"record (cairn's JSON form) or a2a (an A2A Artifact)."}}}}},
+          {"format", {{"type", "string"}, {"enum", {"record", "a2a", "a2a-v0.3"}}, {"default", "record"},
+                      {"description", +"record (cairn's JSON form), a2a (an A2A v1.0 Artifact) or a2a-v0.3."}}}}},
         {"required", {"id"}},
         {+"additionalProperties", false}},
        [impl](Args a) {
@@ -166,9 +166,10 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
            const auto id = required_string(tool, a, "id");
            const auto version = opt_positive(tool, a, "version", UINT64_MAX);
            const auto format = opt_string(tool, a, "format").value_or("record");
-           if (format != "record" && format != "a2a") {
-             throw invalid_argument(fmt::format("artifact_fetch: format must be \"record\" or \"a2a\" (got \"{}\")",
-                                                detail::excerpt(format)));
+           if (format != "record" && format != "a2a" && format != "a2a-v0.3") {
+             throw invalid_argument(fmt::format(
+                 "artifact_fetch: format must be \"record\", \"a2a\" or \"a2a-v0.3\" (got \"{}\")",
+                 detail::excerpt(format)));
            }
            const auto r = impl->store->fetch(id, impl->tenant, version.value_or(ArtifactStore::latest));
            if (!r) {
@@ -178,7 +179,8 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
              }
              throw not_found(detail::artifact_missing_message(id, impl->tenant));
            }
-           return format == "a2a" ? to_a2a(*r) : nlohmann::json(*r);
+           if (format == "record") return nlohmann::json(*r);
+           return to_a2a(*r, format == "a2a" ? A2AVersion::v1_0 : A2AVersion::v0_3);
          });
        }});
 

@@ -224,10 +224,13 @@ assert.equal(rec.value, 'first draft');
 const a2a = await call('artifact_fetch', { id: 'report', format: 'a2a' });
 assert.equal(a2a.artifactId, 'report');
 assert.equal(a2a.name, 'Weekly report');
-assert.deepEqual(a2a.parts, [{ kind: 'data', data: { sections: ['sales', 'costs'] } }]);
-assert.equal(a2a.metadata.cairn.version, 2);
+assert.deepEqual(a2a.parts, [{ data: { sections: ['sales', 'costs'] } }]);
+assert.equal(a2a.metadata['urn:cairn:a2a:v1'].version, 2);
+assert.deepEqual(a2a.extensions, ['urn:cairn:a2a:v1']);
 const a2aV1 = await call('artifact_fetch', { id: 'report', version: 1, format: 'a2a' });
-assert.deepEqual(a2aV1.parts, [{ kind: 'text', text: 'first draft' }]);
+assert.deepEqual(a2aV1.parts, [{ text: 'first draft' }]);
+const a2aV03 = await call('artifact_fetch', { id: 'report', version: 1, format: 'a2a-v0.3' });
+assert.deepEqual(a2aV03.parts, [{ kind: 'text', text: 'first draft' }]);
 assert.deepEqual((await call('artifact_versions', { id: 'report' })).versions, [1, 2]);
 
 // Paging: five notes, two per page.
