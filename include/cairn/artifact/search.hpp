@@ -60,7 +60,7 @@ struct SearchFilter {
 };
 
 /// What a search ranks by. `automatic`: words when the query has text, similarity when it has a vector, both
-/// (hybrid) when it has both, else the filters alone (newest first).
+/// (hybrid) when it has both, else the filters alone (in id order, score 0).
 enum class SearchMode { automatic, text, similarity, hybrid };
 
 /// A vector and the model that made it. Vectors of different models never mix: a query vector is compared only
