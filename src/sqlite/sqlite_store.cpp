@@ -13,6 +13,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -615,14 +617,15 @@ struct SqliteArtifactStore::Impl {
   /// latest versions without a vector of the model (0 on a store without that embedder).
   std::shared_ptr<const detail::VectorIndex> vector_index(Connection& conn, const std::string& tenant,
                                                           const Embedding& query, std::size_t& unindexed) const;
-  /// The versions the index finds nearest that pass the rows (still the latest version, with a vector of the
-  /// model) and the filters, each scored with the exact cosine of its stored vector, best first: `want` asked for
-  /// first, then 4 times as many each round until `want` pass (after the cursor, when `paged`) or the index has no
-  /// more.
+  /// The `want` versions the index finds nearest that pass the rows (still the latest version, with a vector of
+  /// the model), the filters and (when `paged`) the cursor, each scored with the exact cosine of its stored vector,
+  /// best first. The index asks about each candidate as it walks (its row read once, the filters checked there), so
+  /// a selective filter costs one walk, not rounds of ever larger pages. `ranked_before` (paged): how many versions
+  /// that pass rank before the cursor.
   std::vector<detail::SearchCandidate> similar_candidates(Connection& conn, const std::string& tenant,
                                                           const SearchQuery& q, const detail::PreparedSearch& p,
                                                           const detail::VectorIndex& index, std::size_t want,
-                                                          bool paged) const;
+                                                          bool paged, std::size_t* ranked_before = nullptr) const;
 
   // The record in the current row of `q` (columns in `record_columns` order).
   ArtifactPtr record(const Query& q) const {
@@ -1047,50 +1050,57 @@ std::shared_ptr<const detail::VectorIndex> SqliteArtifactStore::Impl::vector_ind
 
 std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidates(
     Connection& conn, const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p,
-    const detail::VectorIndex& index, std::size_t want, bool paged) const {
+    const detail::VectorIndex& index, std::size_t want, bool paged, std::size_t* ranked_before) const {
   const Embedding& query = *p.vector;
   const auto& cursor = p.cursor;
   const std::size_t dimension = query.values.size();
   using Found = detail::SearchCandidate;
-  std::vector<Found> found;
-  const auto prefix_ok = [&q](const std::string& id, std::uint64_t) {
-    return id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) == 0;
+  struct Accepted {
+    ArtifactPtr record;
+    std::vector<float> vector;  // the row's, for a hit whose index copy cannot give the exact cosine
   };
-  for (std::size_t k = want;; k *= 4) {
-    // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
-    // in-memory store's).
-    const std::vector<detail::VectorHit> candidates =
-        index.search(query.values, k, prefix_ok, paged ? detail::VectorIndex::near_tie : 0, q.ef);
-    found.clear();
-    for (const auto& c : candidates) {
-      if (c.version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) continue;
-      Query row(conn, candidate_get);
-      row.bind(1, tenant).bind(2, c.id).bind(3, static_cast<std::int64_t>(c.version)).bind(4, query.model);
-      if (!row.step()) continue;  // removed or replaced since the index saw it: never comes back
-      ArtifactPtr r;
-      try {
-        r = record(row);
-      } catch (const storage_error&) {
-        continue;  // unreadable: the scan skips it too
-      }
-      const std::string_view v = row.blob(15);
-      if (v.size() != dimension * sizeof(float) || !detail::matches_filter(*r, q.filter)) continue;
-      // The exact score, as the scan's: from the index's copy of the vector, or from the row's when that copy is not
-      // exact (VectorHit::exact).
-      const double similarity = c.exact ? *c.exact : detail::cosine(query.values, floats_of(v));
-      SearchMatch m;
-      m.similarity = similarity;
-      found.push_back({std::move(r), std::nullopt, similarity, std::move(m)});
+  std::vector<Accepted> accepted;  // what accept() let through, in that order (VectorHit::accepted)
+  std::set<std::pair<std::string, std::uint64_t>> before_cursor;  // asked twice when the graph falls back to the scan
+  const auto accept = [&](const std::string& id, std::uint64_t version) {
+    if (id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) != 0) return false;
+    if (version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+    Query row(conn, candidate_get);
+    row.bind(1, tenant).bind(2, id).bind(3, static_cast<std::int64_t>(version)).bind(4, query.model);
+    if (!row.step()) return false;  // removed or replaced since the index saw it: never comes back
+    ArtifactPtr r;
+    try {
+      r = record(row);
+    } catch (const storage_error&) {
+      return false;  // unreadable: the scan skips it too
     }
-    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      return detail::hit_before(*a.similarity, *a.record, *b.similarity, *b.record);
-    });
-    std::size_t after = 0;
-    for (const auto& f : found) {
-      after += !paged || !cursor || detail::after_cursor(*cursor, *f.similarity, *f.record) ? 1 : 0;
+    const std::string_view v = row.blob(15);
+    if (v.size() != dimension * sizeof(float) || !detail::matches_filter(*r, q.filter)) return false;
+    std::vector<float> values = floats_of(v);
+    if (paged && cursor && !detail::after_cursor(*cursor, detail::cosine(query.values, values), *r)) {
+      before_cursor.emplace(id, version);
+      return false;
     }
-    if (after >= want || candidates.size() < k || k >= index.size()) break;
+    accepted.push_back({std::move(r), std::move(values)});
+    return true;
+  };
+  // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
+  // in-memory store's).
+  const std::vector<detail::VectorHit> hits =
+      index.search(query.values, want, accept, paged ? detail::VectorIndex::near_tie : 0, q.ef);
+  std::vector<Found> found;
+  for (const auto& hit : hits) {
+    Accepted& a = accepted.at(hit.accepted);
+    // The exact score, as the scan's: from the index's copy of the vector, or from the row's when that copy is not
+    // exact (VectorHit::exact).
+    const double similarity = hit.exact ? *hit.exact : detail::cosine(query.values, a.vector);
+    SearchMatch m;
+    m.similarity = similarity;
+    found.push_back({std::move(a.record), std::nullopt, similarity, std::move(m)});
   }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return detail::hit_before(*a.similarity, *a.record, *b.similarity, *b.record);
+  });
+  if (ranked_before) *ranked_before = before_cursor.size();
   return found;
 }
 
@@ -1101,7 +1111,10 @@ SearchPage SqliteArtifactStore::Impl::search_similar(const std::string& tenant, 
   std::size_t unindexed = 0;
   const auto index = vector_index(*conn, tenant, *p.vector, unindexed);
   // A page and one more first (the candidates a plain hnswlib query returns).
-  SearchPage page = detail::rank_search_page(similar_candidates(*conn, tenant, q, p, *index, q.limit + 1, true), q, p);
+  std::size_t ranked_before = 0;
+  std::vector<detail::SearchCandidate> found =
+      similar_candidates(*conn, tenant, q, p, *index, q.limit + 1, true, &ranked_before);
+  SearchPage page = detail::rank_search_page(std::move(found), q, p, ranked_before);
   page.unindexed = unindexed;
   return page;
 }

@@ -107,11 +107,11 @@ TEST_CASE("vector index: past exact_scan_below a search is still exact by defaul
 TEST_CASE("vector index: where the graph's recall is poor (uniform vectors in many dimensions, ef 10) the default "
           "stays exact, and a selective filter with ef gets the exact filtered page") {
   std::mt19937 rng(17);
-  const std::size_t dim = 256;
+  const std::size_t dim = 128;
   std::vector<std::vector<float>> all;
   VectorIndex index(dim);
   index.want_graph();  // filled as the versions are added
-  const std::size_t n = 6000;
+  const std::size_t n = 2500;
   for (std::size_t i = 0; i < n; ++i) {
     all.push_back(random_unit(rng, dim));
     index.add("a" + std::to_string(i), 1, all.back());
