@@ -7,15 +7,21 @@
 // With a durable store (sqlite: or postgres:) the workflow state lives in a run of that store's run journal, so
 // several servers (on several machines) serve one workflow; with memory: it lives in <workspace>/workflow-state.json.
 //
-// stdout carries only JSON-RPC messages (one per line); every diagnostic goes to stderr. See docs/mcp.md.
+// Over stdio, stdout carries only JSON-RPC messages (one per line); every diagnostic goes to stderr. With
+// --http HOST:PORT (when built with cpp-httplib) it serves Streamable HTTP on http://HOST:PORT/mcp instead. See
+// docs/mcp.md.
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +31,9 @@
 #include <cairn/store/open_store.hpp>
 #if CAIRN_MCP_WITH_YAML
 #include <cairn/workflow/yaml.hpp>
+#endif
+#if CAIRN_MCP_WITH_HTTP
+#include "cairn_mcp_http.hpp"
 #endif
 
 namespace fs = std::filesystem;
@@ -80,6 +89,9 @@ int main(int argc, char** argv) {
   std::string workflow_state = "auto";
   std::string run_id;
   bool quiet = false;
+  std::string http;
+  std::vector<std::string> allowed_origins;
+  std::size_t http_threads = 32;
   app.add_option("--workspace", workspace,
                  "Folder the workflow works in: holds workflow-state.json; register_artefacts paths resolve in it")
       ->check(CLI::ExistingDirectory)
@@ -97,6 +109,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--run", run_id, "The run holding the workflow in the journal (default: the template's name)");
   app.add_flag("--quiet", quiet, "No diagnostics on stderr");
+  app.add_option("--http", http,
+                 "Serve Streamable HTTP on http://HOST:PORT/mcp instead of stdio (PORT alone: 127.0.0.1:PORT; "
+                 "port 0: any free port, printed on stderr)");
+  app.add_option("--allow-origin", allowed_origins,
+                 "With --http: a browser Origin allowed besides loopback ones (repeatable), e.g. https://app.example");
+  app.add_option("--http-threads", http_threads, "With --http: requests served at once")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.set_version_flag("--version", std::string("cairn-mcp ") + cairn::version_string());
   // A bad command line exits 2 with one line on stderr, as docs/mcp.md promises (CLI11's own codes, 105 to 114,
   // and its multi-line usage text are not what a script checking the status expects); --help and --version exit 0.
@@ -179,6 +199,61 @@ int main(int argc, char** argv) {
   cairn::mcp::Server server(std::move(tools), config);
 
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up ends the loop through a failed write, not a signal
+  if (!http.empty()) {
+#if CAIRN_MCP_WITH_HTTP
+    cairn_mcp::HttpOptions options;
+    const auto colon = http.rfind(':');
+    std::string port_text = colon == std::string::npos ? http : http.substr(colon + 1);
+    if (colon != std::string::npos) options.host = http.substr(0, colon);
+    if (options.host.size() > 2 && options.host.front() == '[' && options.host.back() == ']') {
+      options.host = options.host.substr(1, options.host.size() - 2);
+    }
+    char* end = nullptr;
+    const long port = std::strtol(port_text.c_str(), &end, 10);
+    if (port_text.empty() || *end != '\0' || port < 0 || port > 65535 || options.host.empty()) {
+      std::string line = "cairn-mcp: --http: expected HOST:PORT or PORT (got '" + http + "') (see cairn-mcp --help)\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return 2;
+    }
+    options.port = static_cast<int>(port);
+    options.allowed_origins = allowed_origins;
+    options.max_body_bytes = config.max_message_bytes;
+    options.threads = http_threads;
+    // SIGINT and SIGTERM stop the server from a thread of their own (the HTTP threads inherit the blocked mask).
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    const auto tool_count = server.tools().size();
+    cairn_mcp::HttpTransport transport(server.tools(), config, options);
+    int bound = 0;
+    try {
+      bound = transport.bind();
+    } catch (const std::exception& e) {
+      std::string line = std::string("cairn-mcp: ") + e.what() + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return 2;
+    }
+    std::thread waiter([&transport, stop_signals] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      transport.stop();
+    });
+    const bool ipv6 = options.host.find(':') != std::string::npos;
+    log("serving " + std::to_string(tool_count) + " tools to tenant '" + tenant + "' on http://" +
+        (ipv6 ? "[" + options.host + "]" : options.host) + ":" + std::to_string(bound) + "/mcp");
+    transport.run();
+    pthread_kill(waiter.native_handle(), SIGTERM);  // stopped some other way: end the waiter too
+    waiter.join();
+    log("stopped; bye");
+    return 0;
+#else
+    const std::string line = "cairn-mcp: --http needs a cairn-mcp built with cpp-httplib (libcpp-httplib-dev)\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return 2;
+#endif
+  }
   std::ios::sync_with_stdio(false);
   std::cin.tie(nullptr);
   log("serving " + std::to_string(server.tools().size()) + " tools to tenant '" + tenant + "' on stdio");
