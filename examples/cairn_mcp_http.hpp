@@ -371,11 +371,13 @@ class HttpTransport {
     }
     std::lock_guard<std::mutex> lock(session->mutex);
     session->used = std::chrono::steady_clock::now();
-    const auto& negotiated = session->server->protocol_version();
-    if (!version_header.empty() && version_header != negotiated) {
+    // The header must name a version this server speaks in sessions (2025-11-25's rule); the session keeps the one
+    // initialize negotiated (the conformance suite sends 2025-03-26 on a 2025-11-25 session, for one).
+    const auto& legacy = cairn::mcp::legacy_protocol_versions();
+    if (!version_header.empty() && std::find(legacy.begin(), legacy.end(), version_header) == legacy.end()) {
       transport_error(res, 400, ec::invalid_request,
-                      "Bad Request: MCP-Protocol-Version '" + cairn::detail::excerpt(version_header) +
-                          "' is not the session's version " + negotiated);
+                      "Bad Request: unsupported MCP-Protocol-Version '" + cairn::detail::excerpt(version_header) +
+                          "' for a session (this session speaks " + session->server->protocol_version() + ")");
       return;
     }
     const auto answer = session->server->handle_line(req.body);
