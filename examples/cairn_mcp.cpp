@@ -17,8 +17,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -92,6 +94,11 @@ int main(int argc, char** argv) {
   std::string http;
   std::vector<std::string> allowed_origins;
   std::size_t http_threads = 32;
+  std::vector<std::string> auth_keys;
+  std::string auth_audience;
+  std::string auth_issuer;
+  std::vector<std::string> auth_servers;
+  std::string tenant_claim = "tenant";
   app.add_option("--workspace", workspace,
                  "Folder the workflow works in: holds workflow-state.json; register_artefacts paths resolve in it")
       ->check(CLI::ExistingDirectory)
@@ -116,6 +123,18 @@ int main(int argc, char** argv) {
                  "With --http: a browser Origin allowed besides loopback ones (repeatable), e.g. https://app.example");
   app.add_option("--http-threads", http_threads, "With --http: requests served at once")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--auth-key", auth_keys,
+                 "With --http: a PEM public key (RSA or EC P-256) that signs bearer tokens (repeatable); with it every "
+                 "request needs a token, and the token's tenant claim replaces --tenant")
+      ->check(CLI::ExistingFile);
+  app.add_option("--auth-audience", auth_audience,
+                 "With --auth-key: the audience tokens must carry, this server's public URL (e.g. "
+                 "https://mcp.example.com/mcp)");
+  app.add_option("--auth-issuer", auth_issuer, "With --auth-key: the issuer tokens must carry (iss)");
+  app.add_option("--authorization-server", auth_servers,
+                 "With --auth-key: an authorization server's issuer URL, listed in the protected resource metadata");
+  app.add_option("--tenant-claim", tenant_claim, "With --auth-key: the token claim naming the tenant")
       ->capture_default_str();
   app.set_version_flag("--version", std::string("cairn-mcp ") + cairn::version_string());
   // A bad command line exits 2 with one line on stderr, as docs/mcp.md promises (CLI11's own codes, 105 to 114,
@@ -144,12 +163,21 @@ int main(int argc, char** argv) {
   };
 
   std::vector<cairn::mcp::Tool> tools;
+  // The tools of one tenant: --tenant's, or (with --auth-key) each token's. Everything that can be wrong is
+  // checked here, before anything is served.
+  std::function<std::vector<cairn::mcp::Tool>(const std::string&)> make_tools;
   try {
     if (tenant.empty()) throw cairn::invalid_argument("--tenant must not be empty");
+    if (!auth_keys.empty() && http.empty()) {
+      throw cairn::invalid_argument("--auth-key needs --http (over stdio the tenant is --tenant)");
+    }
     auto store = open_artifact_store(store_url);
+    std::optional<cairn::WorkflowTemplate> tmpl;
+    std::optional<fs::path> root;
+    std::shared_ptr<cairn::RunJournal> journal;
     if (!workflow.empty()) {
-      const auto root = fs::canonical(workspace);
-      auto tmpl = load_template(workflow);
+      root = fs::canonical(workspace);
+      tmpl = load_template(workflow);
       const bool durable_store = store_url.rfind("memory:", 0) != 0;
       const bool in_journal = workflow_state == "journal" || (workflow_state == "auto" && durable_store);
       if (in_journal && !durable_store) {
@@ -157,27 +185,39 @@ int main(int argc, char** argv) {
                                       "journal would die with this process)");
       }
       if (!run_id.empty() && !in_journal) throw cairn::invalid_argument("--run is only used with a journal");
-      // Registered files are also stored as `file` artifacts of the tenant, so artifact_list finds them.
-      auto recorder = cairn::artifact_recorder(store, tenant);
+      if (!auth_keys.empty() && !in_journal) {
+        throw cairn::invalid_argument("--auth-key with --workflow needs the journal (--workflow-state journal): the "
+                                      "state file is one per workspace, not one per tenant");
+      }
       if (in_journal) {
-        if (run_id.empty()) run_id = tmpl.name();
-        std::shared_ptr<cairn::RunJournal> journal;
+        if (run_id.empty()) run_id = tmpl->name();
         try {
           journal = cairn::open_run_journal(store_url);
         } catch (const cairn::error& e) {
           throw cairn::invalid_argument(std::string("--store: ") + e.what());
         }
-        cairn::WorkflowTools wf(cairn::RunWorkflowState(journal, tenant, run_id, root), std::move(tmpl), recorder);
-        tools = wf.tools();
-        log("workflow '" + workflow + "' in run '" + run_id + "' of the store's journal; workspace " + root.string());
+        log("workflow '" + workflow + "' in run '" + run_id + "' of the store's journal; workspace " +
+            root->string());
       } else {
-        cairn::WorkflowTools wf(cairn::StateFile(root), std::move(tmpl), recorder);
-        tools = wf.tools();
-        log("workflow '" + workflow + "' in " + root.string());
+        log("workflow '" + workflow + "' in " + root->string());
       }
     }
-    cairn::mcp::ArtifactTools artifacts(store, tenant);
-    tools.insert(tools.end(), artifacts.tools().begin(), artifacts.tools().end());
+    make_tools = [store, tmpl, root, journal, run_id](const std::string& t) {
+      std::vector<cairn::mcp::Tool> out;
+      if (tmpl) {
+        // Registered files are also stored as `file` artifacts of the tenant, so artifact_list finds them.
+        auto recorder = cairn::artifact_recorder(store, t);
+        if (journal) {
+          out = cairn::WorkflowTools(cairn::RunWorkflowState(journal, t, run_id, *root), *tmpl, recorder).tools();
+        } else {
+          out = cairn::WorkflowTools(cairn::StateFile(*root), *tmpl, recorder).tools();
+        }
+      }
+      cairn::mcp::ArtifactTools artifacts(store, t);
+      out.insert(out.end(), artifacts.tools().begin(), artifacts.tools().end());
+      return out;
+    };
+    tools = make_tools(tenant);
   } catch (const std::exception& e) {
     std::string line = std::string("cairn-mcp: ") + e.what();
     for (char& c : line) {
@@ -219,6 +259,22 @@ int main(int argc, char** argv) {
     options.allowed_origins = allowed_origins;
     options.max_body_bytes = config.max_message_bytes;
     options.threads = http_threads;
+    cairn_mcp::AuthOptions auth;
+    for (const auto& key_file : auth_keys) {
+      std::ifstream in(key_file, std::ios::binary);
+      std::ostringstream pem;
+      pem << in.rdbuf();
+      auth.keys.push_back(pem.str());
+    }
+    auth.audience = auth_audience;
+    if (!auth_issuer.empty()) auth.issuer = auth_issuer;
+    auth.authorization_servers = auth_servers;
+    auth.tenant_claim = tenant_claim;
+    if (auth.enabled() && auth.audience.empty()) {
+      const std::string line = "cairn-mcp: --auth-key needs --auth-audience (see cairn-mcp --help)\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return 2;
+    }
     // SIGINT and SIGTERM stop the server from a thread of their own (the HTTP threads inherit the blocked mask).
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
@@ -226,7 +282,7 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     const auto tool_count = server.tools().size();
-    cairn_mcp::HttpTransport transport(server.tools(), config, options);
+    cairn_mcp::HttpTransport transport(make_tools, tenant, config, options, auth);
     int bound = 0;
     try {
       bound = transport.bind();
@@ -241,7 +297,8 @@ int main(int argc, char** argv) {
       transport.stop();
     });
     const bool ipv6 = options.host.find(':') != std::string::npos;
-    log("serving " + std::to_string(tool_count) + " tools to tenant '" + tenant + "' on http://" +
+    log("serving " + std::to_string(tool_count) + " tools to " +
+        (auth.enabled() ? "the tenant of each token" : "tenant '" + tenant + "'") + " on http://" +
         (ipv6 ? "[" + options.host + "]" : options.host) + ":" + std::to_string(bound) + "/mcp");
     transport.run();
     pthread_kill(waiter.native_handle(), SIGTERM);  // stopped some other way: end the waiter too
@@ -249,7 +306,8 @@ int main(int argc, char** argv) {
     log("stopped; bye");
     return 0;
 #else
-    const std::string line = "cairn-mcp: --http needs a cairn-mcp built with cpp-httplib (libcpp-httplib-dev)\n";
+    const std::string line =
+        "cairn-mcp: --http needs a cairn-mcp built with cpp-httplib and libjwt (libcpp-httplib-dev, libjwt-dev)\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return 2;
 #endif

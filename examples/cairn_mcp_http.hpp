@@ -28,6 +28,8 @@
 #include <httplib.h>
 #include <cairn/mcp/server.hpp>
 
+#include "cairn_mcp_auth.hpp"
+
 namespace cairn_mcp {
 
 struct HttpOptions {
@@ -40,13 +42,20 @@ struct HttpOptions {
   std::size_t threads = 32;                  ///< requests served at once
   std::size_t max_sessions = 1000;           ///< legacy sessions held at once; more: 503
   std::chrono::seconds session_idle{1800};   ///< a legacy session unused this long is ended
+  std::size_t max_tenants = 10000;           ///< tenants (from tokens) whose tools are held at once; more: 503
 };
+
+/// The tools of one tenant (cairn-mcp builds them per tenant: with authorization each token names its own).
+using ToolFactory = std::function<std::vector<cairn::mcp::Tool>(const std::string& tenant)>;
 
 class HttpTransport {
  public:
-  HttpTransport(std::vector<cairn::mcp::Tool> tools, cairn::mcp::ServerConfig config, HttpOptions options)
-      : tools_(std::move(tools)), config_(std::move(config)), options_(std::move(options)),
-        stateless_(tools_, config_) {
+  /// Serves `default_tenant` to every request when `auth` is not enabled; else the tenant of each request's token.
+  HttpTransport(ToolFactory make_tools, std::string default_tenant, cairn::mcp::ServerConfig config,
+                HttpOptions options, AuthOptions auth = {})
+      : make_tools_(std::move(make_tools)), default_tenant_(std::move(default_tenant)), config_(std::move(config)),
+        options_(std::move(options)), verifier_(std::move(auth)) {
+    if (!verifier_.options().enabled()) tenant_tools(default_tenant_);  // built now: a bad store fails at start
     http_.set_payload_max_length(options_.max_body_bytes);
     http_.set_read_timeout(options_.read_timeout_seconds, 0);
     http_.set_write_timeout(options_.write_timeout_seconds, 0);
@@ -62,6 +71,23 @@ class HttpTransport {
       res.set_header("Allow", "POST, DELETE");
     });
     http_.Delete("/mcp", [this](const httplib::Request& req, httplib::Response& res) { end_session(req, res); });
+    // RFC 9728: where a client learns which authorization server issues tokens for this resource.
+    const auto metadata = [this](const httplib::Request&, httplib::Response& res) {
+      if (!verifier_.options().enabled()) {
+        transport_error(res, 404, cairn::mcp::error_code::invalid_request, "not found: authorization is not enabled");
+        return;
+      }
+      const auto& a = verifier_.options();
+      const nlohmann::json body = {{"resource", a.audience},
+                                   {"authorization_servers", a.authorization_servers},
+                                   {"scopes_supported", {a.read_scope, a.write_scope, a.delete_scope}},
+                                   {"bearer_methods_supported", {"header"}},
+                                   {"resource_name", config_.title.value_or(config_.name)}};
+      res.status = 200;
+      res.set_content(body.dump(), "application/json");
+    };
+    http_.Get("/.well-known/oauth-protected-resource", metadata);
+    http_.Get("/.well-known/oauth-protected-resource/mcp", metadata);
     http_.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
       if (!res.body.empty()) return;
       if (res.status == 413) {
@@ -97,9 +123,88 @@ class HttpTransport {
  private:
   struct Session {
     std::mutex mutex;
+    std::string tenant;
     std::unique_ptr<cairn::mcp::Server> server;
     std::chrono::steady_clock::time_point used;
   };
+
+  // One tenant's tools, the scope each needs, and the Server of its 2026-07-28 requests.
+  struct Tenant {
+    std::vector<cairn::mcp::Tool> tools;
+    std::map<std::string, std::string> scope;
+    std::unique_ptr<cairn::mcp::Server> stateless;
+  };
+
+  std::shared_ptr<const Tenant> tenant_tools(const std::string& tenant) {
+    std::lock_guard<std::mutex> lock(tenants_mutex_);
+    if (const auto found = tenants_.find(tenant); found != tenants_.end()) return found->second;
+    if (tenants_.size() >= options_.max_tenants) return nullptr;
+    auto t = std::make_shared<Tenant>();
+    t->tools = make_tools_(tenant);
+    for (const auto& tool : t->tools) t->scope[tool.name] = verifier_.scope_for(tool.annotations);
+    t->stateless = std::make_unique<cairn::mcp::Server>(t->tools, config_);
+    tenants_.emplace(tenant, t);
+    return t;
+  }
+
+  // The RFC 9728 metadata URL of the resource `audience` names: /.well-known/oauth-protected-resource before its path.
+  std::string metadata_url() const {
+    const auto& aud = verifier_.options().audience;
+    const auto scheme = aud.find("://");
+    const auto path = scheme == std::string::npos ? std::string::npos : aud.find('/', scheme + 3);
+    if (path == std::string::npos) return aud + "/.well-known/oauth-protected-resource";
+    return aud.substr(0, path) + "/.well-known/oauth-protected-resource" + aud.substr(path);
+  }
+
+  void unauthorized(httplib::Response& res, const AuthFailure& why) const {
+    std::string challenge = "Bearer resource_metadata=\"" + metadata_url() + "\"";
+    if (!why.error.empty()) {
+      challenge += ", error=\"" + why.error + "\", error_description=\"" + why.description + "\"";
+    }
+    res.set_header("WWW-Authenticate", challenge);
+    transport_error(res, 401, cairn::mcp::error_code::invalid_request, "Unauthorized: " + why.description);
+  }
+
+  void insufficient_scope(httplib::Response& res, const nlohmann::json& id, const std::string& tool,
+                          const std::string& scope) const {
+    res.set_header("WWW-Authenticate", "Bearer error=\"insufficient_scope\", scope=\"" + scope +
+                                           "\", resource_metadata=\"" + metadata_url() + "\"");
+    res.status = 403;
+    const nlohmann::json body = {
+        {"jsonrpc", "2.0"},
+        {"id", id},
+        {"error", {{"code", cairn::mcp::error_code::invalid_request},
+                   {"message", "Forbidden: insufficient_scope: tool '" + tool + "' needs scope '" + scope + "'"}}}};
+    res.set_content(body.dump(), "application/json");
+  }
+
+  // Checks a tools/call against the token's scopes; false (with the 403 written) when it may not be made.
+  bool may_call(const Tenant& t, const std::optional<Principal>& who, const nlohmann::json& body,
+                httplib::Response& res) const {
+    if (!who || !body.is_object() || body.value("method", "") != "tools/call") return true;
+    const auto params = body.find("params");
+    if (params == body.end() || !params->is_object()) return true;
+    const auto name = params->find("name");
+    if (name == params->end() || !name->is_string()) return true;
+    const auto needed = t.scope.find(name->get<std::string>());
+    if (needed == t.scope.end() || who->scopes.count(needed->second)) return true;
+    insufficient_scope(res, body.value("id", nlohmann::json()), name->get<std::string>(), needed->second);
+    return false;
+  }
+
+  // tools/list shows a token only the tools it may call.
+  void filter_list(const Tenant& t, const std::optional<Principal>& who, const nlohmann::json& body,
+                   nlohmann::json& answer) const {
+    if (!who || !body.is_object() || body.value("method", "") != "tools/list") return;
+    const auto result = answer.find("result");
+    if (result == answer.end() || !result->contains("tools")) return;
+    nlohmann::json kept = nlohmann::json::array();
+    for (auto& tool : (*result)["tools"]) {
+      const auto needed = t.scope.find(tool.value("name", ""));
+      if (needed != t.scope.end() && who->scopes.count(needed->second)) kept.push_back(std::move(tool));
+    }
+    (*result)["tools"] = std::move(kept);
+  }
 
   void log(const std::string& message) const {
     if (config_.log) config_.log(message);
@@ -215,6 +320,18 @@ class HttpTransport {
                       "Content-Type must be application/json (got '" + cairn::detail::excerpt(type) + "')");
       return;
     }
+    std::optional<Principal> who;
+    std::string tenant = default_tenant_;
+    if (verifier_.options().enabled()) {
+      auto verified = verifier_.verify(req.get_header_value("Authorization"));
+      if (!verified.first) {
+        log("refused a request: " + verified.second.description);
+        unauthorized(res, verified.second);
+        return;
+      }
+      who = std::move(verified.first);
+      tenant = who->tenant;
+    }
     nlohmann::json body;
     try {
       body = cairn::detail::parse_json(req.body, cairn::JsonLimits{config_.max_message_bytes, config_.max_depth},
@@ -253,13 +370,20 @@ class HttpTransport {
     const bool modern = method != "initialize" && (meta_version || is_modern_version(version_header) ||
                                                    method == "server/discover");
     if (modern) {
-      serve_modern(req, res, body, method, params, meta_version, version_header, has_id);
+      const auto t = tenant_tools(tenant);
+      if (!t) {
+        transport_error(res, 503, ec::internal_error, "too many tenants at once; try again later");
+        return;
+      }
+      if (!may_call(*t, who, body, res)) return;
+      serve_modern(req, res, *t, who, body, method, params, meta_version, version_header, has_id);
     } else {
-      serve_legacy(req, res, method, has_id, version_header);
+      serve_legacy(req, res, tenant, who, body, method, has_id, version_header);
     }
   }
 
-  void serve_modern(const httplib::Request& req, httplib::Response& res, const nlohmann::json& body,
+  void serve_modern(const httplib::Request& req, httplib::Response& res, const Tenant& t,
+                    const std::optional<Principal>& who, const nlohmann::json& body,
                     const std::string& method, const nlohmann::json* params,
                     const std::optional<std::string>& meta_version, const std::string& version_header,
                     bool has_id) {
@@ -300,7 +424,7 @@ class HttpTransport {
       }
     }
     if (!has_id) {
-      (void)stateless_.handle_line(req.body);  // a notification: nothing to answer
+      (void)t.stateless->handle_line(req.body);  // a notification: nothing to answer
       res.status = 202;
       return;
     }
@@ -314,22 +438,30 @@ class HttpTransport {
                      {"message", method + ": params._meta[\"" + cairn::mcp::meta_key::protocol_version +
                                      "\"] is required (a string such as \"2026-07-28\")"}}}};
     } else {
-      answer = stateless_.handle_line(req.body);
+      answer = t.stateless->handle_line(req.body);
     }
     if (!answer) {
       res.status = 202;
       return;
     }
+    filter_list(t, who, body, *answer);
     reply(req, res, modern_status(*answer), *answer);
   }
 
-  void serve_legacy(const httplib::Request& req, httplib::Response& res, const std::string& method, bool has_id,
-                    const std::string& version_header) {
+  void serve_legacy(const httplib::Request& req, httplib::Response& res, const std::string& tenant,
+                    const std::optional<Principal>& who, const nlohmann::json& body, const std::string& method,
+                    bool has_id, const std::string& version_header) {
     namespace ec = cairn::mcp::error_code;
     const auto session_id = req.get_header_value("Mcp-Session-Id");
+    const auto t = tenant_tools(tenant);
+    if (!t) {
+      transport_error(res, 503, ec::internal_error, "too many tenants at once; try again later");
+      return;
+    }
     if (method == "initialize" && session_id.empty()) {
       auto session = std::make_shared<Session>();
-      session->server = std::make_unique<cairn::mcp::Server>(tools_, config_);
+      session->tenant = tenant;
+      session->server = std::make_unique<cairn::mcp::Server>(t->tools, config_);
       session->used = std::chrono::steady_clock::now();
       const auto answer = session->server->handle_line(req.body);
       if (!answer) {
@@ -369,6 +501,12 @@ class HttpTransport {
       transport_error(res, 404, ec::invalid_request, "Not Found: unknown or expired session; send initialize again");
       return;
     }
+    if (session->tenant != tenant) {
+      // Another tenant's session reads exactly like an unknown one.
+      transport_error(res, 404, ec::invalid_request, "Not Found: unknown or expired session; send initialize again");
+      return;
+    }
+    if (!may_call(*t, who, body, res)) return;
     std::lock_guard<std::mutex> lock(session->mutex);
     session->used = std::chrono::steady_clock::now();
     // The header must name a version this server speaks in sessions (2025-11-25's rule); the session keeps the one
@@ -380,16 +518,26 @@ class HttpTransport {
                           "' for a session (this session speaks " + session->server->protocol_version() + ")");
       return;
     }
-    const auto answer = session->server->handle_line(req.body);
+    auto answer = session->server->handle_line(req.body);
     if (!answer || !has_id) {
       res.status = 202;
       return;
     }
+    filter_list(*t, who, body, *answer);
     reply(req, res, 200, *answer);
   }
 
   void end_session(const httplib::Request& req, httplib::Response& res) {
     if (!origin_ok(req, res)) return;
+    std::string tenant = default_tenant_;
+    if (verifier_.options().enabled()) {
+      auto verified = verifier_.verify(req.get_header_value("Authorization"));
+      if (!verified.first) {
+        unauthorized(res, verified.second);
+        return;
+      }
+      tenant = verified.first->tenant;
+    }
     const auto id = req.get_header_value("Mcp-Session-Id");
     if (id.empty()) {
       transport_error(res, 405, cairn::mcp::error_code::invalid_request,
@@ -397,7 +545,8 @@ class HttpTransport {
       return;
     }
     std::lock_guard<std::mutex> lock(sessions_mutex_);
-    if (sessions_.erase(id) == 0) {
+    const auto found = sessions_.find(id);
+    if (found == sessions_.end() || found->second->tenant != tenant || (sessions_.erase(found), false)) {
       transport_error(res, 404, cairn::mcp::error_code::invalid_request, "Not Found: unknown or expired session");
       return;
     }
@@ -425,12 +574,15 @@ class HttpTransport {
     return id;
   }
 
-  std::vector<cairn::mcp::Tool> tools_;
+  ToolFactory make_tools_;
+  std::string default_tenant_;
   cairn::mcp::ServerConfig config_;
   HttpOptions options_;
-  // Serves 2026-07-28 requests from every thread: they read no state of the Server, and `initialize`, the only
-  // request that writes it, never reaches it (it opens a session).
-  cairn::mcp::Server stateless_;
+  TokenVerifier verifier_;
+  // Each tenant's Tenant::stateless serves its 2026-07-28 requests from every thread: they read no state of the
+  // Server, and `initialize`, the only request that writes it, never reaches it (it opens a session).
+  std::mutex tenants_mutex_;
+  std::map<std::string, std::shared_ptr<const Tenant>> tenants_;
   httplib::Server http_;
   int bound_port_ = 0;
   std::mutex sessions_mutex_;
