@@ -89,6 +89,18 @@ TEST_CASE("cairn-mcp: every bad command line exits 2 with one line on stderr") {
       {{"--store", "nosuch:thing"}, "--store"},
       {{"--quiet", "--store", "nosuch:thing"}, "--store"},
       {{"--quiet=maybe"}, "--quiet"},
+      // --http: a bad address, and one that cannot be bound here (TEST-NET-1 is no local address). A build without
+      // cpp-httplib refuses every --http the same way, naming it.
+      {{"--http", "nonsense"}, "--http"},
+      {{"--http", "127.0.0.1:99999"}, "--http"},
+      {{"--http", "127.0.0.1:"}, "--http"},
+      {{"--http", ":8080"}, "--http"},
+      {{"--http", "192.0.2.1:8080"}, "--http"},
+      {{"--http", "8080", "--http-threads", "0"}, "--http-threads"},
+      // Tokens only over HTTP, and never without the audience they must carry.
+      {{"--auth-key", CAIRN_MCP_EXE}, "--auth-key needs --http"},
+      {{"--http", "127.0.0.1:0", "--auth-key", CAIRN_MCP_EXE}, "--auth"},
+      {{"--auth-key", "/no/such/key.pem"}, "--auth-key"},
   };
   for (const auto& c : cases) {
     std::string joined;

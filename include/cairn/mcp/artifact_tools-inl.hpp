@@ -97,6 +97,39 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                                     {"minLength", 1},
                                     {"maxLength", ArtifactRecord::max_id_length},
                                     {"description", +"The artifact id."}};
+  // Any JSON value, spelled out: a bare {} schema is `true`, which strict clients flag.
+  const nlohmann::json any_type = {"string", "number", "boolean", "object", "array", "null"};
+
+  // What the tools return (outputSchema).
+  const nlohmann::json text = {{"type", "string"}};
+  const nlohmann::json texts = {{"type", "array"}, {"items", text}};
+  const nlohmann::json natural = {{"type", "integer"}, {"minimum", 0}};
+  const nlohmann::json version = {{"type", "integer"}, {"minimum", 1}};
+  const nlohmann::json millis = {{"type", "integer"}, {"description", +"Milliseconds since 1970."}};
+  nlohmann::json record_properties = {
+      {"id", text},           {"tenant_id", text},  {"version", version},     {"type", text},
+      {"title", text},        {"description", text}, {"purpose", text},       {"storage_url", text},
+      {"mime_type", text},    {"size_bytes", natural}, {"schema_url", text},  {"created_by", text},
+      {"created_at", millis}, {"metadata", {{"type", "object"}}}};
+  const nlohmann::json record_required = {"id",          "tenant_id", "version",    "type",    "title",
+                                          "description", "purpose",   "created_at", "metadata"};
+  // A list item: the record without its value.
+  const nlohmann::json summary_schema = {
+      {"type", "object"}, {"properties", record_properties}, {"required", record_required}};
+  record_properties["value"] = {{"type", any_type}, {"description", +"The content, when it is stored inline."}};
+  const nlohmann::json record_schema = {
+      {"type", "object"}, {"properties", record_properties}, {"required", record_required}};
+  const nlohmann::json a2a_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"artifactId", text},
+        {"name", text},
+        {"description", text},
+        {"parts", {{"type", "array"}, {"items", {{"type", "object"}, {"required", {"kind"}}}}}},
+        {"metadata", {{"type", "object"}}}}},
+      {"required", {"artifactId", "parts"}}};
+  const nlohmann::json cursor_out = {{"type", "string"},
+                                     {"description", +"Pass as cursor to get the next page; absent on the last."}};
 
   tools_.push_back(
       {"artifact_store",
@@ -113,7 +146,8 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
           {"title", {{"type", "string"}, {"description", +"Short title (at most 500 characters)."}}},
           {"description", {{"type", "string"}, {"description", +"What the artifact is."}}},
           {"purpose", {{"type", "string"}, {"description", +"Why it exists; defaults to the description."}}},
-          {"value", {{"description", +"The content itself: any JSON value (text, object, array, ...)."}}},
+          {"value", {{"type", any_type},
+                     {"description", +"The content itself: any JSON value (text, object, array, ...)."}}},
           {"storage_url", {{"type", "string"}, {"description", +"Where large content lives (a URL or path)."}}},
           {"mime_type", {{"type", "string"}, {"description", +"type/subtype of the content."}}},
           {"size_bytes", {{"type", "integer"}, {"minimum", 0}, {"description", +"Size of the content."}}},
@@ -145,6 +179,12 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                                  {"created_at", stored->created_at()}};
          });
        }});
+
+  WorkflowTools::describe(tools_.back(), "Store an artifact", WorkflowTools::hints(false, false, false),
+                         {{"type", "object"},
+                          {"properties", {{"id", text}, {"version", version}, {"type", text}, {"title", text},
+                                          {"created_at", millis}}},
+                          {"required", {"id", "version", "type", "title", "created_at"}}});
 
   tools_.push_back(
       {"artifact_fetch",
@@ -183,6 +223,11 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
            return to_a2a(*r, format == "a2a" ? A2AVersion::v1_0 : A2AVersion::v0_3);
          });
        }});
+
+  WorkflowTools::describe(tools_.back(), "Fetch an artifact", WorkflowTools::hints(true, false, true),
+                         {{"type", "object"},
+                          {"description", +"A cairn record (format record) or an A2A Artifact (format a2a)."},
+                          {"anyOf", {record_schema, a2a_schema}}});
 
   tools_.push_back(
       {"artifact_list",
@@ -223,6 +268,13 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
          });
        }});
 
+  WorkflowTools::describe(tools_.back(), "List artifacts", WorkflowTools::hints(true, false, true),
+                         {{"type", "object"},
+                          {"properties",
+                           {{"artifacts", {{"type", "array"}, {"items", summary_schema}}},
+                            {"next_cursor", cursor_out}}},
+                          {"required", {"artifacts"}}});
+
   tools_.push_back({"artifact_versions",
                     "The version numbers of an artifact, oldest first.",
                     {{"type", "object"},
@@ -240,6 +292,11 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                       });
                     }});
 
+  WorkflowTools::describe(tools_.back(), "Versions of an artifact", WorkflowTools::hints(true, false, true),
+                         {{"type", "object"},
+                          {"properties", {{"id", text}, {"versions", {{"type", "array"}, {"items", version}}}}},
+                          {"required", {"id", "versions"}}});
+
   tools_.push_back({"artifact_delete",
                     "Delete an artifact with all its versions.",
                     {{"type", "object"},
@@ -256,6 +313,11 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                         return nlohmann::json{{"deleted", id}, {+"versions_removed", count}};
                       });
                     }});
+
+  WorkflowTools::describe(tools_.back(), "Delete an artifact", WorkflowTools::hints(false, true, true),
+                         {{"type", "object"},
+                          {"properties", {{"deleted", text}, {+"versions_removed", natural}}},
+                          {"required", {"deleted", "versions_removed"}}});
 
   tools_.push_back(
       {"search_artifacts",
@@ -284,7 +346,8 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                   {"properties",
                    {{"pointer", {{"type", "string"}, {"description", +"JSON pointer to the field: /region"}}},
                     {"op", {{"type", "string"}, {"enum", {"eq", "ne", "lt", "le", "gt", "ge", "in", "exists"}}}},
-                    {"value", {{"description", +"What to compare with (an array for in)."}}}}},
+                    {"value", {{"type", any_type},
+                               {"description", +"What to compare with (an array for in)."}}}}},
                   {"required", {"pointer", "op"}},
                   {+"additionalProperties", false}}}}}}},
             {+"additionalProperties", false}}},
@@ -346,6 +409,27 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
            return out;
          });
        }});
+
+  const nlohmann::json hit_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"id", text},
+        {"version", version},
+        {"title", text},
+        {"type", text},
+        {"score", {{"type", "number"}}},
+        {"matched",
+         {{"type", "object"},
+          {"properties",
+           {{"words", texts}, {"fields", texts}, {"similarity", {{"type", "number"}}},
+            {"text_rank", natural}, {"vector_rank", natural}}},
+          {"required", {"words", "fields"}}}}}},
+      {"required", {"id", "version", "title", "type", "score", "matched"}}};
+  WorkflowTools::describe(tools_.back(), "Search artifacts", WorkflowTools::hints(true, false, true),
+                         {{"type", "object"},
+                          {"properties",
+                           {{"hits", {{"type", "array"}, {"items", hit_schema}}}, {"next_cursor", cursor_out}}},
+                          {"required", {"hits"}}});
 }
 
 CAIRN_INLINE SearchFilter ArtifactTools::search_filter(Args f) {

@@ -10,6 +10,17 @@ CAIRN_BEGIN_NAMESPACE
 
 namespace mcp {
 CAIRN_INLINE const std::vector<std::string>& supported_protocol_versions() {
+  static const std::vector<std::string> versions = {"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26",
+                                                    "2024-11-05"};
+  return versions;
+}
+
+CAIRN_INLINE const std::vector<std::string>& modern_protocol_versions() {
+  static const std::vector<std::string> versions = {"2026-07-28"};
+  return versions;
+}
+
+CAIRN_INLINE const std::vector<std::string>& legacy_protocol_versions() {
   static const std::vector<std::string> versions = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
   return versions;
 }
@@ -222,6 +233,13 @@ CAIRN_INLINE std::optional<nlohmann::json> Server::handle_message(const nlohmann
     handle_notification(method);
     return std::nullopt;
   }
+  // A request is modern (2026-07-28) when it says so in its _meta, and server/discover always is; initialize always
+  // opens a legacy connection (versioning.mdx, "Backward Compatibility with Initialization-Based Versions").
+  if (method != "initialize") {
+    const auto meta = params->find("_meta");
+    const bool says_modern = meta != params->end() && meta->is_object() && meta->contains(meta_key::protocol_version);
+    if (says_modern || method == "server/discover") return handle_modern(id, method, *params, in_batch);
+  }
   return handle_request(id, method, *params, in_batch);
 }
 
@@ -245,13 +263,92 @@ CAIRN_INLINE nlohmann::json Server::handle_request(const nlohmann::json& id, con
   if (method == "ping") return result_response(id, nlohmann::json::object());
   if (!initialized()) {
     return error_response(id, error_code::invalid_request,
-                          fmt::format("server not initialized: '{}' before initialize (send initialize first)",
-                                      detail::excerpt(method)));
+                          fmt::format("server not initialized: '{}' before initialize (send initialize first, or "
+                                      "give params._meta[\"{}\"] \"2026-07-28\" to use it without one)",
+                                      detail::excerpt(method), meta_key::protocol_version));
   }
-  if (method == "tools/list") return list_tools(id, params);
-  if (method == "tools/call") return call_tool(id, params);
+  if (method == "tools/list") return list_tools(id, params, *protocol_version_);
+  if (method == "tools/call") return call_tool(id, params, *protocol_version_);
   return error_response(id, error_code::method_not_found, fmt::format("method not found: '{}'",
                                                                       detail::excerpt(method)));
+}
+
+CAIRN_INLINE nlohmann::json Server::handle_modern(const nlohmann::json& id, const std::string& method,
+                                                  const nlohmann::json& params, bool in_batch) const {
+  if (in_batch) {
+    return error_response(id, error_code::invalid_request,
+                          "a 2026-07-28 request must not be part of a batch (batches were part of 2025-03-26 only)");
+  }
+  const auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) {
+    return error_response(id, error_code::invalid_params,
+                          fmt::format("{}: params._meta is required (an object with \"{}\" and \"{}\")",
+                                      detail::excerpt(method), meta_key::protocol_version,
+                                      meta_key::client_capabilities));
+  }
+  const auto v = meta->find(meta_key::protocol_version);
+  if (v == meta->end() || !v->is_string()) {
+    return error_response(id, error_code::invalid_params,
+                          fmt::format("{}: params._meta[\"{}\"] is required (a string such as \"2026-07-28\")",
+                                      detail::excerpt(method), meta_key::protocol_version));
+  }
+  const auto& version = v->get_ref<const std::string&>();
+  const auto& modern = modern_protocol_versions();
+  if (std::find(modern.begin(), modern.end(), version) == modern.end()) {
+    std::string spoken;
+    for (const auto& s : supported_protocol_versions()) spoken += (spoken.empty() ? "" : ", ") + s;
+    const auto& legacy = legacy_protocol_versions();
+    const bool is_legacy = std::find(legacy.begin(), legacy.end(), version) != legacy.end();
+    log(fmt::format("request for protocol version '{}' in _meta refused", detail::excerpt(version)));
+    return error_response(
+        id, error_code::unsupported_protocol_version,
+        is_legacy ? fmt::format("Unsupported protocol version: {} is spoken after initialize, not with a per-request "
+                                "_meta (that is 2026-07-28)", version)
+                  : fmt::format("Unsupported protocol version: '{}' (this server speaks {})", detail::excerpt(version),
+                                spoken),
+        nlohmann::json{{"supported", supported_protocol_versions()}, {"requested", version}});
+  }
+  const auto caps = meta->find(meta_key::client_capabilities);
+  if (caps == meta->end() || !caps->is_object()) {
+    return error_response(id, error_code::invalid_params,
+                          fmt::format("{}: params._meta[\"{}\"] is required (an object; {{}} when the client has "
+                                      "none)", detail::excerpt(method), meta_key::client_capabilities));
+  }
+  if (const auto info = meta->find(meta_key::client_info); info != meta->end() && !info->is_object()) {
+    return error_response(id, error_code::invalid_params,
+                          fmt::format("{}: params._meta[\"{}\"] must be an object", detail::excerpt(method),
+                                      meta_key::client_info));
+  }
+  if (method == "server/discover") {
+    nlohmann::json result = {{"supportedVersions", supported_protocol_versions()},
+                             {"capabilities", {{"tools", nlohmann::json::object()}}},
+                             {"ttlMs", config_.cache_ttl_ms},
+                             {"cacheScope", "private"}};
+    if (config_.instructions) result["instructions"] = *config_.instructions;
+    return modern_response(result_response(id, std::move(result)));
+  }
+  if (method == "tools/list") return modern_response(list_tools(id, params, version));
+  if (method == "tools/call") return modern_response(call_tool(id, params, version));
+  return error_response(id, error_code::method_not_found,
+                        method == "ping" || method == "logging/setLevel"
+                            ? fmt::format("method not found: '{}' is not part of protocol version {}", method, version)
+                            : fmt::format("method not found: '{}'", detail::excerpt(method)));
+}
+
+CAIRN_INLINE nlohmann::json Server::modern_response(nlohmann::json response) const {
+  const auto result = response.find("result");
+  if (result == response.end()) return response;
+  (*result)["resultType"] = "complete";
+  auto& meta = (*result)["_meta"];
+  if (!meta.is_object()) meta = nlohmann::json::object();
+  meta[meta_key::server_info] = server_info(modern_protocol_versions().front());
+  return response;
+}
+
+CAIRN_INLINE nlohmann::json Server::server_info(const std::string& version) const {
+  nlohmann::json info = {{"name", config_.name}, {"version", config_.version}};
+  if (config_.title && version >= "2025-06-18") info["title"] = *config_.title;
+  return info;
 }
 
 CAIRN_INLINE nlohmann::json Server::initialize(const nlohmann::json& id, const nlohmann::json& params) {
@@ -276,9 +373,10 @@ CAIRN_INLINE nlohmann::json Server::initialize(const nlohmann::json& id, const n
                                       : std::string("(unnamed)")));
   }
   // The requested version when we speak it, else our newest: the client then decides whether to go on.
+  // initialize negotiates the legacy versions only (2026-07-28 has no initialize).
   const auto& requested = v->get_ref<const std::string&>();
-  std::string chosen = supported_protocol_versions().front();
-  for (const auto& s : supported_protocol_versions()) {
+  std::string chosen = legacy_protocol_versions().front();
+  for (const auto& s : legacy_protocol_versions()) {
     if (s == requested) chosen = s;
   }
   if (chosen != requested) {
@@ -286,28 +384,40 @@ CAIRN_INLINE nlohmann::json Server::initialize(const nlohmann::json& id, const n
   }
   protocol_version_ = chosen;
 
-  nlohmann::json info = {{"name", config_.name}, {"version", config_.version}};
-  if (config_.title && chosen >= "2025-06-18") info["title"] = *config_.title;
   nlohmann::json result = {{"protocolVersion", chosen},
                            {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                           {"serverInfo", std::move(info)}};
+                           {"serverInfo", server_info(chosen)}};
   if (config_.instructions) result["instructions"] = *config_.instructions;
   return result_response(id, std::move(result));
 }
 
-CAIRN_INLINE nlohmann::json Server::list_tools(const nlohmann::json& id, const nlohmann::json& params) const {
+CAIRN_INLINE nlohmann::json Server::list_tools(const nlohmann::json& id, const nlohmann::json& params,
+                                               const std::string& version) const {
   // Every tool fits in one page, so the only cursor there could be is none.
   if (const auto c = params.find("cursor"); c != params.end() && !c->is_null()) {
     return error_response(id, error_code::invalid_params, "tools/list: invalid cursor (this server has one page)");
   }
+  // Each revision's Tool: annotations came with 2025-03-26, title and outputSchema with 2025-06-18.
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : tools_) {
-    list.push_back({{"name", t.name}, {"description", t.description}, {"inputSchema", t.input_schema}});
+    auto d = WorkflowTools::definition(t);
+    if (version < "2025-06-18") {
+      d.erase("title");
+      d.erase("outputSchema");
+    }
+    if (version < "2025-03-26") d.erase("annotations");
+    list.push_back(std::move(d));
   }
-  return result_response(id, {{"tools", std::move(list)}});
+  nlohmann::json result = {{"tools", std::move(list)}};
+  if (version >= modern_protocol_versions().back()) {
+    result["ttlMs"] = config_.cache_ttl_ms;
+    result["cacheScope"] = "private";
+  }
+  return result_response(id, std::move(result));
 }
 
-CAIRN_INLINE nlohmann::json Server::call_tool(const nlohmann::json& id, const nlohmann::json& params) const {
+CAIRN_INLINE nlohmann::json Server::call_tool(const nlohmann::json& id, const nlohmann::json& params,
+                                              const std::string& version) const {
   const auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return error_response(id, error_code::invalid_params, "tools/call: params.name must be a string");
@@ -335,8 +445,15 @@ CAIRN_INLINE nlohmann::json Server::call_tool(const nlohmann::json& id, const nl
     log(fmt::format("tool '{}' threw: {}", tool_name, e.what()));
     result = WorkflowTools::error_result(fmt::format("{}: {}", tool_name, e.what()));
   }
-  // structuredContent came with 2025-06-18; older clients get the same result as text content only.
-  if (*protocol_version_ < "2025-06-18" && result.is_object()) result.erase("structuredContent");
+  // structuredContent came with 2025-06-18; older clients get the same result as text content only. A tool with an
+  // outputSchema promises structuredContent that follows it, which {"error": ...} does not: a failed call of such a
+  // tool carries its error as text only (clients check structuredContent against the schema even when isError).
+  if (result.is_object()) {
+    const auto failed = result.find("isError");
+    const bool is_error = failed != result.end() && failed->is_boolean() && failed->get<bool>();
+    const auto& tool = tools_[found->second];
+    if (version < "2025-06-18" || (is_error && !tool.output_schema.is_null())) result.erase("structuredContent");
+  }
   return result_response(id, std::move(result));
 }
 

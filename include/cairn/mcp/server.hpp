@@ -1,13 +1,22 @@
 // cairn — mcp::Server: an MCP server (JSON-RPC 2.0, one message per line) over any set of tools shaped like
-// WorkflowTool ({name, description, input_schema, handler}). cairn-mcp serves the workflow and artifact tools with
-// it over stdio; a host can serve its own tools the same way, or call handle_line from its own transport.
+// WorkflowTool ({name, description, input_schema, handler, title, annotations, output_schema}). cairn-mcp serves the
+// workflow and artifact tools with it over stdio; a host can serve its own tools the same way, or call handle_line
+// from its own transport.
 //
-// Lifecycle: `initialize` (protocol version negotiation), `notifications/initialized`, `ping`, `tools/list`,
-// `tools/call`. Protocol errors are JSON-RPC errors (-32700 parse error, -32600 invalid request, -32601 method not
-// found, -32602 invalid params, -32603 internal error); a tool's own failure is a result with `isError: true`.
-// Nothing a client sends stops the server: every bad message gets its error and the next line is read.
+// Every revision a client may speak, chosen per request as the 2026-07-28 backward-compatibility rules say:
+// - 2026-07-28 (modern, stateless): a request whose params._meta carries `io.modelcontextprotocol/protocolVersion`
+//   (and `io.modelcontextprotocol/clientCapabilities`), and every `server/discover`, is served on its own, whatever
+//   came before: `server/discover`, `tools/list`, `tools/call`; results carry `resultType` and the server's identity
+//   in `_meta`; a version the server does not speak gets -32022 (UnsupportedProtocolVersion) listing those it does.
+// - 2024-11-05 to 2025-11-25 (legacy): `initialize` (protocol version negotiation), `notifications/initialized`,
+//   `ping`, `tools/list`, `tools/call`, for this connection.
+// Protocol errors are JSON-RPC errors (-32700 parse error, -32600 invalid request, -32601 method not found, -32602
+// invalid params, -32603 internal error, -32022 unsupported protocol version); a tool's own failure is a result with
+// `isError: true`. Nothing a client sends stops the server: every bad message gets its error and the next line is
+// read.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,10 +52,24 @@ inline constexpr int invalid_request = -32600;
 inline constexpr int method_not_found = -32601;
 inline constexpr int invalid_params = -32602;
 inline constexpr int internal_error = -32603;
+inline constexpr int header_mismatch = -32020;               ///< 2026-07-28: HTTP headers disagree with the body
+inline constexpr int unsupported_protocol_version = -32022;  ///< 2026-07-28: data {supported, requested}
 }  // namespace error_code
 
-/// The protocol versions the server speaks, newest first.
+/// The `_meta` keys of 2026-07-28 requests and results.
+namespace meta_key {
+inline constexpr const char* protocol_version = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* client_capabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* client_info = "io.modelcontextprotocol/clientInfo";
+inline constexpr const char* server_info = "io.modelcontextprotocol/serverInfo";
+}  // namespace meta_key
+
+/// Every protocol version the server speaks, newest first: the modern ones, then the legacy ones.
 const std::vector<std::string>& supported_protocol_versions();
+/// The versions served statelessly, each request carrying its version in `_meta` (2026-07-28).
+const std::vector<std::string>& modern_protocol_versions();
+/// The versions negotiated with `initialize` for a connection (2025-11-25 down to 2024-11-05), newest first.
+const std::vector<std::string>& legacy_protocol_versions();
 
 /// How the server presents itself and what it accepts.
 struct ServerConfig {
@@ -57,6 +80,9 @@ struct ServerConfig {
   std::size_t max_message_bytes = 16u * 1024u * 1024u;  ///< longest accepted line (one message)
   int max_depth = 64;                                   ///< deepest accepted JSON nesting in a message
   std::size_t max_batch = 1000;                         ///< most messages in one batch (2025-03-26 only)
+  /// 2026-07-28 `ttlMs` of tools/list and server/discover: how long a client may keep them (the tools of a server
+  /// do not change while it runs). Their `cacheScope` is "private": instructions may name the tenant.
+  std::uint64_t cache_ttl_ms = 300000;
   /// Where diagnostics go (never stdout: that carries only JSON-RPC). Unset: nowhere.
   std::function<void(std::string_view)> log;
 };
@@ -81,9 +107,9 @@ class Server {
   /// A line longer than max_message_bytes is skipped without being held in memory and answered with an error.
   void serve(std::istream& in, std::ostream& out);
 
-  /// True once `initialize` has been answered.
+  /// True once `initialize` has been answered (2026-07-28 requests need no initialize, and do not set this).
   bool initialized() const noexcept { return protocol_version_.has_value(); }
-  /// The negotiated protocol version (empty before `initialize`).
+  /// The protocol version negotiated by `initialize` (empty before it).
   const std::string& protocol_version() const noexcept;
   /// True once the client sent `notifications/initialized`.
   bool client_ready() const noexcept { return client_ready_; }
@@ -121,11 +147,20 @@ class Server {
   nlohmann::json handle_request(const nlohmann::json& id, const std::string& method, const nlohmann::json& params,
                                 bool in_batch);
 
+  // A 2026-07-28 request: everything it needs is in it, so this touches no state of the connection.
+  nlohmann::json handle_modern(const nlohmann::json& id, const std::string& method, const nlohmann::json& params,
+                               bool in_batch) const;
+
+  // A response to a 2026-07-28 request: a result gets resultType and the server's identity in its _meta.
+  nlohmann::json modern_response(nlohmann::json response) const;
+
+  nlohmann::json server_info(const std::string& version) const;
+
   nlohmann::json initialize(const nlohmann::json& id, const nlohmann::json& params);
 
-  nlohmann::json list_tools(const nlohmann::json& id, const nlohmann::json& params) const;
+  nlohmann::json list_tools(const nlohmann::json& id, const nlohmann::json& params, const std::string& version) const;
 
-  nlohmann::json call_tool(const nlohmann::json& id, const nlohmann::json& params) const;
+  nlohmann::json call_tool(const nlohmann::json& id, const nlohmann::json& params, const std::string& version) const;
 
   std::vector<Tool> tools_;
   ServerConfig config_;

@@ -24,12 +24,34 @@ CAIRN_INLINE WorkflowTools::WorkflowTools(RunWorkflowState state, WorkflowTempla
   build();
 }
 
+CAIRN_INLINE nlohmann::json WorkflowTools::definition(const WorkflowTool& t) {
+  nlohmann::json d = {{"name", t.name}};
+  if (!t.title.empty()) d["title"] = t.title;
+  d["description"] = t.description;
+  d["inputSchema"] = t.input_schema;
+  if (!t.output_schema.is_null()) d["outputSchema"] = t.output_schema;
+  if (!t.annotations.is_null()) d["annotations"] = t.annotations;
+  return d;
+}
+
 CAIRN_INLINE nlohmann::json WorkflowTools::list() const {
   nlohmann::json out = {{"tools", nlohmann::json::array()}};
-  for (const auto& t : tools_) {
-    out["tools"].push_back({{"name", t.name}, {"description", t.description}, {"inputSchema", t.input_schema}});
-  }
+  for (const auto& t : tools_) out["tools"].push_back(definition(t));
   return out;
+}
+
+CAIRN_INLINE nlohmann::json WorkflowTools::hints(bool read_only, bool destructive, bool idempotent) {
+  return {{"readOnlyHint", read_only},
+          {+"destructiveHint", destructive},
+          {+"idempotentHint", idempotent},
+          {"openWorldHint", false}};
+}
+
+CAIRN_INLINE void WorkflowTools::describe(WorkflowTool& tool, std::string title, nlohmann::json annotations,
+                                          nlohmann::json output_schema) {
+  tool.title = std::move(title);
+  tool.annotations = std::move(annotations);
+  tool.output_schema = std::move(output_schema);
 }
 
 CAIRN_INLINE nlohmann::json WorkflowTools::call(std::string_view name, const nlohmann::json& arguments) const {
@@ -132,6 +154,46 @@ CAIRN_INLINE void WorkflowTools::build() {
   // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Include cost").
   const nlohmann::json no_args = {{"type", "object"}, {"properties", nlohmann::json::object()},
                                   {+"additionalProperties", false}};
+  // What the tools return (outputSchema): a StatusReport, as status, start and advance give it.
+  const nlohmann::json text = {{"type", "string"}};
+  const nlohmann::json natural = {{"type", "integer"}, {"minimum", 0}};
+  const nlohmann::json texts = {{"type", "array"}, {"items", text}};
+  const nlohmann::json status_schema = {
+      {"type", "object"},
+      {"properties",
+       {{"status", {{"type", "string"}, {"enum", {"running", "complete", "failed"}}}},
+        {"step", text},
+        {"step_type", {{"type", "string"}, {"enum", {"action", "loop", "ralph"}}}},
+        {"task",
+         {{"type", "object"},
+          {"properties",
+           {{"index", natural}, {"id", text}, {"title", text}, {"total", natural}, {"description", text}}},
+          {"required", {"index", "id", "title", "total"}}}},
+        {"sub_step", text},
+        {"sub_step_index", natural},
+        {"total_sub_steps", natural},
+        {"ralph_iteration", natural},
+        {"ralph_total", natural},
+        {"attempt", natural},
+        {+"waiting_for_tasks", {{"type", "boolean"}}},
+        {"agent", {{"type", {"string", "null"}}, {"description", +"The sub-agent to delegate to, if any."}}},
+        {"delegate", {{"type", "boolean"}}},
+        {"instructions", text},
+        {"progress",
+         {{"type", "object"},
+          {"properties",
+           {{"current_step", natural},
+            {"total_steps", natural},
+            {"completed_tasks", natural},
+            {"failed_tasks", natural},
+            {"total_tasks", natural},
+            {+"current_task_progress", text}}},
+          {"required", {"current_step", "total_steps"}}}},
+        {"artefacts", texts},
+        {"summary", text},
+        {"failure_reason", text}}},
+      {"required", {"status", "step", "step_type", "attempt", "agent", "delegate", "instructions", "progress",
+                    "artefacts"}}};
 
   tools_.push_back(
       {"workflow_start",
@@ -150,6 +212,8 @@ CAIRN_INLINE void WorkflowTools::build() {
            return nlohmann::json(impl->file->start(impl->tmpl, summary));
          });
        }});
+
+  describe(tools_.back(), "Start the workflow", hints(false, false, true), status_schema);
 
   tools_.push_back(
       {"workflow_set_tasks",
@@ -196,6 +260,11 @@ CAIRN_INLINE void WorkflowTools::build() {
          });
        }});
 
+  describe(tools_.back(), "Set a loop's tasks", hints(false, true, true),
+           {{"type", "object"},
+            {"properties", {{"tasks_set", natural}, {"order", texts}, {"status", status_schema}}},
+            {"required", {"tasks_set", "order", "status"}}});
+
   tools_.push_back({"workflow_status",
                     "The current position with everything needed to act: step, task and sub-step (in loops), "
                     "ralph_iteration and ralph_total (in ralph steps), the agent to delegate to, instructions, "
@@ -208,6 +277,8 @@ CAIRN_INLINE void WorkflowTools::build() {
                         return nlohmann::json(*status);
                       });
                     }});
+
+  describe(tools_.back(), "Workflow status", hints(true, false, true), status_schema);
 
   tools_.push_back(
       {"workflow_advance",
@@ -245,6 +316,8 @@ CAIRN_INLINE void WorkflowTools::build() {
          });
        }});
 
+  describe(tools_.back(), "Finish the current step", hints(false, false, false), status_schema);
+
   tools_.push_back({"workflow_context",
                     "The outputs of the steps done so far, keyed by step path: \"plan\", \"review.2\" (ralph "
                     "iteration), \"implement.task-1.test\" (loop step, task, sub-step).",
@@ -256,6 +329,11 @@ CAIRN_INLINE void WorkflowTools::build() {
                         return nlohmann::json(*context);
                       });
                     }});
+
+  describe(tools_.back(), "Outputs of the steps done", hints(true, false, true),
+           {{"type", "object"},
+            {"description", +"Each finished step's output, keyed by step path."},
+            {+"additionalProperties", text}});
 
   tools_.push_back(
       {"register_artefacts",
@@ -296,6 +374,12 @@ CAIRN_INLINE void WorkflowTools::build() {
            return nlohmann::json(result);
          });
        }});
+
+  describe(tools_.back(), "Register files as artefacts", hints(false, false, true),
+           {{"type", "object"},
+            {"properties",
+             {{"registered", texts}, {"duplicates", texts}, {"invalid", texts}, {"invalid_reasons", texts}}},
+            {"required", {"registered", "duplicates", "invalid", "invalid_reasons"}}});
 }
 
 CAIRN_END_NAMESPACE

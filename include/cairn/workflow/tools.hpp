@@ -35,12 +35,21 @@
 
 CAIRN_BEGIN_NAMESPACE
 
-/// One tool: what an MCP server lists (`name`, `description`, `inputSchema`) and the handler it calls.
+/// One tool: what an MCP server lists (`name`, `description`, `inputSchema`, `title`, `annotations`,
+/// `outputSchema`) and the handler it calls. The last three are optional: a tool made with the first four only
+/// (`{name, description, schema, handler}`) is listed without them.
 struct WorkflowTool {
   std::string name;
   std::string description;
   nlohmann::json input_schema;
   std::function<nlohmann::json(const nlohmann::json& arguments)> handler;  ///< returns a CallToolResult
+  std::string title = {};  ///< a human-readable name for hosts to show; empty: none
+  /// MCP ToolAnnotations: {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} (hints a host may
+  /// use to auto-approve reads or warn before deletes); null: none.
+  nlohmann::json annotations = {};
+  /// JSON Schema of the handler's `structuredContent` when the call succeeds (an error result carries
+  /// {"error": message} instead, which mcp::Server sends as text only); null: none.
+  nlohmann::json output_schema = {};
 };
 
 /// The workflow tools of one workspace. Thread-safe; the handlers stay valid after this object is gone.
@@ -66,7 +75,12 @@ class WorkflowTools {
 
   const std::vector<WorkflowTool>& tools() const noexcept { return tools_; }
 
-  /// The result of MCP `tools/list`: `{"tools": [{"name", "description", "inputSchema"}, ...]}`.
+  /// What MCP `tools/list` shows of one tool: name, title (when set), description, inputSchema, outputSchema and
+  /// annotations (when set).
+  static nlohmann::json definition(const WorkflowTool& tool);
+
+  /// The result of MCP `tools/list`: `{"tools": [{"name", "title", "description", "inputSchema", "outputSchema",
+  /// "annotations"}, ...]}`.
   nlohmann::json list() const;
 
   /// Calls tool `name`; an unknown name is an error result, like any other.
@@ -78,6 +92,13 @@ class WorkflowTools {
 
   /// A failed CallToolResult carrying `{"error": message}`.
   static nlohmann::json error_result(const std::string& message);
+
+  /// MCP ToolAnnotations for a tool that works only on the workspace or the store (`openWorldHint` false).
+  static nlohmann::json hints(bool read_only, bool destructive, bool idempotent);
+
+  /// Sets a tool's title, annotations and output schema.
+  static void describe(WorkflowTool& tool, std::string title, nlohmann::json annotations,
+                       nlohmann::json output_schema);
 
  private:
   // Where the state lives: a StateFile or a RunWorkflowState, behind one interface.

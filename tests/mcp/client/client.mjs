@@ -84,9 +84,23 @@ assert.deepEqual(
    'register_artefacts', 'artifact_store', 'artifact_fetch', 'artifact_list', 'artifact_versions', 'artifact_delete',
    'search_artifacts'],
 );
+// Every tool has a title, annotations and an outputSchema; the SDK's callTool checks each structuredContent
+// against its tool's outputSchema (AJV) and throws when it does not follow it.
 for (const t of tools) {
   check(typeof t.description === 'string' && t.description.length > 20, `${t.name} has a description`);
   check(t.inputSchema.type === 'object', `${t.name} inputSchema is an object schema`);
+  check(typeof t.title === 'string' && t.title.length > 3, `${t.name} has a title`);
+  check(t.outputSchema?.type === 'object', `${t.name} has an outputSchema`);
+  check(typeof t.annotations?.readOnlyHint === 'boolean', `${t.name} says whether it only reads`);
+  check(t.annotations.openWorldHint === false, `${t.name} works in a closed world`);
+}
+const hint = (name) => tools.find((t) => t.name === name).annotations;
+check(hint('artifact_delete').destructiveHint === true && hint('artifact_delete').readOnlyHint === false,
+      'artifact_delete is destructive');
+check(hint('artifact_store').destructiveHint === false, 'artifact_store only adds');
+for (const name of ['workflow_status', 'workflow_context', 'artifact_fetch', 'artifact_list', 'artifact_versions',
+                    'search_artifacts']) {
+  check(hint(name).readOnlyHint === true, `${name} only reads`);
 }
 assert.deepEqual(tools.find((t) => t.name === 'register_artefacts').inputSchema.required, ['paths']);
 
@@ -101,13 +115,15 @@ async function call(name, args = {}) {
   return r.structuredContent;
 }
 // Calls a tool that must fail with isError: true and an error message matching `pattern`.
+// The tool has an outputSchema, which {"error": ...} does not follow, so the error is text only.
 async function callFails(name, args, pattern) {
   const r = await client.callTool({ name, arguments: args });
   assert.equal(r.isError, true, `${name} ${JSON.stringify(args).slice(0, 200)} should fail`);
-  assert.match(r.structuredContent.error, pattern);
-  assert.match(r.content[0].text, pattern);
+  assert.equal(r.structuredContent, undefined, `${name}: a failed call carries no structuredContent`);
+  const { error } = JSON.parse(r.content[0].text);
+  assert.match(error, pattern);
   checks++;
-  return r.structuredContent.error;
+  return error;
 }
 
 // --- the workflow ------------------------------------------------------------------------------------------------
@@ -479,6 +495,24 @@ reply = await raw.request({ jsonrpc: '2.0', id: 'last', method: 'tools/call',
 assert.equal(reply.id, 'last');
 assert.equal(reply.result.isError, false);
 assert.equal(reply.result.structuredContent.status, 'complete');
+// 2026-07-28 requests on the same connection: each carries its version in _meta and needs no initialize.
+const meta = (version) => ({ 'io.modelcontextprotocol/protocolVersion': version,
+                             'io.modelcontextprotocol/clientCapabilities': {} });
+const allVersions = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+reply = await raw.request({ jsonrpc: '2.0', id: 'd', method: 'server/discover',
+                            params: { _meta: meta('2026-07-28') } });
+assert.equal(reply.result.resultType, 'complete');
+assert.deepEqual(reply.result.supportedVersions, allVersions);
+assert.equal(reply.result._meta['io.modelcontextprotocol/serverInfo'].name, 'cairn-mcp');
+reply = await raw.request({ jsonrpc: '2.0', id: 'v', method: 'tools/list', params: { _meta: meta('1900-01-01') } });
+expectError(reply, 'v', -32022, /Unsupported protocol version/);
+assert.deepEqual(reply.error.data, { supported: allVersions, requested: '1900-01-01' });
+expectError(await raw.request({ jsonrpc: '2.0', id: 'm', method: 'server/discover' }), 'm', -32602, /_meta/);
+expectError(await raw.request({ jsonrpc: '2.0', id: 'c', method: 'tools/list',
+                                params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }),
+            'c', -32602, /clientCapabilities/);
+expectError(await raw.request({ jsonrpc: '2.0', id: 'p', method: 'ping', params: { _meta: meta('2026-07-28') } }),
+            'p', -32601, /not part of protocol version 2026-07-28/);
 await raw.close();
 check(raw.stderr.includes('invalid JSON'), 'parse errors are logged to stderr');
 
@@ -595,7 +629,7 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   await s4.request(init(1, '2025-06-18'));
   reply = await s4.request(tool(2, 'workflow_status', {}));
   assert.equal(reply.result.isError, true);
-  assert.match(reply.result.structuredContent.error, /not started/);
+  assert.match(JSON.parse(reply.result.content[0].text).error, /not started/);
   await s4.close();
   const f = new Raw([...wfArgs, '--workflow-state', 'file']);
   await f.request(init(1, '2025-06-18'));
