@@ -488,7 +488,7 @@ std::string statement_sql(Stmt s) {
       // In (id, version) order after ($3, $4), so a call never looks at a version twice (one that cannot be
       // read is passed over) and a later call starts again from what is still not indexed.
       return fmt::format(
-          "SELECT {}, a.words IS NULL FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND "
+          "SELECT {}, a.words IS NULL, a.write_token FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND "
           "(a.id > $3::text OR (a.id = $3::text AND a.version > $4::bigint)) AND {} "
           "ORDER BY a.id, a.version LIMIT 64",
           "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
@@ -498,22 +498,25 @@ std::string statement_sql(Stmt s) {
     case reindex_words:
       // The head row is locked first (as every write does), then the version gets its words unless it has some
       // by now, and when it is the latest, its head row gets its word count. One row when it was written: whether
-      // it is the latest (for the statistics, which reindex_finish updates).
+      // it is the latest (for the statistics, which reindex_finish updates). Only while the version is the record
+      // reindex read (its write token $6, new at every store): an id removed and stored again has versions from 1
+      // again, other records.
       return "WITH head AS (SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text FOR UPDATE), "
              "up AS (UPDATE cairn_artifacts a SET words = $4::tsvector, word_count = $5::integer FROM head "
              "WHERE a.tenant_id = $1::text AND a.id = $2::text AND a.version = $3::bigint "
-             "AND a.words IS NULL RETURNING a.version = head.latest AS latest), "
+             "AND a.words IS NULL AND a.write_token = $6::text RETURNING a.version = head.latest AS latest), "
              "h AS (UPDATE cairn_heads SET word_count = $5::integer FROM up "
              "WHERE up.latest AND tenant_id = $1::text AND id = $2::text) "
              "SELECT latest FROM up";
     case reindex_vector:
       // The head row is locked first, so a removal of the id waits for this (or went first: then nothing is
-      // written), and no vector outlives its artifact.
+      // written), and no vector outlives its artifact. Written only for the record it was made from (its write
+      // token $6): not for a record stored again under the id since, whose versions start at 1 again.
       return "WITH head AS (SELECT 1 FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text FOR SHARE), "
              "vec AS (INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
              "SELECT $1::text, $2::text, $3::bigint, $4::text, length($5::bytea) / 4, $5::bytea FROM head "
              "WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text "
-             "AND version = $3::bigint) ON CONFLICT DO NOTHING RETURNING version) "
+             "AND version = $3::bigint AND write_token = $6::text) ON CONFLICT DO NOTHING RETURNING version) "
              "SELECT count(*) FROM vec";
     case tenant_number: return "SELECT no FROM cairn_search_seq WHERE tenant_id = $1::text";
     case prune_sequence:
@@ -1907,6 +1910,7 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
     // A batch: read, then tokenize and embed (outside any transaction), then write in one transaction.
     struct Item {
       ArtifactPtr record;
+      std::string write_token;  // which record this version is: the words and vector are written for it alone
       bool needs_words;
       std::optional<IndexedWords> words;
       std::optional<std::string> vector;
@@ -1923,7 +1927,10 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
         after_id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
         after_version = PQgetvalue(res.get(), i, 2);
         try {
-          items.push_back({impl_->decode(res.get(), i), PQgetvalue(res.get(), i, 15)[0] == 't', {}, {}});
+          items.push_back({impl_->decode(res.get(), i),
+                           std::string(PQgetvalue(res.get(), i, 16),
+                                       static_cast<std::size_t>(PQgetlength(res.get(), i, 16))),
+                           PQgetvalue(res.get(), i, 15)[0] == 't', {}, {}});
         } catch (const storage_error&) {
           // a damaged row: left as it is (fetch it to get the error); it stays unindexed
         }
@@ -1955,6 +1962,7 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
             const std::string tsvector = tsvector_literal(*item.words, prefix);
             Impl::Params p;
             p.add(tenant_id).add(item.record->id()).add(version).add(tsvector).add(item.words->count);
+            p.add(item.write_token);
             auto res = impl_->run(c, reindex_words, p);
             if (PQntuples(res.get()) == 1) {
               wrote = true;
@@ -1969,7 +1977,7 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
           }
           if (item.vector) {
             Impl::Params p;
-            p.add(tenant_id).add(item.record->id()).add(version).add(model).add(item.vector);
+            p.add(tenant_id).add(item.record->id()).add(version).add(model).add(item.vector).add(item.write_token);
             auto res = impl_->run(c, reindex_vector, p);
             if (PQgetvalue(res.get(), 0, 0)[0] != '0') {
               wrote = true;

@@ -295,10 +295,13 @@ std::string statement_sql(Stmt s) {
              "cairn_search_vectors v WHERE v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
              "AND v.model = ?2)";
     case vector_upsert:
-      // A version's vector by reindex: kept only while the version is still there.
-      return "INSERT OR REPLACE INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+      // A version's vector by reindex (the caller checked, in the same transaction, that the version is the record
+      // it embedded): replaces a vector of another model, never one of this model, which the version got since
+      // (from its store, or another reindex) and which may be the host's own.
+      return "INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
              "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = ?1 "
-             "AND id = ?2 AND version = ?3)";
+             "AND id = ?2 AND version = ?3) ON CONFLICT (tenant_id, id, version) DO UPDATE SET model = excluded.model, "
+             "dim = excluded.dim, vec = excluded.vec WHERE model <> excluded.model";
     case statement_count: break;
     default: {
       // The versions searched are the tenant's ?2 (latest, unless all versions); the matches' also under the id
@@ -479,6 +482,20 @@ struct SqliteArtifactStore::Impl {
     options.observer->on_event(e);
   }
 
+  /// Inside the caller's write transaction: whether (tenant, id, version) is still `read`, the record read before
+  /// the transaction. An id removed and stored again meanwhile has versions from 1 again, which are other records:
+  /// what was made from the one read (its words, its vector) must not be written for them.
+  bool still_the_record(Connection& c, const ArtifactRecord& read) const {
+    Query q(c, fetch_version);
+    q.bind(1, read.tenant_id()).bind(2, read.id()).bind(3, static_cast<std::int64_t>(read.version()));
+    if (!q.step()) return false;
+    try {
+      return *record(q) == read;
+    } catch (const storage_error&) {
+      return false;  // unreadable now: nothing to index
+    }
+  }
+
   /// How many versions `s` (unindexed_all, unembedded_all) counts.
   static std::uint64_t count_of(Connection& c, Stmt s, const std::optional<std::string>& tenant,
                                 const std::optional<std::string>& model = std::nullopt) {
@@ -516,7 +533,9 @@ struct SqliteArtifactStore::Impl {
       if (rows == 0) break;
       WriteTransaction tx(c);
       for (const auto& r : batch) {
-        // Another process that opened the file may have indexed it meanwhile: then nothing is added.
+        // Another process that opened the file may have indexed it meanwhile: then nothing is added. Removed, or
+        // removed and stored again, since it was read: its words are not the version's.
+        if (!still_the_record(c, *r)) continue;
         if (index_words(c, r->tenant_id(), r->id(), static_cast<std::int64_t>(r->version()),
                         detail::record_words(*r))) {
           ++done;
@@ -943,7 +962,8 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
   std::size_t done = impl_->index_unindexed(*conn, tenant_id, advanced);
   if (!embedder) return done;
   // Versions without a vector of the embedder's model: embedded in batches outside any transaction, each batch
-  // then kept in one (a version removed meanwhile is skipped), so an interrupted reindex keeps what it did.
+  // then kept in one (a version removed, or replaced by a record stored again under its id, meanwhile is skipped),
+  // so an interrupted reindex keeps what it did.
   const std::string model = embedder->model();
   std::string after_id;
   std::int64_t after_version = 0;
@@ -972,6 +992,9 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
       const auto& r = *batch[i];
       const auto version = static_cast<std::int64_t>(r.version());
       const auto& v = made[i].values;
+      // Removed, or removed and stored again (versions from 1 again), while it was embedded: the vector is the
+      // text of a record that is gone, not of the version there now.
+      if (!impl_->still_the_record(*conn, r)) continue;
       Impl::Query(*conn, vector_upsert)
           .bind(1, tenant_id)
           .bind(2, r.id())
@@ -980,7 +1003,7 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
           .bind(5, static_cast<std::int64_t>(v.size()))
           .bind_blob(6, v.data(), v.size() * sizeof(float))
           .run();
-      if (sqlite3_changes(conn->db()) == 0) continue;  // removed meanwhile
+      if (sqlite3_changes(conn->db()) == 0) continue;  // it has a vector of the model by now
       // A vector of another model it replaced leaves that model's index; the new one joins this model's.
       // Only a latest version joins an index (older ones are searched by the scan, with all_versions).
       Impl::Query(*conn, change_insert).bind(1, tenant_id).bind(2, std::string_view("", 0)).bind(3, r.id())

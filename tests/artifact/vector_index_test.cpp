@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -586,4 +587,117 @@ TEST_CASE("vector cache: a reset starts a new index (a search holding the old on
   for (const auto& h : now->search({1, 0}, 10, nullptr)) CHECK(h.id != "a");
   CHECK(old->size() == 2);  // unchanged for whoever still searches it
   CHECK(asked == std::vector<std::uint64_t>{0, 2, 2, 9});  // each catch-up reads until nothing new
+}
+
+namespace {
+
+// A change sequence for the cache tests: per tenant, vectors of model "m" (of any dimension), each read counted.
+struct CacheLog {
+  std::map<std::string, std::vector<cairn::detail::VectorChange>> log;
+  std::vector<std::pair<std::string, std::uint64_t>> asked;  // (tenant/model/dimension asked, after)
+  void add(const std::string& tenant, const std::string& id, std::vector<float> v) {
+    auto& l = log[tenant];
+    l.push_back(cairn::detail::VectorChange{l.size() + 1, id, 1, false, std::move(v)});
+  }
+  cairn::detail::ReadVectorChanges reader() {
+    return [this](const std::string& tenant, const std::string& model, std::uint64_t after) {
+      asked.emplace_back(tenant + "/" + model, after);
+      std::vector<cairn::detail::VectorChange> out;
+      if (model != "m") return out;
+      for (const auto& c : log[tenant]) {
+        if (c.seq > after) out.push_back(c);
+      }
+      return out;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("vector cache: a query of another dimension or model does not evict the tenant's index") {
+  using cairn::detail::VectorCache;
+  CacheLog db;
+  db.add("t", "a", {1, 0});
+  db.add("t", "b", {0, 1});
+  VectorCache cache;
+  const auto read = db.reader();
+  const auto built = cache.current("t", "m", 2, read);
+  CHECK(built->size() == 2);
+  CHECK(cache.builds() == 1);
+  // A stray query vector of 3 dimensions (nothing stored has 3): an empty index, kept nowhere.
+  CHECK(cache.current("t", "m", 3, read)->size() == 0);
+  CHECK(cache.current("t", "other-model", 2, read)->size() == 0);
+  CHECK(cache.entries() == 1);
+  // The next normal query finds its index as it was: one read after what it had seen, no build from nothing.
+  const std::uint64_t builds = cache.builds();
+  db.asked.clear();
+  const auto again = cache.current("t", "m", 2, read);
+  CHECK(again == built);
+  CHECK(cache.builds() == builds);
+  CHECK(db.asked == std::vector<std::pair<std::string, std::uint64_t>>{{"t/m", 2}});
+}
+
+TEST_CASE("vector cache: a (tenant, model, dimension) with nothing stored keeps no entry, however many are asked") {
+  using cairn::detail::VectorCache;
+  CacheLog db;
+  db.add("t", "a", {1, 0});
+  VectorCache cache;
+  const auto read = db.reader();
+  for (int i = 0; i < 2000; ++i) {
+    CHECK(cache.current("t", "model-" + std::to_string(i) + std::string(1000, 'x'), 2, read)->size() == 0);
+    CHECK(cache.current("t", "m", 3 + static_cast<std::size_t>(i), read)->size() == 0);
+    CHECK(cache.current("tenant-" + std::to_string(i), "m", 2, read)->size() == 0);
+  }
+  CHECK(cache.entries() == 0);
+  CHECK(cache.bytes() == 0);
+  CHECK(cache.current("t", "m", 2, read)->size() == 1);
+  CHECK(cache.entries() == 1);
+  CHECK(cache.bytes() == VectorCache::index_bytes(1, 2));
+  // An index whose last vector was removed goes too (the next query finds nothing to build, cheaply).
+  db.log["t"].push_back(cairn::detail::VectorChange{2, "a", 0, true, {}});
+  CHECK(cache.current("t", "m", 2, read)->size() == 0);
+  CHECK(cache.entries() == 0);
+}
+
+TEST_CASE("vector cache: past max_entries or max_bytes the least recently used index goes, and is built again when "
+          "asked for") {
+  using cairn::detail::VectorCache;
+  CacheLog db;
+  for (const char* t : {"t1", "t2", "t3", "t4"}) {
+    db.add(t, "a", {1, 0});
+    db.add(t, "b", {0, 1});
+  }
+  const auto read = db.reader();
+  {
+    VectorCache cache(2);
+    (void)cache.current("t1", "m", 2, read);
+    (void)cache.current("t2", "m", 2, read);
+    (void)cache.current("t1", "m", 2, read);  // t1 is now the most recent: t2 goes next
+    (void)cache.current("t3", "m", 2, read);
+    CHECK(cache.entries() == 2);
+    CHECK(cache.builds() == 3);
+    (void)cache.current("t1", "m", 2, read);  // kept
+    CHECK(cache.builds() == 3);
+    db.asked.clear();
+    CHECK(cache.current("t2", "m", 2, read)->size() == 2);  // evicted: built again from the rows
+    CHECK(cache.builds() == 4);
+    CHECK(db.asked.front() == std::make_pair(std::string("t2/m"), std::uint64_t{0}));
+    CHECK(cache.entries() == 2);
+  }
+  {
+    // Room for 3 versions of 2 dimensions: one index of 2 at a time.
+    const std::size_t bound = VectorCache::index_bytes(3, 2);
+    VectorCache cache(100, bound);
+    (void)cache.current("t1", "m", 2, read);
+    (void)cache.current("t2", "m", 2, read);
+    CHECK(cache.entries() == 1);
+    CHECK(cache.bytes() == VectorCache::index_bytes(2, 2));
+    CHECK(cache.bytes() <= bound);
+    // One index larger than the bound alone stays (the most recently used is never evicted).
+    VectorCache tiny(100, 10);
+    CHECK(tiny.current("t3", "m", 2, read)->size() == 2);
+    CHECK(tiny.entries() == 1);
+    CHECK(tiny.current("t3", "m", 2, read)->size() == 2);
+    CHECK(tiny.builds() == 1);
+  }
 }

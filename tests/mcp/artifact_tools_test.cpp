@@ -395,6 +395,11 @@ TEST_CASE("search_artifacts: bad input is an error result naming the field, and 
         {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "a"}, {"op", "eq"}, {"value", 1}}}}}}},
         "search_artifacts: search: filter.metadata[0] ('a'): not a JSON pointer");
   fails(t, "search_artifacts",
+        {{"query", "a"},
+         {"filter", {{"metadata", {{{"pointer", "/tags/99999999999999999999"}, {"op", "eq"}, {"value", "x"}}}}}}},
+        "search_artifacts: search: filter.metadata[0] ('/tags/99999999999999999999'): array index "
+        "'99999999999999999999' is past the largest, 9223372036854775807");
+  fails(t, "search_artifacts",
         {{"query", "a"}, {"filter", {{"metadata", {{{"pointer", "/a"}, {"op", "in"}, {"value", json::array()}}}}}}},
         "filter.metadata[0] ('/a'): in takes a non-empty array of values");
   fails(t, "search_artifacts", {{"query", "a"}, {"filter", {{"tenant_id", "globex"}}}},

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "../../src/common/connection_pool.hpp"
 #include "cairn/testing/store_conformance.hpp"
@@ -1202,6 +1204,63 @@ TEST_CASE("postgres: bad vectors and a failing embedder store nothing, with what
   CHECK_FALSE(plain.keeps_embeddings());
   CHECK_THROWS_AS(plain.store_embedded(*note(t, "b", "x"), Embedding{"hash-16", mine}), invalid_argument);
   CHECK(plain.versions("b", t).empty());
+}
+
+namespace {
+
+// HashEmbedder, with a hook run inside embed() (once): how a test makes a write land between reindex's reading of a
+// version and its writing of that version's vector.
+class HookedEmbedder final : public Embedder {
+ public:
+  std::function<void()> during_embed;
+  std::string model() const override { return inner_.model(); }
+  std::size_t dimension() const override { return inner_.dimension(); }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    if (auto hook = std::exchange(during_embed, nullptr)) hook();
+    return inner_.embed(texts);
+  }
+
+ private:
+  HashEmbedder inner_;
+};
+
+}  // namespace
+
+TEST_CASE("postgres: reindex never gives a record stored again under a removed id the removed record's vector") {
+  const std::string t = random_name("recreated_");
+  PostgresArtifactStore without_vectors(base_conninfo());  // a writer that keeps no vectors: cats v1 has none
+  (void)without_vectors.store(*note(t, "cats", "cats purr on warm laps"));
+  auto embedder = std::make_shared<HookedEmbedder>();
+  PostgresArtifactStore store(base_conninfo(), with_embedder(embedder));
+  SearchQuery old_text;
+  old_text.text = "cats purr on warm laps";
+  old_text.mode = SearchMode::similarity;
+  const auto own_vector = [&] { return HashEmbedder().embed({embedder->text_of(*store.fetch("cats", t))})[0]; };
+
+  SECTION("stored again by a writer without vectors: the new version has none until reindex embeds its own text") {
+    embedder->during_embed = [&] {
+      without_vectors.remove("cats", t);
+      (void)without_vectors.store(*note(t, "cats", "dogs bark at the mail"));
+    };
+    CHECK(store.reindex(t) == 0);  // the version it embedded is gone
+    CHECK_FALSE(store.embedding("cats", t, 1));
+    const auto page = store.search(t, old_text);
+    CHECK(page.hits.empty());  // never found by the removed text's meaning
+    CHECK(store.reindex(t) == 1);
+    const auto e = store.embedding("cats", t, 1);
+    REQUIRE(e);
+    CHECK(e->values == own_vector());
+  }
+  SECTION("stored again through the store itself: the new version keeps the vector of its own text") {
+    embedder->during_embed = [&] {
+      store.remove("cats", t);
+      (void)store.store(*note(t, "cats", "dogs bark at the mail"));
+    };
+    CHECK(store.reindex(t) == 0);
+    const auto e = store.embedding("cats", t, 1);
+    REQUIRE(e);
+    CHECK(e->values == own_vector());
+  }
 }
 
 TEST_CASE("postgres: a database from before search migrates untouched, reindex indexes it in resumable batches") {

@@ -6,14 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <random>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/testing/store_conformance.hpp"
@@ -1254,6 +1257,113 @@ TEST_CASE("records stored before the store had an embedder: counted as unindexed
   const auto e = store.embedding("cats", "t", 1);
   REQUIRE(e);
   CHECK(e->values == HashEmbedder().embed({HashEmbedder().text_of(*store.fetch("cats", "t", 1))})[0]);
+}
+
+namespace {
+
+// HashEmbedder, with a hook run inside embed() (once): how a test makes a write land between reindex's reading of a
+// version and its writing of that version's vector.
+class HookedEmbedder final : public Embedder {
+ public:
+  std::function<void()> during_embed;
+  std::string model() const override { return inner_.model(); }
+  std::size_t dimension() const override { return inner_.dimension(); }
+  std::vector<std::vector<float>> embed(const std::vector<std::string>& texts) override {
+    if (auto hook = std::exchange(during_embed, nullptr)) hook();
+    return inner_.embed(texts);
+  }
+
+ private:
+  HashEmbedder inner_;
+};
+
+std::vector<float> hash_vector(const ArtifactRecord& r) { return HashEmbedder().embed({HashEmbedder().text_of(r)})[0]; }
+
+}  // namespace
+
+TEST_CASE("reindex never gives a record stored again under a removed id the removed record's vector") {
+  TempDir dir;
+  const auto path = dir.file("recreated.db");
+  {
+    SqliteArtifactStore plain(path);  // no embedder: cats v1 has no vector, reindex embeds it
+    (void)plain.store(*note("t", "cats", "cats purr on warm laps"));
+  }
+  auto embedder = std::make_shared<HookedEmbedder>();
+  SqliteOptions o;
+  o.embedder = embedder;
+  SqliteArtifactStore store(path, o);
+  SqliteArtifactStore without_vectors(path);  // another writer of the file, one that keeps no vectors
+  SearchQuery old_text;
+  old_text.text = "cats purr on warm laps";
+  old_text.mode = SearchMode::similarity;
+
+  SECTION("stored again by a writer without vectors: the new version has none until reindex embeds its own text") {
+    embedder->during_embed = [&] {
+      without_vectors.remove("cats", "t");
+      (void)without_vectors.store(*note("t", "cats", "dogs bark at the mail"));
+    };
+    CHECK(store.reindex("t") == 0);  // the version it embedded is gone
+    CHECK_FALSE(store.embedding("cats", "t", 1));
+    const auto page = store.search("t", old_text);
+    CHECK(page.hits.empty());  // never found by the removed text's meaning
+    CHECK(page.unindexed == 1);
+    CHECK(store.reindex("t") == 1);
+    const auto e = store.embedding("cats", "t", 1);
+    REQUIRE(e);
+    CHECK(e->values == hash_vector(*store.fetch("cats", "t", 1)));
+  }
+  SECTION("stored again through the store itself: the new version keeps the vector of its own text") {
+    embedder->during_embed = [&] {
+      store.remove("cats", "t");
+      (void)store.store(*note("t", "cats", "dogs bark at the mail"));
+    };
+    CHECK(store.reindex("t") == 0);
+    const auto e = store.embedding("cats", "t", 1);
+    REQUIRE(e);
+    CHECK(e->values == hash_vector(*store.fetch("cats", "t", 1)));
+    const auto page = store.search("t", old_text);
+    REQUIRE(page.hits.size() == 1);
+    CHECK(page.hits[0].score < 0.99);  // the new text's vector, not the removed one's (cosine 1)
+    SearchQuery exact = old_text;
+    exact.exact = true;
+    require_same_page(page, store.ArtifactStore::search("t", exact), "after the race");
+  }
+  SECTION("removed, not stored again: nothing is written for it") {
+    embedder->during_embed = [&] { without_vectors.remove("cats", "t"); };
+    CHECK(store.reindex("t") == 0);
+    RawDb raw(path);
+    CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors") == "0");
+  }
+}
+
+TEST_CASE("reindex racing a writer that removes and stores ids again: every vector is its own record's") {
+  TempDir dir;
+  const auto path = dir.file("race.db");
+  SqliteArtifactStore writer(path);  // keeps no vectors: reindex has every version to embed
+  const auto text = [](int id, int round) { return fmt::format("note {} round {} word{} other{}", id, round, id, round); };
+  for (int i = 0; i < 100; ++i) (void)writer.store(*note("t", "n" + std::to_string(i), text(i, 0)));
+  SqliteArtifactStore store(path, with_embedder());
+  std::atomic<bool> done{false};
+  std::thread removing([&] {
+    for (int round = 1; round <= 5; ++round) {
+      for (int i = 0; i < 100; ++i) {
+        writer.remove("n" + std::to_string(i), "t");
+        (void)writer.store(*note("t", "n" + std::to_string(i), text(i, round)));
+      }
+    }
+    done = true;
+  });
+  while (!done) (void)store.reindex("t");
+  removing.join();
+  (void)store.reindex("t");
+  for (int i = 0; i < 100; ++i) {
+    const auto r = store.fetch("n" + std::to_string(i), "t");
+    REQUIRE(r);
+    CHECK(r->version() == 1);
+    const auto e = store.embedding(r->id(), "t", 1);
+    REQUIRE(e);
+    CHECK(e->values == hash_vector(*r));
+  }
 }
 
 TEST_CASE("indexing progress goes to SqliteOptions::observer: reindex per batch, and the words of a file from "

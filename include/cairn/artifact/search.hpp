@@ -100,6 +100,9 @@ struct SearchQuery {
   static constexpr std::size_t max_conditions = 32;
   static constexpr std::size_t max_in_values = 256;
   static constexpr std::size_t max_pointer_steps = 32;
+  /// The largest array index a metadata pointer's step may name (2^63 - 1): a step of more digits is refused, even
+  /// where it would name an object member.
+  static constexpr std::uint64_t max_array_index = 9223372036854775807ULL;
   static constexpr std::size_t max_dimension = 4096;
 
   /// Words to find (docs/search.md: words, "quoted phrases", -excluded, OR between alternatives).
@@ -305,6 +308,27 @@ inline bool json_pointer_valid(const std::string& pointer) {
   return true;
 }
 
+/// The first reference token of `pointer` that reads as an array index (digits, no leading zero) past
+/// SearchQuery::max_array_index, or nothing. nlohmann's pointers throw out_of_range on such a token when they meet
+/// an array, so a query names it before any record is read.
+inline std::optional<std::string_view> array_index_too_big(std::string_view pointer) {
+  std::size_t at = 0;
+  while (at < pointer.size()) {
+    const std::size_t start = at + 1;
+    std::size_t end = pointer.find('/', start);
+    if (end == std::string_view::npos) end = pointer.size();
+    const std::string_view token = pointer.substr(start, end - start);
+    at = end;
+    if (token.empty() || token.size() < 19 || token[0] == '0' ||
+        token.find_first_not_of("0123456789") != std::string_view::npos) {
+      continue;  // 18 digits or fewer are below 2^63: not too big
+    }
+    constexpr std::string_view max_index = "9223372036854775807";  // 2^63 - 1
+    if (token.size() > max_index.size() || (token.size() == max_index.size() && token > max_index)) return token;
+  }
+  return std::nullopt;
+}
+
 inline std::string_view field_op_name(FieldOp op) noexcept {
   switch (op) {
     case FieldOp::eq: return "eq";
@@ -368,6 +392,10 @@ inline void check_search_query(const SearchQuery& q) {
     const auto& c = f.metadata[i];
     const auto where = [&] { return fmt::format("search: filter.metadata[{}] ('{}')", i, excerpt(c.pointer, 80)); };
     if (!json_pointer_valid(c.pointer)) throw invalid_argument(where() + ": not a JSON pointer (RFC 6901)");
+    if (const auto token = array_index_too_big(c.pointer)) {
+      throw invalid_argument(where() + fmt::format(": array index '{}' is past the largest, {}", excerpt(*token, 40),
+                                                   SearchQuery::max_array_index));
+    }
     if (static_cast<std::size_t>(std::count(c.pointer.begin(), c.pointer.end(), '/')) >
         SearchQuery::max_pointer_steps) {
       throw limit_exceeded(where() + fmt::format(": more than {} steps", SearchQuery::max_pointer_steps));

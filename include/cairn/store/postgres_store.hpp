@@ -99,7 +99,10 @@ class PostgresArtifactStore final : public ArtifactStore {
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
   /// Words are found through a GIN index over each version's words (cairn's tokens in a tsvector) and ranked by
   /// BM25 with the tenant's statistics counted in the same statement: the same hits, scores and order as the
-  /// default scan. Filters alone and similarity use the default scan (docs/search.md, "Per backend").
+  /// default scan. Similarity alone, and hybrid's vector list, go through this process's vector index of the
+  /// (tenant, model, dimension) (exact unless the query sets ef), kept current from cairn_search_changes, its
+  /// candidates checked against the rows; exact hybrid reads every vector of the tenant's scope; filters alone use
+  /// the default scan (docs/search.md, "Per backend").
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
 
   [[nodiscard]] ArtifactPtr store_embedded(const ArtifactRecord& record, const Embedding& embedding) override;
