@@ -133,6 +133,20 @@ TEST(SelfVerifyDemo, DISABLED_ATestAfterThosePasses) {
   EXPECT_EQ(model("x"), "used");
 }
 
+TEST(EscapeDemo, DISABLED_AFakesFailureEscapesTheTest) {
+  ct::ScriptedModel model("escaping");
+  model.reply("yes", {ct::prompt_contains("ACME")});
+  model("Globex");
+}
+
+TEST(EscapeDemo, DISABLED_AFakesFailureAComponentSwallowed) {
+  ct::ScriptedModel model("swallowed");
+  try {
+    model("anything");
+  } catch (const ct::script_error&) {
+  }
+}
+
 TEST(PrintedEnums, GoogleTestPrintsNames) {
   EXPECT_EQ(::testing::PrintToString(ct::CallOutcome::lost_after_apply), "lost_after_apply");
   EXPECT_EQ(::testing::PrintToString(ct::StoreOperation::store_if), "store_if");
