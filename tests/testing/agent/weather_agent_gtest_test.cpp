@@ -3,7 +3,7 @@
 // failure of the test that made the call, and verify themselves when the fixture goes (cairn/testing/gtest.hpp
 // turns what they find into ADD_FAILURE()).
 //
-// docs/testing.md shows the parts between the `// [docs:...]` markers (tests/testing/docs_snippets.cmake checks that
+// docs/testing.md shows the parts between the `// [docs:...]` markers (tests/docs/check_snippets.cmake checks that
 // they are the same).
 #include <stdexcept>
 #include <string>

@@ -1,9 +1,10 @@
-# Checks that every ```cpp block of docs/testing.md is a part of a file ctest compiles: each block must follow a line
+# Checks that every ```cpp block of one page (DOC, a path from the source root) is a part of a file ctest compiles:
+# each block must follow a line
 #   <!-- snippet: <path from the source root> <name> -->
 # and be, byte for byte, the lines between `// [docs:<name>]` and the next `// [docs:end]` in that file.
-#   cmake -DCAIRN_SOURCE_DIR=<root> -P docs_snippets.cmake
+#   cmake -DCAIRN_SOURCE_DIR=<root> -DDOC=docs/<page>.md -P check_snippets.cmake
 cmake_minimum_required(VERSION 3.16)
-set(_doc "${CAIRN_SOURCE_DIR}/docs/testing.md")
+set(_doc "${CAIRN_SOURCE_DIR}/${DOC}")
 file(READ "${_doc}" _text)
 set(_fence "```cpp\n")
 set(_marker "<!-- snippet: ")
@@ -66,16 +67,16 @@ while(TRUE)
   math(EXPR _last_nl "${_last_nl} + 1")
   string(SUBSTRING "${_region}" 0 ${_last_nl} _region)
   if(NOT _region STREQUAL _block)
-    list(APPEND _errors "snippet ${_name}: docs/testing.md differs from ${_file}; the file has:\n${_region}")
+    list(APPEND _errors "snippet ${_name}: ${DOC} differs from ${_file}; the file has:\n${_region}")
     continue()
   endif()
   math(EXPR _checked "${_checked} + 1")
 endwhile()
 if(_errors)
   string(REPLACE ";" "\n" _errors "${_errors}")
-  message(FATAL_ERROR "docs/testing.md:\n${_errors}")
+  message(FATAL_ERROR "${DOC}:\n${_errors}")
 endif()
 if(_checked EQUAL 0)
-  message(FATAL_ERROR "docs/testing.md: no ```cpp block found")
+  message(FATAL_ERROR "${DOC}: no ```cpp block found")
 endif()
-message(STATUS "docs/testing.md: all ${_checked} C++ snippets are parts of compiled test files")
+message(STATUS "${DOC}: all ${_checked} C++ snippets are parts of compiled test files")
