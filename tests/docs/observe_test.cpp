@@ -40,7 +40,8 @@ options.event_observer = obs;                               // goal transitions
 machine.set_observer(obs);                                  // workflow transitions, registered artifacts
 journal->set_observer(obs);                                 // journal appends, reads, ...
 // [docs:end]
-  ctx.add_artifact("note", cairn::ArtifactRecord::builder().type(cairn::ArtifactType::document).title("Note").value("hi"));
+  ctx.add_artifact("note",
+                   cairn::ArtifactRecord::builder().type(cairn::ArtifactType::document).title("Note").value("hi"));
   CHECK(ctx.has_artifact("note"));
   std::filesystem::remove_all(workspace);
 }
