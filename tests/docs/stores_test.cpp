@@ -46,8 +46,14 @@ TEST_CASE("docs/stores.md: open_store from the command line, with an embedder") 
   CHECK(open_from_arguments(2, argv) != nullptr);
   auto store = open_with_embedder("memory:");
   REQUIRE(store != nullptr);
-  store->store(*cairn::ArtifactRecord::builder().tenant_id("acme").id("n").type(cairn::ArtifactType::document)
-                     .title("Trip").value("train to Paris").build());
+  CHECK(store->store(*cairn::ArtifactRecord::builder()
+                           .tenant_id("acme")
+                           .id("n")
+                           .type(cairn::ArtifactType::document)
+                           .title("Trip")
+                           .value("train to Paris")
+                           .build())
+            ->version() == 1);
   cairn::SearchQuery query;
   query.text = "Paris train";
   query.mode = cairn::SearchMode::similarity;
