@@ -4,7 +4,7 @@
 // failures in one place. Messages name the thing that was wrong and where it was; they are for people and may change.
 // For programs, every exception carries a cairn::errc code (`e.code()`), whose numeric values never change, so a host
 // can branch (or map to its own error space, an HTTP status, a log field) without parsing messages. The table of codes
-// and the stability promise are in docs/errors.md.
+// and the stability promise are in docs/api.md ("Error codes").
 #pragma once
 
 #include <cstdint>

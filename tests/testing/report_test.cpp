@@ -167,11 +167,40 @@ TEST_CASE("demo: a test after those passes", "[.self-verify-demo]") {
   CHECK(model("x") == "used");
 }
 
+// A fake's own failure that escapes the test: the framework reports the exception (once), and the failure the
+// component swallowed, found when the fake is destroyed, is placed at the test case's line.
+TEST_CASE("demo: a fake's failure escapes the test", "[.escape-demo]") {
+  ct::ScriptedModel model("escaping");
+  model.reply("yes", {ct::prompt_contains("ACME")});
+  model("Globex");
+}
+
+static const int swallow_demo_line = __LINE__ + 1;
+TEST_CASE("demo: a fake's failure a component swallowed", "[.escape-demo]") {
+  ct::ScriptedModel model("swallowed");
+  try {
+    model("anything");
+  } catch (const ct::script_error&) {
+  }
+}
+
+TEST_CASE("Catch2: a fake's failure that escapes is reported once, a failure found later is placed at the test") {
+  const Child child = run(std::string("'") + CAIRN_TESTING_TESTS_EXE + "' '[.escape-demo]'");
+  INFO(child.output);
+  CHECK(child.status == 2);
+  CHECK(occurrences(child.output, "scripted model 'escaping': call 1: expected the prompt to contain \"ACME\"") == 1);
+  CHECK(occurrences(child.output, "scripted model 'swallowed': call 1: the script has no reply left") == 1);
+  CHECK(occurrences(child.output, "catch2.hpp") == 0);
+  CHECK_THAT(child.output, ContainsSubstring("report_test.cpp:" + std::to_string(swallow_demo_line) + ": FAILED:"));
+  CHECK_THAT(child.output, ContainsSubstring("test cases: 2 | 2 failed"));
+}
+
 TEST_CASE("Catch2: an unverified fake fails its test case, and the runner runs on to the end") {
   const Child child = run(std::string("'") + CAIRN_TESTING_TESTS_EXE + "' '[.self-verify-demo]'");
   INFO(child.output);
   CHECK(child.status == 3);  // Catch2 exits with the number of failed assertions: two reports and one exception
   CHECK(occurrences(child.output, "was destroyed unverified") == 2);
+  CHECK(occurrences(child.output, "catch2.hpp") == 0);  // placed at the test case, not in the kit
   CHECK_THAT(child.output, ContainsSubstring("scripted model 'classifier': 1 scripted reply was never used"));
   CHECK_THAT(child.output, ContainsSubstring("the agent threw"));
   CHECK_THAT(child.output, ContainsSubstring("test cases: 3 | 1 passed | 2 failed"));
@@ -184,6 +213,19 @@ TEST_CASE("GoogleTest: an unverified fake fails its test, and the runner runs on
   CHECK(child.status == 1);
   CHECK(occurrences(child.output, "was destroyed unverified") == 2);
   CHECK_THAT(child.output, ContainsSubstring("[  PASSED  ] 1 test."));
+  CHECK_THAT(child.output, ContainsSubstring("[  FAILED  ] 2 tests, listed below:"));
+  CHECK(occurrences(child.output, "gtest.hpp") == 0);  // placed at the test, not in the kit
+}
+
+TEST_CASE("GoogleTest: a fake's failure that escapes is reported once, a failure found later is placed at the test") {
+  const Child child = run(std::string("'") + CAIRN_AGENT_GTEST_EXE +
+                          "' --gtest_also_run_disabled_tests --gtest_filter='EscapeDemo.*'");
+  INFO(child.output);
+  CHECK(child.status == 1);
+  CHECK(occurrences(child.output, "scripted model 'escaping': call 1: expected the prompt to contain \"ACME\"") == 1);
+  CHECK(occurrences(child.output, "scripted model 'swallowed': call 1: the script has no reply left") == 1);
+  CHECK(occurrences(child.output, "gtest.hpp") == 0);
+  CHECK_THAT(child.output, ContainsSubstring("weather_agent_gtest_test.cpp:"));
   CHECK_THAT(child.output, ContainsSubstring("[  FAILED  ] 2 tests, listed below:"));
 }
 

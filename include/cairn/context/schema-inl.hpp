@@ -40,7 +40,35 @@ namespace detail {
 
 /// The draft-07 meta-schema (json-schema.org/draft-07/schema), against which every schema is checked first so that
 /// a malformed keyword is reported with its place in the schema. A `$ref` to its URI resolves to it.
-inline constexpr std::string_view draft7_meta_schema = R"cairn({"$schema":"http://json-schema.org/draft-07/schema#","$id":"http://json-schema.org/draft-07/schema#","title":"Core schema meta-schema","definitions":{"schemaArray":{"type":"array","minItems":1,"items":{"$ref":"#"}},"nonNegativeInteger":{"type":"integer","minimum":0},"nonNegativeIntegerDefault0":{"allOf":[{"$ref":"#/definitions/nonNegativeInteger"},{"default":0}]},"simpleTypes":{"enum":["array","boolean","integer","null","number","object","string"]},"stringArray":{"type":"array","items":{"type":"string"},"uniqueItems":true,"default":[]}},"type":["object","boolean"],"properties":{"$id":{"type":"string","format":"uri-reference"},"$schema":{"type":"string","format":"uri"},"$ref":{"type":"string","format":"uri-reference"},"$comment":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"default":true,"readOnly":{"type":"boolean","default":false},"examples":{"type":"array","items":true},"multipleOf":{"type":"number","exclusiveMinimum":0},"maximum":{"type":"number"},"exclusiveMaximum":{"type":"number"},"minimum":{"type":"number"},"exclusiveMinimum":{"type":"number"},"maxLength":{"$ref":"#/definitions/nonNegativeInteger"},"minLength":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"pattern":{"type":"string","format":"regex"},"additionalItems":{"$ref":"#"},"items":{"anyOf":[{"$ref":"#"},{"$ref":"#/definitions/schemaArray"}],"default":true},"maxItems":{"$ref":"#/definitions/nonNegativeInteger"},"minItems":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"uniqueItems":{"type":"boolean","default":false},"contains":{"$ref":"#"},"maxProperties":{"$ref":"#/definitions/nonNegativeInteger"},"minProperties":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"required":{"$ref":"#/definitions/stringArray"},"additionalProperties":{"$ref":"#"},"definitions":{"type":"object","additionalProperties":{"$ref":"#"},"default":{}},"properties":{"type":"object","additionalProperties":{"$ref":"#"},"default":{}},"patternProperties":{"type":"object","additionalProperties":{"$ref":"#"},"propertyNames":{"format":"regex"},"default":{}},"dependencies":{"type":"object","additionalProperties":{"anyOf":[{"$ref":"#"},{"$ref":"#/definitions/stringArray"}]}},"propertyNames":{"$ref":"#"},"const":true,"enum":{"type":"array","items":true},"type":{"anyOf":[{"$ref":"#/definitions/simpleTypes"},{"type":"array","items":{"$ref":"#/definitions/simpleTypes"},"minItems":1,"uniqueItems":true}]},"format":{"type":"string"},"contentMediaType":{"type":"string"},"contentEncoding":{"type":"string"},"if":{"$ref":"#"},"then":{"$ref":"#"},"else":{"$ref":"#"},"allOf":{"$ref":"#/definitions/schemaArray"},"anyOf":{"$ref":"#/definitions/schemaArray"},"oneOf":{"$ref":"#/definitions/schemaArray"},"not":{"$ref":"#"}},"default":true})cairn";
+inline constexpr std::string_view draft7_meta_schema =
+    R"cairn({"$schema":"http://json-schema.org/draft-07/schema#","$id":"http://json-schema.org/draft-07/schema#")cairn"
+    R"cairn(,"title":"Core schema meta-schema","definitions":{"schemaArray":{"type":"array","minItems":1,"items")cairn"
+    R"cairn(:{"$ref":"#"}},"nonNegativeInteger":{"type":"integer","minimum":0},"nonNegativeIntegerDefault0":{"al)cairn"
+    R"cairn(lOf":[{"$ref":"#/definitions/nonNegativeInteger"},{"default":0}]},"simpleTypes":{"enum":["array","bo)cairn"
+    R"cairn(olean","integer","null","number","object","string"]},"stringArray":{"type":"array","items":{"type":")cairn"
+    R"cairn(string"},"uniqueItems":true,"default":[]}},"type":["object","boolean"],"properties":{"$id":{"type":")cairn"
+    R"cairn(string","format":"uri-reference"},"$schema":{"type":"string","format":"uri"},"$ref":{"type":"string")cairn"
+    R"cairn(,"format":"uri-reference"},"$comment":{"type":"string"},"title":{"type":"string"},"description":{"ty)cairn"
+    R"cairn(pe":"string"},"default":true,"readOnly":{"type":"boolean","default":false},"examples":{"type":"array)cairn"
+    R"cairn(","items":true},"multipleOf":{"type":"number","exclusiveMinimum":0},"maximum":{"type":"number"},"exc)cairn"
+    R"cairn(lusiveMaximum":{"type":"number"},"minimum":{"type":"number"},"exclusiveMinimum":{"type":"number"},"m)cairn"
+    R"cairn(axLength":{"$ref":"#/definitions/nonNegativeInteger"},"minLength":{"$ref":"#/definitions/nonNegative)cairn"
+    R"cairn(IntegerDefault0"},"pattern":{"type":"string","format":"regex"},"additionalItems":{"$ref":"#"},"items)cairn"
+    R"cairn(":{"anyOf":[{"$ref":"#"},{"$ref":"#/definitions/schemaArray"}],"default":true},"maxItems":{"$ref":"#)cairn"
+    R"cairn(/definitions/nonNegativeInteger"},"minItems":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"un)cairn"
+    R"cairn(iqueItems":{"type":"boolean","default":false},"contains":{"$ref":"#"},"maxProperties":{"$ref":"#/def)cairn"
+    R"cairn(initions/nonNegativeInteger"},"minProperties":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"r)cairn"
+    R"cairn(equired":{"$ref":"#/definitions/stringArray"},"additionalProperties":{"$ref":"#"},"definitions":{"ty)cairn"
+    R"cairn(pe":"object","additionalProperties":{"$ref":"#"},"default":{}},"properties":{"type":"object","additi)cairn"
+    R"cairn(onalProperties":{"$ref":"#"},"default":{}},"patternProperties":{"type":"object","additionalPropertie)cairn"
+    R"cairn(s":{"$ref":"#"},"propertyNames":{"format":"regex"},"default":{}},"dependencies":{"type":"object","ad)cairn"
+    R"cairn(ditionalProperties":{"anyOf":[{"$ref":"#"},{"$ref":"#/definitions/stringArray"}]}},"propertyNames":{)cairn"
+    R"cairn("$ref":"#"},"const":true,"enum":{"type":"array","items":true},"type":{"anyOf":[{"$ref":"#/definition)cairn"
+    R"cairn(s/simpleTypes"},{"type":"array","items":{"$ref":"#/definitions/simpleTypes"},"minItems":1,"uniqueIte)cairn"
+    R"cairn(ms":true}]},"format":{"type":"string"},"contentMediaType":{"type":"string"},"contentEncoding":{"type)cairn"
+    R"cairn(":"string"},"if":{"$ref":"#"},"then":{"$ref":"#"},"else":{"$ref":"#"},"allOf":{"$ref":"#/definitions)cairn"
+    R"cairn(/schemaArray"},"anyOf":{"$ref":"#/definitions/schemaArray"},"oneOf":{"$ref":"#/definitions/schemaArr)cairn"
+    R"cairn(ay"},"not":{"$ref":"#"}},"default":true})cairn";
 
 /// The meta-schema's URI without its empty fragment.
 inline constexpr std::string_view draft7_meta_uri = "http://json-schema.org/draft-07/schema";

@@ -7,7 +7,9 @@
 // cairn::testing::script_error naming the fake, the call and the prompt (all of it, lines as lines, the place an
 // expectation was about marked) when the script has nothing for a call or an expectation does not hold. A component
 // may catch what a fake throws, so every failure is also remembered, and the fake verifies itself when its last copy
-// is destroyed: failures and replies never used go to the test framework (cairn/testing/report.hpp).
+// is destroyed: failures and replies never used go to the test framework (cairn/testing/report.hpp). A failure whose
+// exception is unwinding the stack as the fake is destroyed (it escaped the test, which the framework reports) is not
+// reported again.
 //
 //     cairn::testing::ScriptedModel model("interpreter");
 //     model.reply(R"({"action": "new_goal", "goal": {"gloss": "Book a train"}, "reasoning": "asks"})",
@@ -278,8 +280,20 @@ inline std::size_t first_unmet(const std::vector<PromptExpectation>& expect, con
   return expect.size();
 }
 
+/// The script_error a fake throws for a failure: while it lives (unwinding, or held by an exception_ptr), the fake
+/// knows that failure is still on its way to whoever catches it.
+class thrown_failure final : public script_error {
+ public:
+  thrown_failure(const std::string& what, std::shared_ptr<const int> token)
+      : script_error(what), token_(std::move(token)) {}
+
+ private:
+  std::shared_ptr<const int> token_;
+};
+
 /// The script of one fake: the queue, the answers, the record of prompts and the failures. Thread-safe: one mutex;
-/// expectations are evaluated outside it. Verifies itself when destroyed (the last copy of the fake goes).
+/// expectations are evaluated outside it. Verifies itself when destroyed (the last copy of the fake goes), leaving out
+/// a failure whose exception is what unwinds the stack then: that one escaped the test, and the framework reports it.
 template <class Reply>
 class Script {
  public:
@@ -293,7 +307,7 @@ class Script {
       {
         std::lock_guard lock(mutex_);
         if (!verify_on_destruction_) return;
-        problems = problems_locked(true);
+        problems = problems_locked(true, std::uncaught_exceptions() > 0);
       }
       if (problems.empty()) return;
       std::string text = fmt::format("{} was destroyed unverified:", who());
@@ -411,14 +425,17 @@ class Script {
   }
   std::vector<std::string> failures() const {
     std::lock_guard lock(mutex_);
-    return failures_;
+    std::vector<std::string> out;
+    out.reserve(failures_.size());
+    for (const Failure& f : failures_) out.push_back(f.message);
+    return out;
   }
 
   void verify() {
     std::vector<std::string> problems;
     {
       std::lock_guard lock(mutex_);
-      problems = problems_locked(false);
+      problems = problems_locked(false, false);
       reported_failures_ = failures_.size();
       reported_steps_ = steps_.size();
       reported_calls_ = prompts_.size();
@@ -450,15 +467,22 @@ class Script {
     Times times;
     std::size_t used = 0;
   };
+  struct Failure {
+    std::string message;
+    std::weak_ptr<const int> thrown;  // alive while the exception thrown for it is
+  };
 
   // Failures, replies never used and answers used too few times; `unreported` leaves out what the last verify()
-  // already reported (nothing new happened since).
-  std::vector<std::string> problems_locked(bool unreported) const {
+  // already reported (nothing new happened since), `unwinding` the failures whose exception is still alive (the one
+  // unwinding the stack: the test framework reports it).
+  std::vector<std::string> problems_locked(bool unreported, bool unwinding) const {
     const bool changed =
         !unreported || !verified_ || prompts_.size() != reported_calls_ || steps_.size() != reported_steps_;
-    std::vector<std::string> problems(failures_.begin() + static_cast<std::ptrdiff_t>(
-                                                              unreported ? reported_failures_ : 0),
-                                      failures_.end());
+    std::vector<std::string> problems;
+    for (std::size_t i = unreported ? reported_failures_ : 0; i < failures_.size(); ++i) {
+      if (unwinding && !failures_[i].thrown.expired()) continue;
+      problems.push_back(failures_[i].message);
+    }
     if (!changed) return problems;
     if (!steps_.empty()) {
       problems.push_back(fmt::format("{}: {} scripted repl{} never used (the next one was for call {}; {} call{} made)",
@@ -476,11 +500,12 @@ class Script {
   }
 
   [[noreturn]] void fail(std::string message) {
+    auto token = std::make_shared<const int>(0);
     {
       std::lock_guard lock(mutex_);
-      failures_.push_back(message);
+      failures_.push_back(Failure{message, token});
     }
-    throw script_error(message);
+    throw thrown_failure(message, std::move(token));
   }
 
   const std::string kind_;
@@ -490,7 +515,7 @@ class Script {
   std::vector<Answer> answers_;
   std::optional<Reply> otherwise_;
   std::vector<std::string> prompts_;
-  std::vector<std::string> failures_;
+  std::vector<Failure> failures_;
   std::size_t used_ = 0;
   std::size_t reported_failures_ = 0;
   std::size_t reported_steps_ = 0;

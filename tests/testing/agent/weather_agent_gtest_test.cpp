@@ -3,7 +3,7 @@
 // failure of the test that made the call, and verify themselves when the fixture goes (cairn/testing/gtest.hpp
 // turns what they find into ADD_FAILURE()).
 //
-// docs/testing.md shows the parts between the `// [docs:...]` markers (tests/testing/docs_snippets.cmake checks that
+// docs/testing.md shows the parts between the `// [docs:...]` markers (tests/docs/check_snippets.cmake checks that
 // they are the same).
 #include <stdexcept>
 #include <string>
@@ -131,6 +131,20 @@ TEST(SelfVerifyDemo, DISABLED_ATestAfterThosePasses) {
   ct::ScriptedModel model("m");
   model.reply("used");
   EXPECT_EQ(model("x"), "used");
+}
+
+TEST(EscapeDemo, DISABLED_AFakesFailureEscapesTheTest) {
+  ct::ScriptedModel model("escaping");
+  model.reply("yes", {ct::prompt_contains("ACME")});
+  model("Globex");
+}
+
+TEST(EscapeDemo, DISABLED_AFakesFailureAComponentSwallowed) {
+  ct::ScriptedModel model("swallowed");
+  try {
+    model("anything");
+  } catch (const ct::script_error&) {
+  }
 }
 
 TEST(PrintedEnums, GoogleTestPrintsNames) {

@@ -1,9 +1,11 @@
-# Checks that every ```cpp block of docs/testing.md is a part of a file ctest compiles: each block must follow a line
+# Checks that every ```cpp block of one page (DOC, a path from the source root) is a part of a file ctest compiles:
+# each block must follow a line
 #   <!-- snippet: <path from the source root> <name> -->
-# and be, byte for byte, the lines between `// [docs:<name>]` and the next `// [docs:end]` in that file.
-#   cmake -DCAIRN_SOURCE_DIR=<root> -P docs_snippets.cmake
+# and be, byte for byte, the lines between `// [docs:<name>]` and the next `// [docs:end]` in that file (as they are,
+# or without the indentation of the `// [docs:<name>]` line).
+#   cmake -DCAIRN_SOURCE_DIR=<root> -DDOC=docs/<page>.md -P check_snippets.cmake
 cmake_minimum_required(VERSION 3.16)
-set(_doc "${CAIRN_SOURCE_DIR}/docs/testing.md")
+set(_doc "${CAIRN_SOURCE_DIR}/${DOC}")
 file(READ "${_doc}" _text)
 set(_fence "```cpp\n")
 set(_marker "<!-- snippet: ")
@@ -52,6 +54,11 @@ while(TRUE)
     list(APPEND _errors "snippet ${_name}: no `// [docs:${_name}]` line in ${_file}")
     continue()
   endif()
+  # The marker's indentation (spaces before it on its line): a page may show the region without it.
+  string(SUBSTRING "${_source}" 0 ${_s} _marker_head)
+  string(FIND "${_marker_head}" "\n" _line_start REVERSE)
+  math(EXPR _line_start "${_line_start} + 1")
+  string(SUBSTRING "${_marker_head}" ${_line_start} -1 _indent)
   string(LENGTH "// [docs:${_name}]\n" _skip)
   math(EXPR _s "${_s} + ${_skip}")
   string(SUBSTRING "${_source}" ${_s} -1 _source)
@@ -65,17 +72,20 @@ while(TRUE)
   string(FIND "${_region}" "\n" _last_nl REVERSE)
   math(EXPR _last_nl "${_last_nl} + 1")
   string(SUBSTRING "${_region}" 0 ${_last_nl} _region)
+  if(NOT _region STREQUAL _block AND _indent MATCHES "^ +$")
+    string(REGEX REPLACE "(^|\n)${_indent}" "\\1" _region "${_region}")
+  endif()
   if(NOT _region STREQUAL _block)
-    list(APPEND _errors "snippet ${_name}: docs/testing.md differs from ${_file}; the file has:\n${_region}")
+    list(APPEND _errors "snippet ${_name}: ${DOC} differs from ${_file}; the file has:\n${_region}")
     continue()
   endif()
   math(EXPR _checked "${_checked} + 1")
 endwhile()
 if(_errors)
   string(REPLACE ";" "\n" _errors "${_errors}")
-  message(FATAL_ERROR "docs/testing.md:\n${_errors}")
+  message(FATAL_ERROR "${DOC}:\n${_errors}")
 endif()
 if(_checked EQUAL 0)
-  message(FATAL_ERROR "docs/testing.md: no ```cpp block found")
+  message(FATAL_ERROR "${DOC}: no ```cpp block found")
 endif()
-message(STATUS "docs/testing.md: all ${_checked} C++ snippets are parts of compiled test files")
+message(STATUS "${DOC}: all ${_checked} C++ snippets are parts of compiled test files")

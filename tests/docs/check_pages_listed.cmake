@@ -1,0 +1,17 @@
+# Fails when a docs/*.md page has a ```cpp block and is not in PAGES (tests/docs/CMakeLists.txt's lists).
+#   cmake -DCAIRN_SOURCE_DIR=<root> "-DPAGES=docs/a.md;docs/b.md" -P check_pages_listed.cmake
+cmake_minimum_required(VERSION 3.16)
+file(GLOB _pages RELATIVE "${CAIRN_SOURCE_DIR}" "${CAIRN_SOURCE_DIR}/docs/*.md")
+set(_missing "")
+foreach(_page IN LISTS _pages)
+  file(READ "${CAIRN_SOURCE_DIR}/${_page}" _text)
+  string(FIND "${_text}" "```cpp\n" _at)
+  if(NOT _at EQUAL -1 AND NOT _page IN_LIST PAGES)
+    list(APPEND _missing "${_page}")
+  endif()
+endforeach()
+if(_missing)
+  string(REPLACE ";" ", " _missing "${_missing}")
+  message(FATAL_ERROR "C++ snippets on pages not in tests/docs/CMakeLists.txt's CAIRN_DOCS_PAGES: ${_missing}")
+endif()
+message(STATUS "every docs page with C++ snippets is listed")
