@@ -12,6 +12,10 @@
 // decoded again by the fetch that needs them, which puts the decoded record back among the parsed ones (a CLOCK
 // cache: a fetch marks a record used; the sweep that makes room spares marked records once). Older versions are
 // packed as soon as a newer one is stored.
+//
+// A tenant's search indexes (its word index; its vector indexes, one per model and dimension) are made by its first
+// search that needs them, from the versions it holds then, and kept current by every write after: a tenant that is
+// never searched keeps no search structure and its writes do no search work (docs/stores.md).
 #pragma once
 
 #include <algorithm>
@@ -146,9 +150,14 @@ class InMemoryArtifactStore final : public ArtifactStore {
     t->second.erase(std::string_view(id));
     if (t->second.empty()) {
       shard.tenants.erase(t);
-      shard.search.erase(tenant_id);
-    } else if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
-      ts->second.remove(id);
+      drop_search(shard, tenant_id);
+    } else if (!shard.search.empty()) {
+      if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
+        TenantSearch& s = ts->second;
+        s.stamp = ++shard.next_stamp;
+        if (s.words) s.words->remove(id);
+        for (auto& index : s.vectors) index.second->remove_all(id);
+      }
     }
     if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
@@ -200,14 +209,27 @@ class InMemoryArtifactStore final : public ArtifactStore {
   /// statistics the index keeps (exactly the scores of the default scan); similarity through its hnswlib index of the
   /// query's model, or, with SearchQuery::exact, by a scan of the tenant's vectors (exactly the default's); hybrid
   /// fuses the two; filters are applied to the candidates. The query's text is embedded before any lock is taken.
+  /// The tenant's first search by words makes its word index, its first approximate similarity search its vector
+  /// indexes (search_indexes()); an exact or filters-only search needs neither.
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& q) const override {
     const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
     const Shard& shard = shard_for(tenant_id);
+    const bool need_words = p.by_text, need_vectors = p.by_vector && !q.exact;
     std::shared_lock lock(shard.mutex);
     std::vector<detail::SearchCandidate> found;
-    const auto ids = shard.tenants.find(tenant_id);
+    auto ids = shard.tenants.find(tenant_id);
+    auto ts_it = shard.search.find(tenant_id);
+    // Made here when missing, then looked up again: a write may land between the making and this lock.
+    while (ids != shard.tenants.end() && (need_words || need_vectors) &&
+           (ts_it == shard.search.end() || (need_words && !ts_it->second.words) ||
+            (need_vectors && !ts_it->second.vectors_built))) {
+      lock.unlock();
+      make_indexes(shard, tenant_id, need_words, need_vectors);
+      lock.lock();
+      ids = shard.tenants.find(tenant_id);
+      ts_it = shard.search.find(tenant_id);
+    }
     if (ids == shard.tenants.end()) return detail::rank_search_page(std::move(found), q, p);
-    const auto ts_it = shard.search.find(tenant_id);
     const TenantSearch* ts = ts_it == shard.search.end() ? nullptr : &ts_it->second;
     const auto entry_of = [&shard, &tenant_id](const std::string& id) -> const Entry* {
       const auto it = shard.entries.find(composite_key(tenant_id, id));
@@ -236,17 +258,18 @@ class InMemoryArtifactStore final : public ArtifactStore {
       c.matched.similarity = c.similarity;
     };
 
-    if (p.by_text && ts) {
+    if (p.by_text && ts && ts->words) {
+      const WordIndex& wi = *ts->words;
       const std::vector<std::string> words = p.words.words();
       std::vector<std::size_t> df;
       for (const auto& w : words) {
-        const auto it = ts->postings.find(w);
-        df.push_back(it == ts->postings.end() ? 0 : q.all_versions ? it->second.docs.size() : it->second.latest);
+        const auto it = wi.postings.find(w);
+        df.push_back(it == wi.postings.end() ? 0 : q.all_versions ? it->second.docs.size() : it->second.latest);
       }
-      const detail::Bm25 bm25(words, q.all_versions ? ts->documents : ts->latest_documents,
-                              q.all_versions ? ts->length : ts->latest_length, std::move(df));
-      for (const std::uint64_t n : ts->word_candidates(p.words)) {
-        const TenantSearch::Doc& d = ts->docs.at(n);
+      const detail::Bm25 bm25(words, q.all_versions ? wi.documents : wi.latest_documents,
+                              q.all_versions ? wi.length : wi.latest_length, std::move(df));
+      for (const std::uint64_t n : wi.word_candidates(p.words)) {
+        const WordIndex::Doc& d = wi.docs.at(n);
         if (!q.all_versions && !d.latest) continue;
         const Entry* e = entry_of(d.id);
         const ArtifactPtr r = e ? searched(*e, d.version) : nullptr;
@@ -268,7 +291,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
           if (const ArtifactPtr r = searched(*it->second, version)) compare(candidate(r), e);
         }
       }
-    } else if (p.by_vector && ts) {
+    } else if (p.by_vector && ts && ts->vectors_built) {
       const auto index = ts->vectors.find({p.vector->model, p.vector->values.size()});
       if (index != ts->vectors.end()) {
         // Similarity alone pages by the cursor in the index's filter; hybrid fuses 4 x limit candidates.
@@ -327,11 +350,38 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return detail::rank_search_page(std::move(found), q, p);  // unindexed: 0, everything is indexed as stored
   }
 
-  /// Has nothing to do: this store indexes every version's words and vector as it stores it (SearchPage::unindexed
-  /// is always 0). Returns 0.
+  /// Has nothing to do: a search finds every version (a tenant's indexes are made by its first search and kept
+  /// current by every write after it; SearchPage::unindexed is always 0). Returns 0.
   std::size_t reindex(const std::string& tenant_id) override {
     detail::check_tenant(tenant_id);
     return 0;
+  }
+
+  /// The search structures a tenant holds: its word index (made by its first search by words) and its vector
+  /// indexes (made by its first approximate similarity search). Both false for a tenant never searched so, and
+  /// again once it holds no artifact.
+  struct SearchIndexes {
+    bool words = false;
+    bool vectors = false;
+  };
+  [[nodiscard]] SearchIndexes search_indexes(const std::string& tenant_id) const {
+    const Shard& shard = shard_for(tenant_id);
+    std::shared_lock lock(shard.mutex);
+    const auto it = shard.search.find(tenant_id);
+    if (it == shard.search.end()) return {};
+    return {it->second.words != nullptr, it->second.vectors_built};
+  }
+  /// The tenants that hold a search structure (search_indexes()), in order.
+  [[nodiscard]] std::vector<std::string> searched_tenants() const {
+    std::vector<std::string> out;
+    for (const Shard& shard : shards_) {
+      std::shared_lock lock(shard.mutex);
+      for (const auto& [tenant, ts] : shard.search) {
+        if (ts.words || ts.vectors_built) out.push_back(tenant);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
  private:
@@ -353,10 +403,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return t;
   }
 
-  // A tenant's search indexes, under its shard's lock: the words of every version (postings: word -> version ->
-  // occurrences), BM25's statistics over the latest versions and over all of them, and an approximate vector index
-  // (detail::VectorIndex: hnswlib) per (model, dimension).
-  struct TenantSearch {
+  // A tenant's word index, under its shard's lock: the words of every version (postings: word -> the versions that
+  // hold it) and BM25's statistics over the latest versions and over all of them.
+  struct WordIndex {
     struct Doc {
       std::string id;
       std::uint64_t version = 0;
@@ -375,7 +424,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::unordered_map<std::string, Postings> postings;
     std::uint64_t next_doc = 0;
     std::size_t documents = 0, length = 0, latest_documents = 0, latest_length = 0;
-    std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>> vectors;
 
     void add(const std::string& id, std::uint64_t version, const RecordTerms& words) {
       auto& versions = by_id[id];
@@ -427,7 +475,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
         }
         by_id.erase(it);
       }
-      for (auto& index : vectors) index.second->remove_all(id);
     }
 
     // Docs that may match `q`: in every group, one that holds every word of one of the group's terms (the rarest
@@ -467,6 +514,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
   };
 
+  // An approximate vector index (detail::VectorIndex: hnswlib) per (model, dimension).
+  using VectorIndexes = std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>>;
+
+  // A tenant's search structures, under its shard's lock. Each index is made by the tenant's first search that
+  // needs it (make_indexes) and kept current by every write after; `stamp` changes with every write to the tenant,
+  // so that an index made outside the lock is kept only if no write landed while it was made.
+  struct TenantSearch {
+    std::unique_ptr<WordIndex> words;
+    bool vectors_built = false;
+    VectorIndexes vectors;
+    std::uint64_t stamp = 0;
+  };
+
   struct Entry;
   // A version of an entry (null when it has no such version), decoded when it is kept packed; a search's reads do
   // not change what the store keeps parsed.
@@ -500,8 +560,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const std::string& id = generated.empty() ? record.id() : generated;
     // Estimated outside the lock: it walks the whole value.
     const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
-    // The words for the index, also outside the lock.
-    const RecordTerms words = record_terms(record);
+    // The words for the tenant's word index, also outside the lock, when it has one.
+    std::optional<RecordTerms> words;
+    if (has_word_index(shard, tenant_id)) words = record_terms(record);
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -547,13 +608,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     } else {
       entry.latest = stored;
     }
-    // The indexes, under the same lock: searchable as soon as store() returns.
-    TenantSearch& search = shard.search[tenant_id];
-    search.add(stored->id(), stored->version(), words);
-    if (vector && !vector->values.empty()) {
-      auto& index = search.vectors[{vector->model, vector->values.size()}];
-      if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
-      index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
+    // The tenant's indexes, when it has them, under the same lock: searchable as soon as store() returns.
+    if (!shard.search.empty()) {
+      if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
+        TenantSearch& search = ts->second;
+        search.stamp = ++shard.next_stamp;
+        // Not made above when the tenant's first search made its word index meanwhile: made here.
+        if (search.words) search.words->add(stored->id(), stored->version(), words ? *words : record_terms(*stored));
+        if (search.vectors_built && vector && !vector->values.empty()) {
+          auto& index = search.vectors[{vector->model, vector->values.size()}];
+          if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
+          index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
+        }
+      }
     }
     if (vector) entry.vectors.emplace_back(stored->version(), std::move(*vector));
     return stored;
@@ -616,8 +683,12 @@ class InMemoryArtifactStore final : public ArtifactStore {
     mutable std::shared_mutex mutex;
     std::unordered_map<std::string, Entry> entries;  // key: tenant_id + '\0' + id
     std::unordered_map<std::string, Index> tenants;
-    // Each tenant's search indexes.
+    // The search structures of the tenants searched since they last held no artifact; how many of them have a
+    // word index (read without the lock by put(), which makes a record's words outside the lock only then); the
+    // last TenantSearch::stamp given.
     std::unordered_map<std::string, TenantSearch> search;
+    std::atomic<std::size_t> word_indexed{0};
+    std::uint64_t next_stamp = 0;
     // Bounded stores: the parsed entries, a circular list whose `hand` is the next one the sweep looks at (new ones
     // go just behind it, so they are looked at last), and the estimated heap they keep. Under the write lock.
     Entry* hand = nullptr;
@@ -675,6 +746,142 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
     }
   };
+
+  // What make_indexes reads from a tenant: every version (its record, or its packed form, decoded outside the lock)
+  // and every kept vector, in id order and oldest version first.
+  struct TenantCopy {
+    struct Version {
+      ArtifactPtr record;
+      std::string packed;
+    };
+    struct Vector {
+      std::string id;
+      std::uint64_t version;
+      const Entry* entry;  // the tag of its version in the index: valid while no write lands (TenantSearch::stamp)
+      const Embedding* kept;  // in the entry, when copied under the write lock
+      Embedding copy;
+    };
+    std::vector<Version> versions;
+    std::vector<Vector> vectors;
+  };
+
+  // Reads what the indexes are made of. `copy_vectors`: copies of the vectors (to be read after the lock is given
+  // up), not pointers to them.
+  TenantCopy copy_tenant(const Index& index, bool words, bool vectors, bool copy_vectors) const {
+    TenantCopy c;
+    for (const auto& [id, e] : index) {
+      const std::uint64_t newest = version_of(*e);
+      if (words) {
+        for (std::uint64_t v = 1; v <= newest; ++v) {
+          TenantCopy::Version& out = c.versions.emplace_back();
+          if (!bounded_) {
+            out.record = record_at(*e, v);
+          } else if (v == newest && e->latest) {
+            out.record = e->latest;
+          } else if (v == newest) {
+            out.packed = e->rest->packed;
+          } else {
+            out.packed = *nth_older(e->rest->older_packed, newest, v);
+          }
+        }
+      }
+      if (vectors) {
+        for (const auto& [version, embedding] : e->vectors) {
+          if (embedding.values.empty()) continue;
+          c.vectors.push_back({std::string(id), version, e, copy_vectors ? nullptr : &embedding,
+                               copy_vectors ? embedding : Embedding{}});
+        }
+      }
+    }
+    return c;
+  }
+
+  // The indexes of what copy_tenant read.
+  static std::unique_ptr<WordIndex> make_word_index(const TenantCopy& c) {
+    auto wi = std::make_unique<WordIndex>();
+    for (const auto& v : c.versions) {
+      const ArtifactPtr r = v.record ? v.record : detail::RecordPacker::unpack(v.packed);
+      wi->add(r->id(), r->version(), record_terms(*r));
+    }
+    return wi;
+  }
+  static VectorIndexes make_vector_indexes(const TenantCopy& c) {
+    VectorIndexes out;
+    for (const auto& v : c.vectors) {
+      const Embedding& e = v.kept ? *v.kept : v.copy;
+      auto& index = out[{e.model, e.values.size()}];
+      if (!index) index = std::make_unique<detail::VectorIndex>(e.values.size());
+      index->add(v.id, v.version, e.values, v.entry);
+    }
+    return out;
+  }
+
+  // Makes the tenant's word index (`words`) and vector indexes (`vectors`) that it does not hold yet. They are made
+  // from a copy of the tenant outside the shard's lock (readers and writers of the shard go on meanwhile) and kept
+  // if no write to the tenant landed since the copy; after two such tries, under the write lock. Concurrent first
+  // searches of one tenant each make them, and the first to finish is kept.
+  void make_indexes(const Shard& const_shard, const std::string& tenant_id, bool words, bool vectors) const {
+    Shard& shard = const_cast<Shard&>(const_shard);
+    for (int attempt = 0;; ++attempt) {
+      bool need_words = false, need_vectors = false;
+      {
+        std::unique_lock lock(shard.mutex);
+        const auto t = shard.tenants.find(tenant_id);
+        if (t == shard.tenants.end()) return;
+        TenantSearch& ts = shard.search[tenant_id];
+        if (ts.stamp == 0) ts.stamp = ++shard.next_stamp;
+        need_words = words && !ts.words;
+        need_vectors = vectors && !ts.vectors_built;
+        if (!need_words && !need_vectors) return;
+        if (attempt >= 2) {  // writes keep landing: made under the lock
+          const TenantCopy c = copy_tenant(t->second, need_words, need_vectors, false);
+          if (need_words) install_words(shard, ts, make_word_index(c));
+          if (need_vectors) install_vectors(ts, make_vector_indexes(c));
+          return;
+        }
+      }
+      std::uint64_t stamp = 0;
+      TenantCopy c;
+      {
+        std::shared_lock lock(shard.mutex);
+        const auto t = shard.tenants.find(tenant_id);
+        const auto ts = shard.search.find(tenant_id);
+        if (t == shard.tenants.end() || ts == shard.search.end()) continue;
+        stamp = ts->second.stamp;
+        c = copy_tenant(t->second, need_words, need_vectors, true);
+      }
+      std::unique_ptr<WordIndex> wi = need_words ? make_word_index(c) : nullptr;
+      VectorIndexes vi = need_vectors ? make_vector_indexes(c) : VectorIndexes{};
+      std::unique_lock lock(shard.mutex);
+      const auto ts = shard.search.find(tenant_id);
+      if (ts == shard.search.end() || ts->second.stamp != stamp) continue;  // a write landed: again
+      if (wi && !ts->second.words) install_words(shard, ts->second, std::move(wi));
+      if (need_vectors && !ts->second.vectors_built) install_vectors(ts->second, std::move(vi));
+      return;
+    }
+  }
+  static void install_words(Shard& shard, TenantSearch& ts, std::unique_ptr<WordIndex> wi) noexcept {
+    ts.words = std::move(wi);
+    shard.word_indexed.fetch_add(1, std::memory_order_relaxed);
+  }
+  static void install_vectors(TenantSearch& ts, VectorIndexes vi) noexcept {
+    ts.vectors = std::move(vi);
+    ts.vectors_built = true;
+  }
+  // Drops a tenant's search structures (it holds no artifact any more).
+  static void drop_search(Shard& shard, const std::string& tenant_id) noexcept {
+    const auto it = shard.search.find(tenant_id);
+    if (it == shard.search.end()) return;
+    if (it->second.words) shard.word_indexed.fetch_sub(1, std::memory_order_relaxed);
+    shard.search.erase(it);
+  }
+  // True when the tenant has a word index, read under the shared lock (and without it in a shard with none).
+  bool has_word_index(const Shard& shard, const std::string& tenant_id) const {
+    if (shard.word_indexed.load(std::memory_order_relaxed) == 0) return false;
+    std::shared_lock lock(shard.mutex);
+    const auto it = shard.search.find(tenant_id);
+    return it != shard.search.end() && it->second.words;
+  }
 
   // The lookup key, built in a per-thread buffer so that a fetch allocates nothing. A tenant id cannot contain
   // '\0' (records reject control characters), so the key is unambiguous.
