@@ -155,7 +155,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
         TenantSearch& s = ts->second;
         s.stamp = ++shard.next_stamp;
-        if (s.words) s.words->remove(id);
+        const Entry& e = it->second;
+        // The index keeps no version's words: they are made again here, under the lock.
+        if (s.words) s.words->remove(&e, [this, &e](std::uint64_t v) { return record_terms(*record_at(e, v)); });
         for (auto& index : s.vectors) index.second->remove_all(id);
       }
     }
@@ -231,10 +233,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     if (ids == shard.tenants.end()) return detail::rank_search_page(std::move(found), q, p);
     const TenantSearch* ts = ts_it == shard.search.end() ? nullptr : &ts_it->second;
-    const auto entry_of = [&shard, &tenant_id](const std::string& id) -> const Entry* {
-      const auto it = shard.entries.find(composite_key(tenant_id, id));
-      return it == shard.entries.end() ? nullptr : &it->second;
-    };
     // The version, when it is one the query searches and it passes the filters.
     const auto searched = [this, &q](const Entry& e, std::uint64_t version) -> ArtifactPtr {
       if (!q.all_versions && version != version_of(e)) return nullptr;
@@ -271,8 +269,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       for (const std::uint64_t n : wi.word_candidates(p.words)) {
         const WordIndex::Doc& d = wi.docs.at(n);
         if (!q.all_versions && !d.latest) continue;
-        const Entry* e = entry_of(d.id);
-        const ArtifactPtr r = e ? searched(*e, d.version) : nullptr;
+        const ArtifactPtr r = searched(*d.entry, d.version);
         if (!r) continue;
         const detail::RecordWords rw = detail::record_words(*r);
         if (!detail::matches_words(rw, p.words)) continue;  // phrases and exclusions
@@ -403,78 +400,84 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return t;
   }
 
-  // A tenant's word index, under its shard's lock: the words of every version (postings: word -> the versions that
-  // hold it) and BM25's statistics over the latest versions and over all of them.
+  struct Entry;
+  // A tenant's word index, under its shard's lock: the versions that hold each word (postings) and BM25's statistics
+  // over the latest versions and over all of them. It keeps no version's words: those of a version are made again
+  // from its record where they are needed (when a newer version replaces it as the latest, and when its artifact is
+  // removed), so that the index costs a few bytes per distinct word of a version and ~100 bytes per version.
   struct WordIndex {
+    static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
     struct Doc {
-      std::string id;
-      std::uint64_t version = 0;
-      std::size_t length = 0;
-      bool latest = true;
-      std::vector<const std::string*> terms;  // its distinct words: keys of `postings`
+      const Entry* entry;    // its artifact's entry (the node lives as long as the artifact)
+      std::uint64_t version;
+      std::uint32_t length : 31;  // in words
+      std::uint32_t latest : 1;
+      std::uint32_t before;  // the doc of the artifact's version before this one, or none
     };
     struct Postings {
       // The docs that hold the word, ascending: docs are numbered as they are added, so adding one appends. (The
       // scores come from the records' own words; a posting needs no count.)
-      std::vector<std::uint64_t> docs;
+      std::vector<std::uint32_t> docs;
       std::size_t latest = 0;  // how many of them are latest versions
     };
-    std::unordered_map<std::uint64_t, Doc> docs;
-    std::unordered_map<std::string, std::vector<std::uint64_t>> by_id;  // an id's versions' docs, oldest first
+    std::unordered_map<std::uint32_t, Doc> docs;
+    std::unordered_map<const Entry*, std::uint32_t> latest_doc;  // each artifact's latest version's doc
     std::unordered_map<std::string, Postings> postings;
-    std::uint64_t next_doc = 0;
+    std::uint32_t next_doc = 0;  // numbers are not reused: past 2^32 - 1 adds the index is dropped and made anew
     std::size_t documents = 0, length = 0, latest_documents = 0, latest_length = 0;
 
-    void add(const std::string& id, std::uint64_t version, const RecordTerms& words) {
-      auto& versions = by_id[id];
-      if (!versions.empty()) {  // the latest version until now is an older one from here on
-        Doc& before = docs.at(versions.back());
-        before.latest = false;
+    bool full() const noexcept { return next_doc == none; }
+
+    // Adds version `version` of `entry`, which holds `words`; `replaced`: the words of the entry's latest version
+    // until now (null when the index holds none of its versions).
+    void add(const Entry* entry, std::uint64_t version, const RecordTerms& words, const RecordTerms* replaced) {
+      const auto latest_it = latest_doc.try_emplace(entry, none).first;
+      if (latest_it->second != none && replaced) {  // the latest version until now is an older one from here on
+        Doc& b = docs.at(latest_it->second);
+        b.latest = 0;
         --latest_documents;
-        latest_length -= before.length;
-        for (const std::string* term : before.terms) --postings.find(*term)->second.latest;
+        latest_length -= b.length;
+        for (const auto& word : replaced->distinct) --postings.find(word)->second.latest;
       }
-      const std::uint64_t n = next_doc++;
-      Doc& d = docs[n];
-      d.id = id;
-      d.version = version;
-      d.length = words.length;
-      d.terms.reserve(words.distinct.size());
+      const std::uint32_t n = next_doc++;
+      docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length), 1, latest_it->second});
       for (const auto& word : words.distinct) {
-        const auto it = postings.try_emplace(word).first;
-        it->second.docs.push_back(n);
-        ++it->second.latest;
-        d.terms.push_back(&it->first);
+        Postings& p = postings[word];
+        p.docs.push_back(n);
+        ++p.latest;
       }
-      versions.push_back(n);
+      latest_it->second = n;
       ++documents;
-      length += d.length;
+      length += words.length;
       ++latest_documents;
-      latest_length += d.length;
+      latest_length += words.length;
     }
 
-    void remove(const std::string& id) {
-      const auto it = by_id.find(id);
-      if (it != by_id.end()) {
-        for (const std::uint64_t n : it->second) {
-          const auto d = docs.find(n);
-          for (const std::string* term : d->second.terms) {
-            const auto pit = postings.find(*term);
-            auto& held = pit->second.docs;
-            held.erase(std::lower_bound(held.begin(), held.end(), n));
-            if (d->second.latest) --pit->second.latest;
-            if (pit->second.docs.empty()) postings.erase(pit);
-          }
-          --documents;
-          length -= d->second.length;
-          if (d->second.latest) {
-            --latest_documents;
-            latest_length -= d->second.length;
-          }
-          docs.erase(d);
+    // Removes every version of `entry`; `words_of(version)` makes the words of one.
+    template <class WordsOf>
+    void remove(const Entry* entry, WordsOf&& words_of) {
+      const auto it = latest_doc.find(entry);
+      if (it == latest_doc.end()) return;
+      for (std::uint32_t n = it->second; n != none;) {
+        const auto d = docs.find(n);
+        const Doc& doc = d->second;
+        for (const auto& word : words_of(doc.version).distinct) {
+          const auto pit = postings.find(word);
+          auto& held = pit->second.docs;
+          held.erase(std::lower_bound(held.begin(), held.end(), n));
+          if (doc.latest) --pit->second.latest;
+          if (held.empty()) postings.erase(pit);
         }
-        by_id.erase(it);
+        --documents;
+        length -= doc.length;
+        if (doc.latest) {
+          --latest_documents;
+          latest_length -= doc.length;
+        }
+        n = doc.before;
+        docs.erase(d);
       }
+      latest_doc.erase(it);
     }
 
     // Docs that may match `q`: in every group, one that holds every word of one of the group's terms (the rarest
@@ -527,7 +530,6 @@ class InMemoryArtifactStore final : public ArtifactStore {
     std::uint64_t stamp = 0;
   };
 
-  struct Entry;
   // A version of an entry (null when it has no such version), decoded when it is kept packed; a search's reads do
   // not change what the store keeps parsed.
   ArtifactPtr record_at(const Entry& entry, std::uint64_t version) const {
@@ -561,8 +563,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     // Estimated outside the lock: it walks the whole value.
     const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
     // The words for the tenant's word index, also outside the lock, when it has one.
-    std::optional<RecordTerms> words;
-    if (has_word_index(shard, tenant_id)) words = record_terms(record);
+    const IndexedWords words = indexed_words(shard, tenant_id, id, record);
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -571,6 +572,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
     Entry& entry = it->second;
+    TenantSearch* search = nullptr;
+    if (!shard.search.empty()) {
+      if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) search = &ts->second;
+    }
+    // The words of the version this one replaces as the latest, made here when a write to the tenant (or its first
+    // search) landed since indexed_words().
+    std::optional<RecordTerms> replaced_now;
+    const RecordTerms* replaced = nullptr;
+    if (search && search->words && !inserted) {
+      replaced = words.replaced && words.stamp == search->stamp
+                     ? &*words.replaced
+                     : &replaced_now.emplace(record_terms(*record_at(entry, version_of(entry))));
+    }
     ArtifactPtr stored;
     try {
       // What can throw (a generated id or the clock's time the record refuses, the host's clock or id generator,
@@ -609,17 +623,17 @@ class InMemoryArtifactStore final : public ArtifactStore {
       entry.latest = stored;
     }
     // The tenant's indexes, when it has them, under the same lock: searchable as soon as store() returns.
-    if (!shard.search.empty()) {
-      if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
-        TenantSearch& search = ts->second;
-        search.stamp = ++shard.next_stamp;
+    if (search) {
+      search->stamp = ++shard.next_stamp;
+      if (search->words && search->words->full()) drop_words(shard, *search);  // the next search makes it anew
+      if (search->words) {
         // Not made above when the tenant's first search made its word index meanwhile: made here.
-        if (search.words) search.words->add(stored->id(), stored->version(), words ? *words : record_terms(*stored));
-        if (search.vectors_built && vector && !vector->values.empty()) {
-          auto& index = search.vectors[{vector->model, vector->values.size()}];
-          if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
-          index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
-        }
+        search->words->add(&entry, stored->version(), words.words ? *words.words : record_terms(*stored), replaced);
+      }
+      if (search->vectors_built && vector && !vector->values.empty()) {
+        auto& index = search->vectors[{vector->model, vector->values.size()}];
+        if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
+        index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
       }
     }
     if (vector) entry.vectors.emplace_back(stored->version(), std::move(*vector));
@@ -751,6 +765,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
   // and every kept vector, in id order and oldest version first.
   struct TenantCopy {
     struct Version {
+      const Entry* entry;
       ArtifactPtr record;
       std::string packed;
     };
@@ -774,6 +789,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (words) {
         for (std::uint64_t v = 1; v <= newest; ++v) {
           TenantCopy::Version& out = c.versions.emplace_back();
+          out.entry = e;
           if (!bounded_) {
             out.record = record_at(*e, v);
           } else if (v == newest && e->latest) {
@@ -799,9 +815,14 @@ class InMemoryArtifactStore final : public ArtifactStore {
   // The indexes of what copy_tenant read.
   static std::unique_ptr<WordIndex> make_word_index(const TenantCopy& c) {
     auto wi = std::make_unique<WordIndex>();
+    RecordTerms before;  // the words of the version added last
+    const Entry* last = nullptr;
     for (const auto& v : c.versions) {
       const ArtifactPtr r = v.record ? v.record : detail::RecordPacker::unpack(v.packed);
-      wi->add(r->id(), r->version(), record_terms(*r));
+      RecordTerms words = record_terms(*r);
+      wi->add(v.entry, r->version(), words, v.entry == last ? &before : nullptr);
+      before = std::move(words);
+      last = v.entry;
     }
     return wi;
   }
@@ -868,6 +889,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
     ts.vectors = std::move(vi);
     ts.vectors_built = true;
   }
+  static void drop_words(Shard& shard, TenantSearch& ts) noexcept {
+    ts.words.reset();
+    shard.word_indexed.fetch_sub(1, std::memory_order_relaxed);
+  }
   // Drops a tenant's search structures (it holds no artifact any more).
   static void drop_search(Shard& shard, const std::string& tenant_id) noexcept {
     const auto it = shard.search.find(tenant_id);
@@ -875,13 +900,33 @@ class InMemoryArtifactStore final : public ArtifactStore {
     if (it->second.words) shard.word_indexed.fetch_sub(1, std::memory_order_relaxed);
     shard.search.erase(it);
   }
-  // True when the tenant has a word index, read under the shared lock (and without it in a shard with none).
-  bool has_word_index(const Shard& shard, const std::string& tenant_id) const {
-    if (shard.word_indexed.load(std::memory_order_relaxed) == 0) return false;
-    std::shared_lock lock(shard.mutex);
-    const auto it = shard.search.find(tenant_id);
-    return it != shard.search.end() && it->second.words;
+  // What put() gives the tenant's word index, made outside the lock when the tenant has one: the record's words,
+  // and those of the id's latest version until now (the one it replaces), good while the tenant's stamp is `stamp`.
+  struct IndexedWords {
+    std::optional<RecordTerms> words, replaced;
+    std::uint64_t stamp = 0;
+  };
+  IndexedWords indexed_words(const Shard& shard, const std::string& tenant_id, const std::string& id,
+                             const ArtifactRecord& record) const {
+    IndexedWords out;
+    if (shard.word_indexed.load(std::memory_order_relaxed) == 0) return out;  // no tenant of the shard has one
+    ArtifactPtr latest;
+    std::string packed;
+    {
+      std::shared_lock lock(shard.mutex);
+      const auto ts = shard.search.find(tenant_id);
+      if (ts == shard.search.end() || !ts->second.words) return out;
+      out.stamp = ts->second.stamp;
+      if (const auto e = shard.entries.find(composite_key(tenant_id, id)); e != shard.entries.end()) {
+        latest = e->second.latest;
+        if (!latest) packed = e->second.rest->packed;
+      }
+    }
+    out.words = record_terms(record);
+    if (latest || !packed.empty()) out.replaced = record_terms(latest ? *latest : *detail::RecordPacker::unpack(packed));
+    return out;
   }
+
 
   // The lookup key, built in a per-thread buffer so that a fetch allocates nothing. A tenant id cannot contain
   // '\0' (records reject control characters), so the key is unambiguous.
