@@ -923,7 +923,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
     }
     out.words = record_terms(record);
-    if (latest || !packed.empty()) out.replaced = record_terms(latest ? *latest : *detail::RecordPacker::unpack(packed));
+    if (latest || !packed.empty()) {
+      out.replaced = record_terms(latest ? *latest : *detail::RecordPacker::unpack(packed));
+    }
     return out;
   }
 
