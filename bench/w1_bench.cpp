@@ -17,7 +17,8 @@
 // Times are this thread's CPU time per artifact touched (manual timing of the phase alone; the phases before it run untimed),
 // so the /N variants of one benchmark compare per-operation cost and ratios.py's "flat" line is meaningful.
 // BM_W1Bytes*: heap bytes each stored artifact keeps (mallinfo2 deltas, malloc's own headers included), with the
-// compact JSON text of the value alongside.
+// compact JSON text of the value alongside. BM_W1BytesCopied_CairnPackedSearched: the packed store after one word
+// search of every tenant, so with every tenant's word index built (what a searched store keeps).
 #include <malloc.h>
 
 #include <ctime>
@@ -171,6 +172,7 @@ class FloorStore {
 // ---- the two subjects, behind one interface the phases use ----
 
 struct Cairn {
+  static constexpr bool kSearched = false;  // BM_W1Bytes searches every tenant once after the saves
   cairn::InMemoryArtifactStore store;
 
   Cairn() = default;
@@ -222,6 +224,17 @@ struct CairnPacked : Cairn {
   }
 };
 
+// The packed store, searched by words once in every tenant after the saves (BM_W1Bytes only).
+struct CairnPackedSearched : CairnPacked {
+  static constexpr bool kSearched = true;
+  void search_every_tenant(const Dataset& d) const {
+    cairn::SearchQuery q;
+    q.text = "alpha";
+    q.limit = 1;
+    for (const auto& t : d.tenants) benchmark::DoNotOptimize(store.search(t, q));
+  }
+};
+
 // A bounded store whose budget holds everything: the bookkeeping of the bound without any packing.
 struct CairnBounded : Cairn {
   CairnBounded() : Cairn(options()) {}
@@ -233,6 +246,7 @@ struct CairnBounded : Cairn {
 };
 
 struct Floor {
+  static constexpr bool kSearched = false;
   FloorStore store;
 
   void save(const Dataset& d, int i, bool shared, const char* description) {
@@ -354,6 +368,7 @@ void BM_W1Bytes(benchmark::State& state) {
     const std::size_t before = heap_in_use();
     auto s = std::make_unique<Subject>();
     for (int i = 0; i < d.n; ++i) s->save(d, i, Shared, "a benchmark artifact");
+    if constexpr (Subject::kSearched) s->search_every_tenant(d);
     const std::size_t after = heap_in_use();
     const double per = static_cast<double>(after - before) / d.n;
     state.counters["bytes_per_artifact"] = per;
@@ -411,6 +426,7 @@ void register_all(const std::vector<std::int64_t>& sizes) {
       {"BM_W1BytesCopied_Cairn", BM_W1Bytes<Cairn, false>},
       {"BM_W1BytesCopied_Floor", BM_W1Bytes<Floor, false>},
       {"BM_W1BytesCopied_CairnPacked", BM_W1Bytes<CairnPacked, false>},
+      {"BM_W1BytesCopied_CairnPackedSearched", BM_W1Bytes<CairnPackedSearched, false>},
   };
   for (const Row& r : bytes) {
     auto* b = benchmark::RegisterBenchmark(r.name, r.fn);

@@ -12,6 +12,10 @@
 // decoded again by the fetch that needs them, which puts the decoded record back among the parsed ones (a CLOCK
 // cache: a fetch marks a record used; the sweep that makes room spares marked records once). Older versions are
 // packed as soon as a newer one is stored.
+//
+// A tenant's search indexes (its word index; its vector indexes, one per model and dimension) are made by its first
+// search that needs them, from the versions it holds then, and kept current by every write after: a tenant that is
+// never searched keeps no search structure and its writes do no search work (docs/stores.md).
 #pragma once
 
 #include <algorithm>
@@ -147,9 +151,16 @@ class InMemoryArtifactStore final : public ArtifactStore {
     t->second.erase(std::string_view(id));
     if (t->second.empty()) {
       shard.tenants.erase(t);
-      shard.search.erase(tenant_id);
-    } else if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
-      ts->second.remove(id);
+      drop_search(shard, tenant_id);
+    } else if (!shard.search.empty()) {
+      if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) {
+        TenantSearch& s = ts->second;
+        s.stamp = ++shard.next_stamp;
+        const Entry& e = it->second;
+        // The index keeps no version's words: they are made again here, under the lock.
+        if (s.words) s.words->remove(&e, [this, &e](std::uint64_t v) { return record_terms(*record_at(e, v)); });
+        for (auto& index : s.vectors) index.second->remove_all(id);
+      }
     }
     if (bounded_ && it->second.latest) shard.forget_parsed(it->second);
     shard.entries.erase(it);
@@ -201,19 +212,28 @@ class InMemoryArtifactStore final : public ArtifactStore {
   /// statistics the index keeps (exactly the scores of the default scan); similarity through its hnswlib index of the
   /// query's model, or, with SearchQuery::exact, by a scan of the tenant's vectors (exactly the default's); hybrid
   /// fuses the two; filters are applied to the candidates. The query's text is embedded before any lock is taken.
+  /// The tenant's first search by words makes its word index, its first approximate similarity search its vector
+  /// indexes (search_indexes()); an exact or filters-only search needs neither.
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& q) const override {
     const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
     const Shard& shard = shard_for(tenant_id);
+    const bool need_words = p.by_text, need_vectors = p.by_vector && !q.exact;
     std::shared_lock lock(shard.mutex);
     std::vector<detail::SearchCandidate> found;
-    const auto ids = shard.tenants.find(tenant_id);
+    auto ids = shard.tenants.find(tenant_id);
+    auto ts_it = shard.search.find(tenant_id);
+    // Made here when missing, then looked up again: a write may land between the making and this lock.
+    while (ids != shard.tenants.end() && (need_words || need_vectors) &&
+           (ts_it == shard.search.end() || (need_words && !ts_it->second.words) ||
+            (need_vectors && !ts_it->second.vectors_built))) {
+      lock.unlock();
+      make_indexes(shard, tenant_id, need_words, need_vectors);
+      lock.lock();
+      ids = shard.tenants.find(tenant_id);
+      ts_it = shard.search.find(tenant_id);
+    }
     if (ids == shard.tenants.end()) return detail::rank_search_page(std::move(found), q, p);
-    const auto ts_it = shard.search.find(tenant_id);
     const TenantSearch* ts = ts_it == shard.search.end() ? nullptr : &ts_it->second;
-    const auto entry_of = [&shard, &tenant_id](const std::string& id) -> const Entry* {
-      const auto it = shard.entries.find(composite_key(tenant_id, id));
-      return it == shard.entries.end() ? nullptr : &it->second;
-    };
     // The version, when it is one the query searches and it passes the filters.
     const auto searched = [this, &q](const Entry& e, std::uint64_t version) -> ArtifactPtr {
       if (!q.all_versions && version != version_of(e)) return nullptr;
@@ -237,20 +257,20 @@ class InMemoryArtifactStore final : public ArtifactStore {
       c.matched.similarity = c.similarity;
     };
 
-    if (p.by_text && ts) {
+    if (p.by_text && ts && ts->words) {
+      const WordIndex& wi = *ts->words;
       const std::vector<std::string> words = p.words.words();
       std::vector<std::size_t> df;
       for (const auto& w : words) {
-        const auto it = ts->postings.find(w);
-        df.push_back(it == ts->postings.end() ? 0 : q.all_versions ? it->second.docs.size() : it->second.latest);
+        const auto it = wi.postings.find(w);
+        df.push_back(it == wi.postings.end() ? 0 : q.all_versions ? it->second.docs.size() : it->second.latest);
       }
-      const detail::Bm25 bm25(words, q.all_versions ? ts->documents : ts->latest_documents,
-                              q.all_versions ? ts->length : ts->latest_length, std::move(df));
-      for (const std::uint64_t n : ts->word_candidates(p.words)) {
-        const TenantSearch::Doc& d = ts->docs.at(n);
+      const detail::Bm25 bm25(words, q.all_versions ? wi.documents : wi.latest_documents,
+                              q.all_versions ? wi.length : wi.latest_length, std::move(df));
+      for (const std::uint64_t n : wi.word_candidates(p.words)) {
+        const WordIndex::Doc& d = wi.docs.at(n);
         if (!q.all_versions && !d.latest) continue;
-        const Entry* e = entry_of(d.id);
-        const ArtifactPtr r = e ? searched(*e, d.version) : nullptr;
+        const ArtifactPtr r = searched(*d.entry, d.version);
         if (!r) continue;
         const detail::RecordWords rw = detail::record_words(*r);
         if (!detail::matches_words(rw, p.words)) continue;  // phrases and exclusions
@@ -270,7 +290,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
           if (const ArtifactPtr r = searched(*it->second, version)) compare(candidate(r), e);
         }
       }
-    } else if (p.by_vector && ts) {
+    } else if (p.by_vector && ts && ts->vectors_built) {
       const auto index = ts->vectors.find({p.vector->model, p.vector->values.size()});
       if (index != ts->vectors.end()) {
         // Similarity alone pages by the cursor in the index's filter; hybrid fuses 4 x limit candidates.
@@ -336,11 +356,38 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return detail::rank_search_page(std::move(found), q, p, vector_ranked_before);
   }
 
-  /// Has nothing to do: this store indexes every version's words and vector as it stores it (SearchPage::unindexed
-  /// is always 0). Returns 0.
+  /// Has nothing to do: a search finds every version (a tenant's indexes are made by its first search and kept
+  /// current by every write after it; SearchPage::unindexed is always 0). Returns 0.
   std::size_t reindex(const std::string& tenant_id) override {
     detail::check_tenant(tenant_id);
     return 0;
+  }
+
+  /// The search structures a tenant holds: its word index (made by its first search by words) and its vector
+  /// indexes (made by its first approximate similarity search). Both false for a tenant never searched so, and
+  /// again once it holds no artifact.
+  struct SearchIndexes {
+    bool words = false;
+    bool vectors = false;
+  };
+  [[nodiscard]] SearchIndexes search_indexes(const std::string& tenant_id) const {
+    const Shard& shard = shard_for(tenant_id);
+    std::shared_lock lock(shard.mutex);
+    const auto it = shard.search.find(tenant_id);
+    if (it == shard.search.end()) return {};
+    return {it->second.words != nullptr, it->second.vectors_built};
+  }
+  /// The tenants that hold a search structure (search_indexes()), in order.
+  [[nodiscard]] std::vector<std::string> searched_tenants() const {
+    std::vector<std::string> out;
+    for (const Shard& shard : shards_) {
+      std::shared_lock lock(shard.mutex);
+      for (const auto& [tenant, ts] : shard.search) {
+        if (ts.words || ts.vectors_built) out.push_back(tenant);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
  private:
@@ -362,81 +409,84 @@ class InMemoryArtifactStore final : public ArtifactStore {
     return t;
   }
 
-  // A tenant's search indexes, under its shard's lock: the words of every version (postings: word -> version ->
-  // occurrences), BM25's statistics over the latest versions and over all of them, and an approximate vector index
-  // (detail::VectorIndex: hnswlib) per (model, dimension).
-  struct TenantSearch {
+  struct Entry;
+  // A tenant's word index, under its shard's lock: the versions that hold each word (postings) and BM25's statistics
+  // over the latest versions and over all of them. It keeps no version's words: those of a version are made again
+  // from its record where they are needed (when a newer version replaces it as the latest, and when its artifact is
+  // removed), so that the index costs a few bytes per distinct word of a version and ~100 bytes per version.
+  struct WordIndex {
+    static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
     struct Doc {
-      std::string id;
-      std::uint64_t version = 0;
-      std::size_t length = 0;
-      bool latest = true;
-      std::vector<const std::string*> terms;  // its distinct words: keys of `postings`
+      const Entry* entry;    // its artifact's entry (the node lives as long as the artifact)
+      std::uint64_t version;
+      std::uint32_t length : 31;  // in words
+      std::uint32_t latest : 1;
+      std::uint32_t before;  // the doc of the artifact's version before this one, or none
     };
     struct Postings {
       // The docs that hold the word, ascending: docs are numbered as they are added, so adding one appends. (The
       // scores come from the records' own words; a posting needs no count.)
-      std::vector<std::uint64_t> docs;
+      std::vector<std::uint32_t> docs;
       std::size_t latest = 0;  // how many of them are latest versions
     };
-    std::unordered_map<std::uint64_t, Doc> docs;
-    std::unordered_map<std::string, std::vector<std::uint64_t>> by_id;  // an id's versions' docs, oldest first
+    std::unordered_map<std::uint32_t, Doc> docs;
+    std::unordered_map<const Entry*, std::uint32_t> latest_doc;  // each artifact's latest version's doc
     std::unordered_map<std::string, Postings> postings;
-    std::uint64_t next_doc = 0;
+    std::uint32_t next_doc = 0;  // numbers are not reused: past 2^32 - 1 adds the index is dropped and made anew
     std::size_t documents = 0, length = 0, latest_documents = 0, latest_length = 0;
-    std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>> vectors;
 
-    void add(const std::string& id, std::uint64_t version, const RecordTerms& words) {
-      auto& versions = by_id[id];
-      if (!versions.empty()) {  // the latest version until now is an older one from here on
-        Doc& before = docs.at(versions.back());
-        before.latest = false;
+    bool full() const noexcept { return next_doc == none; }
+
+    // Adds version `version` of `entry`, which holds `words`; `replaced`: the words of the entry's latest version
+    // until now (null when the index holds none of its versions).
+    void add(const Entry* entry, std::uint64_t version, const RecordTerms& words, const RecordTerms* replaced) {
+      const auto latest_it = latest_doc.try_emplace(entry, none).first;
+      if (latest_it->second != none && replaced) {  // the latest version until now is an older one from here on
+        Doc& b = docs.at(latest_it->second);
+        b.latest = 0;
         --latest_documents;
-        latest_length -= before.length;
-        for (const std::string* term : before.terms) --postings.find(*term)->second.latest;
+        latest_length -= b.length;
+        for (const auto& word : replaced->distinct) --postings.find(word)->second.latest;
       }
-      const std::uint64_t n = next_doc++;
-      Doc& d = docs[n];
-      d.id = id;
-      d.version = version;
-      d.length = words.length;
-      d.terms.reserve(words.distinct.size());
+      const std::uint32_t n = next_doc++;
+      docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length), 1, latest_it->second});
       for (const auto& word : words.distinct) {
-        const auto it = postings.try_emplace(word).first;
-        it->second.docs.push_back(n);
-        ++it->second.latest;
-        d.terms.push_back(&it->first);
+        Postings& p = postings[word];
+        p.docs.push_back(n);
+        ++p.latest;
       }
-      versions.push_back(n);
+      latest_it->second = n;
       ++documents;
-      length += d.length;
+      length += words.length;
       ++latest_documents;
-      latest_length += d.length;
+      latest_length += words.length;
     }
 
-    void remove(const std::string& id) {
-      const auto it = by_id.find(id);
-      if (it != by_id.end()) {
-        for (const std::uint64_t n : it->second) {
-          const auto d = docs.find(n);
-          for (const std::string* term : d->second.terms) {
-            const auto pit = postings.find(*term);
-            auto& held = pit->second.docs;
-            held.erase(std::lower_bound(held.begin(), held.end(), n));
-            if (d->second.latest) --pit->second.latest;
-            if (pit->second.docs.empty()) postings.erase(pit);
-          }
-          --documents;
-          length -= d->second.length;
-          if (d->second.latest) {
-            --latest_documents;
-            latest_length -= d->second.length;
-          }
-          docs.erase(d);
+    // Removes every version of `entry`; `words_of(version)` makes the words of one.
+    template <class WordsOf>
+    void remove(const Entry* entry, WordsOf&& words_of) {
+      const auto it = latest_doc.find(entry);
+      if (it == latest_doc.end()) return;
+      for (std::uint32_t n = it->second; n != none;) {
+        const auto d = docs.find(n);
+        const Doc& doc = d->second;
+        for (const auto& word : words_of(doc.version).distinct) {
+          const auto pit = postings.find(word);
+          auto& held = pit->second.docs;
+          held.erase(std::lower_bound(held.begin(), held.end(), n));
+          if (doc.latest) --pit->second.latest;
+          if (held.empty()) postings.erase(pit);
         }
-        by_id.erase(it);
+        --documents;
+        length -= doc.length;
+        if (doc.latest) {
+          --latest_documents;
+          latest_length -= doc.length;
+        }
+        n = doc.before;
+        docs.erase(d);
       }
-      for (auto& index : vectors) index.second->remove_all(id);
+      latest_doc.erase(it);
     }
 
     // Docs that may match `q`: in every group, one that holds every word of one of the group's terms (the rarest
@@ -476,7 +526,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
   };
 
-  struct Entry;
+  // An approximate vector index (detail::VectorIndex: hnswlib) per (model, dimension).
+  using VectorIndexes = std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>>;
+
+  // A tenant's search structures, under its shard's lock. Each index is made by the tenant's first search that
+  // needs it (make_indexes) and kept current by every write after; `stamp` changes with every write to the tenant,
+  // so that an index made outside the lock is kept only if no write landed while it was made.
+  struct TenantSearch {
+    std::unique_ptr<WordIndex> words;
+    bool vectors_built = false;
+    VectorIndexes vectors;
+    std::uint64_t stamp = 0;
+  };
+
   // A version of an entry (null when it has no such version), decoded when it is kept packed; a search's reads do
   // not change what the store keeps parsed.
   ArtifactPtr record_at(const Entry& entry, std::uint64_t version) const {
@@ -509,8 +571,8 @@ class InMemoryArtifactStore final : public ArtifactStore {
     const std::string& id = generated.empty() ? record.id() : generated;
     // Estimated outside the lock: it walks the whole value.
     const std::size_t cost = bounded_ ? detail::json_heap_estimate(record.value()) : 0;
-    // The words for the index, also outside the lock.
-    const RecordTerms words = record_terms(record);
+    // The words for the tenant's word index, also outside the lock, when it has one.
+    const IndexedWords words = indexed_words(shard, tenant_id, id, record);
     std::unique_lock lock(shard.mutex);
     if (expected) {
       const auto found = shard.entries.find(composite_key(tenant_id, id));
@@ -519,6 +581,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     auto [it, inserted] = shard.entries.try_emplace(composite_key(tenant_id, id));
     Entry& entry = it->second;
+    TenantSearch* search = nullptr;
+    if (!shard.search.empty()) {
+      if (const auto ts = shard.search.find(tenant_id); ts != shard.search.end()) search = &ts->second;
+    }
+    // The words of the version this one replaces as the latest, made here when a write to the tenant (or its first
+    // search) landed since indexed_words().
+    std::optional<RecordTerms> replaced_now;
+    const RecordTerms* replaced = nullptr;
+    if (search && search->words && !inserted) {
+      replaced = words.replaced && words.stamp == search->stamp
+                     ? &*words.replaced
+                     : &replaced_now.emplace(record_terms(*record_at(entry, version_of(entry))));
+    }
     ArtifactPtr stored;
     try {
       // What can throw (a generated id or the clock's time the record refuses, the host's clock or id generator,
@@ -556,13 +631,19 @@ class InMemoryArtifactStore final : public ArtifactStore {
     } else {
       entry.latest = stored;
     }
-    // The indexes, under the same lock: searchable as soon as store() returns.
-    TenantSearch& search = shard.search[tenant_id];
-    search.add(stored->id(), stored->version(), words);
-    if (vector && !vector->values.empty()) {
-      auto& index = search.vectors[{vector->model, vector->values.size()}];
-      if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
-      index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
+    // The tenant's indexes, when it has them, under the same lock: searchable as soon as store() returns.
+    if (search) {
+      search->stamp = ++shard.next_stamp;
+      if (search->words && search->words->full()) drop_words(shard, *search);  // the next search makes it anew
+      if (search->words) {
+        // Not made above when the tenant's first search made its word index meanwhile: made here.
+        search->words->add(&entry, stored->version(), words.words ? *words.words : record_terms(*stored), replaced);
+      }
+      if (search->vectors_built && vector && !vector->values.empty()) {
+        auto& index = search->vectors[{vector->model, vector->values.size()}];
+        if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
+        index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
+      }
     }
     if (vector) entry.vectors.emplace_back(stored->version(), std::move(*vector));
     return stored;
@@ -625,8 +706,12 @@ class InMemoryArtifactStore final : public ArtifactStore {
     mutable std::shared_mutex mutex;
     std::unordered_map<std::string, Entry> entries;  // key: tenant_id + '\0' + id
     std::unordered_map<std::string, Index> tenants;
-    // Each tenant's search indexes.
+    // The search structures of the tenants searched since they last held no artifact; how many of them have a
+    // word index (read without the lock by put(), which makes a record's words outside the lock only then); the
+    // last TenantSearch::stamp given.
     std::unordered_map<std::string, TenantSearch> search;
+    std::atomic<std::size_t> word_indexed{0};
+    std::uint64_t next_stamp = 0;
     // Bounded stores: the parsed entries, a circular list whose `hand` is the next one the sweep looks at (new ones
     // go just behind it, so they are looked at last), and the estimated heap they keep. Under the write lock.
     Entry* hand = nullptr;
@@ -684,6 +769,175 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
     }
   };
+
+  // What make_indexes reads from a tenant: every version (its record, or its packed form, decoded outside the lock)
+  // and every kept vector, in id order and oldest version first.
+  struct TenantCopy {
+    struct Version {
+      const Entry* entry;
+      ArtifactPtr record;
+      std::string packed;
+    };
+    struct Vector {
+      std::string id;
+      std::uint64_t version;
+      const Entry* entry;  // the tag of its version in the index: valid while no write lands (TenantSearch::stamp)
+      const Embedding* kept;  // in the entry, when copied under the write lock
+      Embedding copy;
+    };
+    std::vector<Version> versions;
+    std::vector<Vector> vectors;
+  };
+
+  // Reads what the indexes are made of. `copy_vectors`: copies of the vectors (to be read after the lock is given
+  // up), not pointers to them.
+  TenantCopy copy_tenant(const Index& index, bool words, bool vectors, bool copy_vectors) const {
+    TenantCopy c;
+    for (const auto& [id, e] : index) {
+      const std::uint64_t newest = version_of(*e);
+      if (words) {
+        for (std::uint64_t v = 1; v <= newest; ++v) {
+          TenantCopy::Version& out = c.versions.emplace_back();
+          out.entry = e;
+          if (!bounded_) {
+            out.record = record_at(*e, v);
+          } else if (v == newest && e->latest) {
+            out.record = e->latest;
+          } else if (v == newest) {
+            out.packed = e->rest->packed;
+          } else {
+            out.packed = *nth_older(e->rest->older_packed, newest, v);
+          }
+        }
+      }
+      if (vectors) {
+        for (const auto& [version, embedding] : e->vectors) {
+          if (embedding.values.empty()) continue;
+          c.vectors.push_back({std::string(id), version, e, copy_vectors ? nullptr : &embedding,
+                               copy_vectors ? embedding : Embedding{}});
+        }
+      }
+    }
+    return c;
+  }
+
+  // The indexes of what copy_tenant read.
+  static std::unique_ptr<WordIndex> make_word_index(const TenantCopy& c) {
+    auto wi = std::make_unique<WordIndex>();
+    RecordTerms before;  // the words of the version added last
+    const Entry* last = nullptr;
+    for (const auto& v : c.versions) {
+      const ArtifactPtr r = v.record ? v.record : detail::RecordPacker::unpack(v.packed);
+      RecordTerms words = record_terms(*r);
+      wi->add(v.entry, r->version(), words, v.entry == last ? &before : nullptr);
+      before = std::move(words);
+      last = v.entry;
+    }
+    return wi;
+  }
+  static VectorIndexes make_vector_indexes(const TenantCopy& c) {
+    VectorIndexes out;
+    for (const auto& v : c.vectors) {
+      const Embedding& e = v.kept ? *v.kept : v.copy;
+      auto& index = out[{e.model, e.values.size()}];
+      if (!index) index = std::make_unique<detail::VectorIndex>(e.values.size());
+      index->add(v.id, v.version, e.values, v.entry);
+    }
+    return out;
+  }
+
+  // Makes the tenant's word index (`words`) and vector indexes (`vectors`) that it does not hold yet. They are made
+  // from a copy of the tenant outside the shard's lock (readers and writers of the shard go on meanwhile) and kept
+  // if no write to the tenant landed since the copy; after two such tries, under the write lock. Concurrent first
+  // searches of one tenant each make them, and the first to finish is kept.
+  void make_indexes(const Shard& const_shard, const std::string& tenant_id, bool words, bool vectors) const {
+    Shard& shard = const_cast<Shard&>(const_shard);
+    for (int attempt = 0;; ++attempt) {
+      bool need_words = false, need_vectors = false;
+      {
+        std::unique_lock lock(shard.mutex);
+        const auto t = shard.tenants.find(tenant_id);
+        if (t == shard.tenants.end()) return;
+        TenantSearch& ts = shard.search[tenant_id];
+        if (ts.stamp == 0) ts.stamp = ++shard.next_stamp;
+        need_words = words && !ts.words;
+        need_vectors = vectors && !ts.vectors_built;
+        if (!need_words && !need_vectors) return;
+        if (attempt >= 2) {  // writes keep landing: made under the lock
+          const TenantCopy c = copy_tenant(t->second, need_words, need_vectors, false);
+          if (need_words) install_words(shard, ts, make_word_index(c));
+          if (need_vectors) install_vectors(ts, make_vector_indexes(c));
+          return;
+        }
+      }
+      std::uint64_t stamp = 0;
+      TenantCopy c;
+      {
+        std::shared_lock lock(shard.mutex);
+        const auto t = shard.tenants.find(tenant_id);
+        const auto ts = shard.search.find(tenant_id);
+        if (t == shard.tenants.end() || ts == shard.search.end()) continue;
+        stamp = ts->second.stamp;
+        c = copy_tenant(t->second, need_words, need_vectors, true);
+      }
+      std::unique_ptr<WordIndex> wi = need_words ? make_word_index(c) : nullptr;
+      VectorIndexes vi = need_vectors ? make_vector_indexes(c) : VectorIndexes{};
+      std::unique_lock lock(shard.mutex);
+      const auto ts = shard.search.find(tenant_id);
+      if (ts == shard.search.end() || ts->second.stamp != stamp) continue;  // a write landed: again
+      if (wi && !ts->second.words) install_words(shard, ts->second, std::move(wi));
+      if (need_vectors && !ts->second.vectors_built) install_vectors(ts->second, std::move(vi));
+      return;
+    }
+  }
+  static void install_words(Shard& shard, TenantSearch& ts, std::unique_ptr<WordIndex> wi) noexcept {
+    ts.words = std::move(wi);
+    shard.word_indexed.fetch_add(1, std::memory_order_relaxed);
+  }
+  static void install_vectors(TenantSearch& ts, VectorIndexes vi) noexcept {
+    ts.vectors = std::move(vi);
+    ts.vectors_built = true;
+  }
+  static void drop_words(Shard& shard, TenantSearch& ts) noexcept {
+    ts.words.reset();
+    shard.word_indexed.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Drops a tenant's search structures (it holds no artifact any more).
+  static void drop_search(Shard& shard, const std::string& tenant_id) noexcept {
+    const auto it = shard.search.find(tenant_id);
+    if (it == shard.search.end()) return;
+    if (it->second.words) shard.word_indexed.fetch_sub(1, std::memory_order_relaxed);
+    shard.search.erase(it);
+  }
+  // What put() gives the tenant's word index, made outside the lock when the tenant has one: the record's words,
+  // and those of the id's latest version until now (the one it replaces), good while the tenant's stamp is `stamp`.
+  struct IndexedWords {
+    std::optional<RecordTerms> words, replaced;
+    std::uint64_t stamp = 0;
+  };
+  IndexedWords indexed_words(const Shard& shard, const std::string& tenant_id, const std::string& id,
+                             const ArtifactRecord& record) const {
+    IndexedWords out;
+    if (shard.word_indexed.load(std::memory_order_relaxed) == 0) return out;  // no tenant of the shard has one
+    ArtifactPtr latest;
+    std::string packed;
+    {
+      std::shared_lock lock(shard.mutex);
+      const auto ts = shard.search.find(tenant_id);
+      if (ts == shard.search.end() || !ts->second.words) return out;
+      out.stamp = ts->second.stamp;
+      if (const auto e = shard.entries.find(composite_key(tenant_id, id)); e != shard.entries.end()) {
+        latest = e->second.latest;
+        if (!latest) packed = e->second.rest->packed;
+      }
+    }
+    out.words = record_terms(record);
+    if (latest || !packed.empty()) {
+      out.replaced = record_terms(latest ? *latest : *detail::RecordPacker::unpack(packed));
+    }
+    return out;
+  }
+
 
   // The lookup key, built in a per-thread buffer so that a fetch allocates nothing. A tenant id cannot contain
   // '\0' (records reject control characters), so the key is unambiguous.
