@@ -546,23 +546,24 @@ TEST_CASE("an in-memory tenant holds no search structure until a search needs on
   CHECK(store.searched_tenants().empty());
   CHECK(none("acme"));
 
-  // Filters alone and exact similarity read the records and their kept vectors: no index is made.
+  // Filters alone read the records: no index is made.
   SearchQuery q;
   q.filter.id_prefix = "a";
   CHECK(ids(store.search("acme", q)) == std::vector<std::string>{"a1", "a2"});
-  q = SearchQuery{};
-  q.text = "cats";
-  q.mode = cairn::SearchMode::similarity;
-  q.exact = true;
-  CHECK(ids(store.search("acme", q)).size() == 2);
   CHECK(store.searched_tenants().empty());
   CHECK(none("acme"));
   // A tenant that holds nothing is searched without making anything.
-  q.exact = false;
+  q = SearchQuery{};
+  q.text = "cats";
+  q.mode = cairn::SearchMode::similarity;
   CHECK(store.search("gamma", q).hits.empty());
   CHECK(none("gamma"));
 
-  // Approximate similarity makes the vector indexes only; words make the word index only.
+  // Similarity (exact, the default, or with exact said) makes the vector indexes only; words make the word index
+  // only.
+  q.exact = true;
+  CHECK(ids(store.search("acme", q)).size() == 2);
+  q.exact = false;
   CHECK(ids(store.search("acme", q)).size() == 2);
   CHECK(store.search_indexes("acme").vectors);
   CHECK_FALSE(store.search_indexes("acme").words);

@@ -209,15 +209,15 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
 
   /// Searches through the tenant's indexes (docs/search.md): words through its postings, scored by BM25 from the
-  /// statistics the index keeps (exactly the scores of the default scan); similarity through its hnswlib index of the
-  /// query's model, or, with SearchQuery::exact, by a scan of the tenant's vectors (exactly the default's); hybrid
-  /// fuses the two; filters are applied to the candidates. The query's text is embedded before any lock is taken.
-  /// The tenant's first search by words makes its word index, its first approximate similarity search its vector
-  /// indexes (search_indexes()); an exact or filters-only search needs neither.
+  /// statistics the index keeps (exactly the scores of the default scan); similarity through its vector index of the
+  /// query's model (exact unless the query sets ef); hybrid fuses the two (exact hybrid with every vector's rank, from
+  /// a scan of the tenant's vectors); filters are applied to the candidates. The query's text is embedded before any
+  /// lock is taken. The tenant's first search by words makes its word index, its first similarity search its vector
+  /// indexes (search_indexes()); a filters-only search (or exact hybrid, for the vectors) needs neither.
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& q) const override {
     const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
     const Shard& shard = shard_for(tenant_id);
-    const bool need_words = p.by_text, need_vectors = p.by_vector && !q.exact;
+    const bool need_words = p.by_text, need_vectors = p.by_vector && !(p.by_text && q.exact);
     std::shared_lock lock(shard.mutex);
     std::vector<detail::SearchCandidate> found;
     auto ids = shard.tenants.find(tenant_id);
