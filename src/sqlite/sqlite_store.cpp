@@ -84,7 +84,7 @@ CREATE TABLE cairn_search_state (words_done INTEGER NOT NULL);
 INSERT INTO cairn_search_state (words_done) VALUES (0);
 )sql",
     // 2 -> 3: vectors for similarity search, one per version (raw float32, as the embedder or host gave it), and
-    // the change sequence the in-process approximate indexes catch up from (docs/search.md, "The in-process index
+    // the change sequence the in-process vector indexes catch up from (docs/search.md, "The in-process index
     // on SQL backends"): an add per stored vector, a removal (model '': every model) of the previous latest version
     // on a new version and of every version on remove.
     R"sql(
@@ -259,7 +259,7 @@ std::string statement_sql(Stmt s) {
              "ON h.tenant_id = v.tenant_id AND h.id = v.id AND h.latest = v.version "
              "WHERE v.tenant_id = ?1 AND v.model = ?2";
     case candidate_get:
-      // A candidate of the approximate index checked against the rows: still the latest version (no newer one of
+      // A candidate of the vector index checked against the rows: still the latest version (no newer one of
       // the id: a probe next to its own row, where cairn_heads would be another page to read), with its record and
       // vector of the model.
       return fmt::format("SELECT {}, v.vec FROM cairn_artifacts a JOIN cairn_search_vectors v "

@@ -364,7 +364,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
   }
 
   /// The search structures a tenant holds: its word index (made by its first search by words) and its vector
-  /// indexes (made by its first approximate similarity search). Both false for a tenant never searched so, and
+  /// indexes (made by its first similarity search). Both false for a tenant never searched so, and
   /// again once it holds no artifact.
   struct SearchIndexes {
     bool words = false;
@@ -526,7 +526,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
   };
 
-  // An approximate vector index (detail::VectorIndex: hnswlib) per (model, dimension).
+  // A vector index (detail::VectorIndex: exact scan; an hnswlib graph for queries with ef) per (model, dimension).
   using VectorIndexes = std::map<std::pair<std::string, std::size_t>, std::unique_ptr<detail::VectorIndex>>;
 
   // A tenant's search structures, under its shard's lock. Each index is made by the tenant's first search that

@@ -600,8 +600,9 @@ inline bool matches_words(const RecordWords& w, const WordQuery& q) {
   return true;
 }
 
-/// BM25 over a set of documents (the records searched): k1 = 1.2, b = 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))
-/// as Lucene and SQLite FTS5 compute it. Add every document, then score.
+/// BM25 over a set of documents (the records searched): k1 = 1.2, b = 0.75, Lucene's idf = ln(1 + (N - n + 0.5) /
+/// (n + 0.5)) (SQLite FTS5's bm25() uses ln((N - n + 0.5) / (n + 0.5)); docs/search.md). Add every document, then
+/// score.
 class Bm25 {
  public:
   static constexpr double k1 = 1.2;

@@ -1,4 +1,4 @@
-// cairn::detail — the approximate indexes a process keeps for a store whose vectors live in a database (SQLite,
+// cairn::detail — the vector indexes a process keeps for a store whose vectors live in a database (SQLite,
 // PostgreSQL; docs/search.md, "The in-process index on SQL backends"). The database is the truth: every write that
 // changes what is searchable adds a row to a per-tenant change sequence in the same transaction, and before a
 // query the process's index of that (tenant, model, dimension) applies the changes after the last one it saw. The

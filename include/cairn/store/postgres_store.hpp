@@ -127,7 +127,7 @@ class PostgresArtifactStore final : public ArtifactStore {
                                    const detail::WordQuery& words, std::size_t* unindexed) const;
   std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
                                      const Embedding& vector) const;
-  /// The versions this process's approximate index finds nearest that pass the rows and the filters, scored by
+  /// The versions this process's vector index finds nearest that pass the rows and the filters, scored by
   /// their stored vectors, best first: until `want` pass (hybrid's list), or, with `page`, until the ranked page
   /// (written there) is full, or the index has no more.
   std::vector<detail::SearchCandidate> near_hits(const std::string& tenant_id, const SearchQuery& query,

@@ -98,9 +98,10 @@ class SqliteArtifactStore final : public ArtifactStore {
   [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
   /// Words run on the file's FTS5 index, ranked by BM25 with the tenant's own statistics (the same scores as the
-  /// default scan); similarity (latest versions, not exact) on the process's approximate index, each candidate
-  /// checked against the rows; hybrid fuses every word match with the 4 x limit nearest (as the in-memory store).
-  /// Exact similarity, filters alone and all_versions with a vector are the default scan (docs/search.md).
+  /// default scan); similarity alone (latest versions) on the process's vector index, exact unless the query sets
+  /// ef, each candidate's row read and the filters checked as the index walks; hybrid fuses every word match with the
+  /// 4 x limit nearest (as the in-memory store). Exact hybrid, filters alone and all_versions with a vector are the
+  /// default scan (docs/search.md).
   [[nodiscard]] SearchPage search(const std::string& tenant_id, const SearchQuery& query) const override;
   /// Stores `record` with the host's vector (checked as ArtifactStore::store_embedded says), kept with it in one
   /// transaction.
