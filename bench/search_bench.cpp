@@ -63,6 +63,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -1050,6 +1051,12 @@ template <class Store>
 void filtered_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
   if (skip_without_vectors(state, store)) return;
   const int below = static_cast<int>(state.range(0));
+  // A SQL store's process builds its index of a tenant at the tenant's first similarity query: done here, untimed
+  // (similar_cairn's first_query_ms reports it).
+  std::set<int> warm;
+  for (const auto& q : queries()) {
+    if (warm.insert(q.tenant).second) benchmark::DoNotOptimize(store.search(q.tenant_name, similar_query(q)));
+  }
   each_query(state, [&](const Query& q) {
     auto page = store.search(q.tenant_name, filtered_query(q, below));
     benchmark::DoNotOptimize(page);
