@@ -213,6 +213,7 @@ TEST_CASE("every structuredContent of a whole workflow and of every artifact too
   CHECK(call("artifact_fetch", {{"id", doc}}).at("version") == 2);
   CHECK(call("artifact_fetch", {{"id", doc}, {"version", 1}}).at("value") == "# Plan");
   CHECK(call("artifact_fetch", {{"id", doc}, {"format", "a2a"}}).at("artifactId") == doc);
+  CHECK(call("artifact_fetch", {{"id", doc}, {"format", "a2a-v0.3"}}).at("artifactId") == doc);
   call("artifact_fetch", {{"id", "missing"}}, true);
   CHECK(call("artifact_list", json::object()).at("artifacts").size() == 2);
   CHECK(call("artifact_list", {{"limit", 1}}).contains("next_cursor"));

@@ -125,7 +125,17 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
        {{"artifactId", text},
         {"name", text},
         {"description", text},
-        {"parts", {{"type", "array"}, {"items", {{"type", "object"}, {"required", {"kind"}}}}}},
+        // A v1.0 part holds one of text, data, url or raw; a v0.3.0 part names its kind.
+        {"parts",
+         {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"anyOf",
+             {{{"required", {"text"}}},
+              {{"required", {"data"}}},
+              {{"required", {"url"}}},
+              {{"required", {"raw"}}},
+              {{"required", {"kind"}}}}}}}}},
         {"metadata", {{"type", "object"}}}}},
       {"required", {"artifactId", "parts"}}};
   const nlohmann::json cursor_out = {{"type", "string"},
@@ -226,7 +236,7 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
 
   WorkflowTools::describe(tools_.back(), "Fetch an artifact", WorkflowTools::hints(true, false, true),
                          {{"type", "object"},
-                          {"description", +"A cairn record (format record) or an A2A Artifact (format a2a)."},
+                          {"description", +"A cairn record (format record) or an A2A Artifact (a2a: v1.0; a2a-v0.3: v0.3.0)."},
                           {"anyOf", {record_schema, a2a_schema}}});
 
   tools_.push_back(
