@@ -268,7 +268,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       const detail::Bm25 bm25(words, q.all_versions ? wi.documents : wi.latest_documents,
                               q.all_versions ? wi.length : wi.latest_length, std::move(df));
       for (const std::uint64_t n : wi.word_candidates(p.words)) {
-        const WordIndex::Doc& d = wi.docs.at(n);
+        const WordIndex::Doc& d = wi.docs.at(static_cast<std::uint32_t>(n));  // doc numbers are 32-bit
         if (!q.all_versions && !d.latest) continue;
         const ArtifactPtr r = searched(*d.entry, d.version);
         if (!r) continue;
@@ -449,7 +449,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
         for (const auto& word : replaced->distinct) --postings.find(word)->second.latest;
       }
       const std::uint32_t n = next_doc++;
-      docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length), 1, latest_it->second});
+      // A length past 2^31 - 1 words cannot happen (a value's text is cut at 64 KiB for words); masked for the field.
+      docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length) & 0x7fffffffu, 1,
+                          latest_it->second});
       for (const auto& word : words.distinct) {
         Postings& p = postings[word];
         p.docs.push_back(n);
@@ -919,7 +921,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
                              const ArtifactRecord& record) const {
     IndexedWords out;
     if (shard.word_indexed.load(std::memory_order_relaxed) == 0) return out;  // no tenant of the shard has one
-    ArtifactPtr latest;
+    ArtifactPtr newest;
     std::string packed;
     {
       std::shared_lock lock(shard.mutex);
@@ -927,13 +929,13 @@ class InMemoryArtifactStore final : public ArtifactStore {
       if (ts == shard.search.end() || !ts->second.words) return out;
       out.stamp = ts->second.stamp;
       if (const auto e = shard.entries.find(composite_key(tenant_id, id)); e != shard.entries.end()) {
-        latest = e->second.latest;
-        if (!latest) packed = e->second.rest->packed;
+        newest = e->second.latest;
+        if (!newest) packed = e->second.rest->packed;
       }
     }
     out.words = record_terms(record);
-    if (latest || !packed.empty()) {
-      out.replaced = record_terms(latest ? *latest : *detail::RecordPacker::unpack(packed));
+    if (newest || !packed.empty()) {
+      out.replaced = record_terms(newest ? *newest : *detail::RecordPacker::unpack(packed));
     }
     return out;
   }
