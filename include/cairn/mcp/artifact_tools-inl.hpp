@@ -104,10 +104,10 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
   const nlohmann::json text = {{"type", "string"}};
   const nlohmann::json texts = {{"type", "array"}, {"items", text}};
   const nlohmann::json natural = {{"type", "integer"}, {"minimum", 0}};
-  const nlohmann::json version = {{"type", "integer"}, {"minimum", 1}};
+  const nlohmann::json version_schema = {{"type", "integer"}, {"minimum", 1}};
   const nlohmann::json millis = {{"type", "integer"}, {"description", +"Milliseconds since 1970."}};
   nlohmann::json record_properties = {
-      {"id", text},           {"tenant_id", text},  {"version", version},     {"type", text},
+      {"id", text},           {"tenant_id", text},  {"version", version_schema},     {"type", text},
       {"title", text},        {"description", text}, {"purpose", text},       {"storage_url", text},
       {"mime_type", text},    {"size_bytes", natural}, {"schema_url", text},  {"created_by", text},
       {"created_at", millis}, {"metadata", {{"type", "object"}}}};
@@ -192,7 +192,7 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
 
   WorkflowTools::describe(tools_.back(), "Store an artifact", WorkflowTools::hints(false, false, false),
                          {{"type", "object"},
-                          {"properties", {{"id", text}, {"version", version}, {"type", text}, {"title", text},
+                          {"properties", {{"id", text}, {"version", version_schema}, {"type", text}, {"title", text},
                                           {"created_at", millis}}},
                           {"required", {"id", "version", "type", "title", "created_at"}}});
 
@@ -236,7 +236,8 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
 
   WorkflowTools::describe(tools_.back(), "Fetch an artifact", WorkflowTools::hints(true, false, true),
                          {{"type", "object"},
-                          {"description", +"A cairn record (format record) or an A2A Artifact (a2a: v1.0; a2a-v0.3: v0.3.0)."},
+                          {"description",
+                           +"A cairn record (format record) or an A2A Artifact (a2a: v1.0; a2a-v0.3: v0.3.0)."},
                           {"anyOf", {record_schema, a2a_schema}}});
 
   tools_.push_back(
@@ -304,7 +305,7 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
 
   WorkflowTools::describe(tools_.back(), "Versions of an artifact", WorkflowTools::hints(true, false, true),
                          {{"type", "object"},
-                          {"properties", {{"id", text}, {"versions", {{"type", "array"}, {"items", version}}}}},
+                          {"properties", {{"id", text}, {"versions", {{"type", "array"}, {"items", version_schema}}}}},
                           {"required", {"id", "versions"}}});
 
   tools_.push_back({"artifact_delete",
@@ -424,7 +425,7 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
       {"type", "object"},
       {"properties",
        {{"id", text},
-        {"version", version},
+        {"version", version_schema},
         {"title", text},
         {"type", text},
         {"score", {{"type", "number"}}},
