@@ -523,6 +523,33 @@ inline bool matches_filter(const ArtifactRecord& r, const SearchFilter& f) {
   return true;
 }
 
+/// What a filter reads of a version besides its id: what a SQL store's vector index keeps beside each vector
+/// (detail::VectorChange::fields), so that its similarity search checks a filter in memory and reads the rows of
+/// the page only. Records are immutable, so a version's fields never change while it is indexed.
+struct FilterFields {
+  /// Metadata whose JSON text is longer than this is not kept (`metadata` null): the row decides for that version.
+  static constexpr std::size_t max_kept_metadata_bytes = 2048;
+  std::string type;
+  std::optional<std::string> mime_type;
+  std::optional<std::string> created_by;
+  std::int64_t created_at = 0;
+  std::shared_ptr<const nlohmann::json> metadata;  ///< null: not kept
+};
+
+/// matches_filter() for a version of `id` whose fields were kept with their metadata (f.metadata non-null).
+inline bool matches_filter(const std::string& id, const FilterFields& r, const SearchFilter& f) {
+  if (f.type && f.type->str() != r.type) return false;
+  if (f.mime_type && r.mime_type != f.mime_type) return false;
+  if (f.created_by && r.created_by != f.created_by) return false;
+  if (!f.id_prefix.empty() && id.compare(0, f.id_prefix.size(), f.id_prefix) != 0) return false;
+  if (f.created_after && r.created_at < *f.created_after) return false;
+  if (f.created_before && r.created_at >= *f.created_before) return false;
+  for (const auto& c : f.metadata) {
+    if (!condition_holds(*r.metadata, c)) return false;
+  }
+  return true;
+}
+
 // ---- what a record's words are
 
 /// The searchable text of a record's value: a string whole; for JSON, every string leaf and member name, in
