@@ -477,12 +477,53 @@ inline std::optional<int> compare_scalars(const nlohmann::json& a, const nlohman
   return std::nullopt;
 }
 
+/// The member of `doc` that `pointer` (a valid RFC 6901 pointer, json_pointer_valid) names, or null where there is
+/// none: what nlohmann's `contains` and `at` find, walked once and without allocating (a token is unescaped into a
+/// string only when it holds '~'). Array steps take decimal indexes without leading zeros; "-" names nothing.
+inline const nlohmann::json* pointee(const nlohmann::json& doc, std::string_view pointer) {
+  const nlohmann::json* at = &doc;
+  std::size_t start = 1;
+  while (start <= pointer.size() && !pointer.empty()) {
+    std::size_t end = pointer.find('/', start);
+    if (end == std::string_view::npos) end = pointer.size();
+    std::string_view token = pointer.substr(start, end - start);
+    std::string unescaped;
+    if (token.find('~') != std::string_view::npos) {
+      for (std::size_t i = 0; i < token.size(); ++i) {
+        if (token[i] == '~' && i + 1 < token.size()) {
+          unescaped.push_back(token[i + 1] == '1' ? '/' : '~');
+          ++i;
+        } else {
+          unescaped.push_back(token[i]);
+        }
+      }
+      token = unescaped;
+    }
+    if (at->is_object()) {
+      const auto& object = at->get_ref<const nlohmann::json::object_t&>();
+      const auto it = object.find(token);  // nlohmann 3.11's object_t compares transparently (std::less<>)
+      if (it == object.end()) return nullptr;
+      at = &it->second;
+    } else if (at->is_array()) {
+      if (token.empty() || token.size() > 19 || (token.size() > 1 && token[0] == '0')) return nullptr;
+      std::uint64_t index = 0;
+      for (const char ch : token) {
+        if (ch < '0' || ch > '9') return nullptr;
+        index = index * 10 + static_cast<std::uint64_t>(ch - '0');
+      }
+      if (index >= at->size()) return nullptr;
+      at = &(*at)[static_cast<std::size_t>(index)];
+    } else {
+      return nullptr;
+    }
+    start = end + 1;
+  }
+  return at;
+}
+
 inline bool condition_holds(const nlohmann::json& metadata, const FieldCondition& c) {
   const nlohmann::json* field = nullptr;
-  if (metadata.is_object() || metadata.is_array()) {
-    const nlohmann::json::json_pointer ptr(c.pointer);
-    if (metadata.contains(ptr)) field = &metadata.at(ptr);
-  }
+  if (metadata.is_object() || metadata.is_array()) field = pointee(metadata, c.pointer);
   if (c.op == FieldOp::exists) return field != nullptr;
   if (c.op == FieldOp::ne) {
     if (!field) return true;

@@ -551,9 +551,18 @@ class VectorIndex {
     std::vector<float> copy(dimension_ + 1, 0.0f);
     if (squares == 0) return copy;  // no length: every similarity is 0, as detail::cosine says
     const int scale = std::ilogb(std::sqrt(squares));
-    for (std::size_t i = 0; i < dimension_; ++i) {
-      copy[i] = std::ldexp(values[i], -scale);
-      exact = exact && std::ldexp(copy[i], scale) == values[i];
+    if (scale > -126 && scale < 127) {
+      // Multiplying by a power of two that is a normal float is ldexp's scaling, and several times faster.
+      const float down = std::ldexp(1.0f, -scale), up = std::ldexp(1.0f, scale);
+      for (std::size_t i = 0; i < dimension_; ++i) {
+        copy[i] = values[i] * down;
+        exact = exact && copy[i] * up == values[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < dimension_; ++i) {
+        copy[i] = std::ldexp(values[i], -scale);
+        exact = exact && std::ldexp(copy[i], scale) == values[i];
+      }
     }
     scaled_squares = dot_of(copy.data(), copy.data(), dimension_);
     copy[dimension_] = static_cast<float>(1.0 / std::sqrt(scaled_squares));
