@@ -456,10 +456,14 @@ std::string statement_sql(Stmt s) {
       // A (tenant, model)'s changes after $2, with the vectors they add (gone when removed since: nothing to add).
       // Column 5 (on every row; one row with NULL change columns when there is none): the sequence number up to
       // which changes were pruned.
-      return "SELECT c.seq, c.id, c.version, c.removed, c.vec, s.pruned_through FROM cairn_search_seq s "
-             "LEFT JOIN (SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
+      // Columns 6-10: what a filter reads of each added version (detail::FilterFields), kept beside its vector.
+      return "SELECT c.seq, c.id, c.version, c.removed, c.vec, s.pruned_through, c.type, c.mime_type, "
+             "c.created_by, c.created_at, c.metadata FROM cairn_search_seq s "
+             "LEFT JOIN (SELECT c.seq, c.id, c.version, c.removed, v.vec, a.type, a.mime_type, a.created_by, "
+             "a.created_at, coalesce(a.metadata_text, a.metadata::text) AS metadata FROM cairn_search_changes c "
              "LEFT JOIN cairn_search_vectors v ON v.tenant_id = c.tenant_id AND v.model = c.model AND v.id = c.id "
              "AND v.version = c.version AND v.dim = $4::integer "
+             "LEFT JOIN cairn_artifacts a ON a.tenant_id = v.tenant_id AND a.id = v.id AND a.version = v.version "
              "WHERE c.tenant_id = $1::text AND c.seq > $2::bigint AND (c.model = $3::text OR c.removed) "
              "ORDER BY c.seq LIMIT 1000) c ON true WHERE s.tenant_id = $1::text ORDER BY c.seq";
     case fetch_candidates:
@@ -527,9 +531,13 @@ std::string statement_sql(Stmt s) {
     case all_vectors:
       // Every vector of (tenant $1, model $2, dimension $3) and the sequence number they are current at, from one
       // snapshot (the first row has them; NULL vector columns when there is none): how an index starts.
-      return "SELECT s.seq, v.id, v.version, v.vec FROM cairn_search_seq s "
+      // Columns 4-8: what a filter reads of each version (detail::FilterFields), kept beside its vector.
+      return "SELECT s.seq, v.id, v.version, v.vec, a.type, a.mime_type, a.created_by, a.created_at, "
+             "coalesce(a.metadata_text, a.metadata::text) FROM cairn_search_seq s "
              "LEFT JOIN cairn_search_vectors v ON v.tenant_id = s.tenant_id AND v.model = $2::text "
-             "AND v.dim = $3::integer WHERE s.tenant_id = $1::text";
+             "AND v.dim = $3::integer "
+             "LEFT JOIN cairn_artifacts a ON a.tenant_id = v.tenant_id AND a.id = v.id AND a.version = v.version "
+             "WHERE s.tenant_id = $1::text";
     case tenant_create:
       // Returns no row when another process is creating the tenant's row at the same moment: ask again.
       return "WITH ins AS (INSERT INTO cairn_search_seq (tenant_id, no, seq) "
@@ -1748,6 +1756,30 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
         if (!values || values->size() != dimension) return std::nullopt;  // of another dimension: not indexed
         return values;
       };
+      // What a filter reads of the version in `row`, from column `at` on (type, mime_type, created_by,
+      // created_at, metadata); metadata longer than FilterFields::max_kept_metadata_bytes, or unreadable, is not
+      // kept (the row decides for that version).
+      const auto fields_of = [&](const PGresult* res, int row, int at) -> std::shared_ptr<const void> {
+        if (PQgetisnull(res, row, at)) return nullptr;
+        const auto text = [&](int col) {
+          return std::string(PQgetvalue(res, row, col), static_cast<std::size_t>(PQgetlength(res, row, col)));
+        };
+        auto f = std::make_shared<detail::FilterFields>();
+        f->type = text(at);
+        if (!PQgetisnull(res, row, at + 1)) f->mime_type = text(at + 1);
+        if (!PQgetisnull(res, row, at + 2)) f->created_by = text(at + 2);
+        f->created_at = to_int64(PQgetvalue(res, row, at + 3));
+        const std::string metadata = PQgetisnull(res, row, at + 4) ? std::string("{}") : text(at + 4);
+        if (metadata.size() <= detail::FilterFields::max_kept_metadata_bytes) {
+          try {
+            f->metadata = std::make_shared<const nlohmann::json>(
+                detail::parse_json_column(metadata, impl_->options.json_limits, "metadata"));
+          } catch (const error&) {
+            // unreadable: the row decides (and says so when read)
+          }
+        }
+        return f;
+      };
       const auto start_over = [&] {
         Impl::Params p;
         p.add(tenant).add(model).add(dimension_text);
@@ -1764,6 +1796,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
           ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
           ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
           ch.vector = std::move(*values);
+          ch.fields = fields_of(res.get(), i, 4);
           changes.push_back(std::move(ch));
         }
         // Nothing of this model yet: a change that changes nothing, so the next read starts after `seq`.
@@ -1802,6 +1835,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
           auto values = vector_of(res.get(), i, 4);
           if (values) {
             ch.vector = std::move(*values);
+            ch.fields = fields_of(res.get(), i, 6);
           } else {
             ch.removed = true;  // the vector is gone since (its removal follows), or of another dimension
           }
@@ -1828,13 +1862,22 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
   // Candidates from the index, checked against the rows (present, the latest unless all versions are searched,
   // the filters) and scored by the exact cosine of the stored vectors: a page and one more first (what a plain
   // hnswlib query returns), 4 times as many each round after, until a page and one more pass or the index has no
-  // more.
+  // more. The index's walk already skips what its kept fields and versions rule out, so the first round usually
+  // answers; later rounds are for rows the index could not judge (metadata it did not keep, a newer version without
+  // a vector, a page after a cursor).
   const std::size_t first = page ? q.limit + 1 : want;
+  const detail::VectorIndex::Accept accept = [&q](const std::string& id, std::uint64_t, const void* tag) {
+    if (id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) != 0) return false;
+    const auto* fields = static_cast<const detail::FilterFields*>(tag);
+    return !fields || !fields->metadata || detail::matches_filter(id, *fields, q.filter);
+  };
   for (std::size_t k = first;;) {
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is cut at `want` as the
     // other stores cut theirs).
-    const std::vector<detail::VectorHit> found =
-        index->search(vector.values, k, nullptr, page ? detail::VectorIndex::near_tie : 0, q.ef);
+    // The filter is checked in memory where the index kept the version's fields (detail::FilterFields), so that
+    // a selective filter costs one walk; the rows check it again.
+    const std::vector<detail::VectorHit> found = index->search_tagged(
+        vector.values, k, accept, page ? detail::VectorIndex::near_tie : 0, q.ef, !q.all_versions);
     // The rows' vectors are read only where the index's copy does not give the exact cosine (VectorHit::exact).
     std::vector<std::string> ids, versions, read_vector;
     for (const auto& h : found) {

@@ -242,9 +242,12 @@ std::string statement_sql(Stmt s) {
       return "INSERT INTO cairn_search_changes (tenant_id, model, id, version, removed) VALUES (?1, '', ?2, ?3, 1)";
     case changes_after:
       // The (tenant, model)'s changes after ?3, each add with its vector (NULL when that version is gone since).
-      return "SELECT c.seq, c.id, c.version, c.removed, v.vec FROM cairn_search_changes c "
+      // Columns 5-9: what a filter reads of the version (detail::FilterFields), kept beside its vector.
+      return "SELECT c.seq, c.id, c.version, c.removed, v.vec, a.type, a.mime_type, a.created_by, a.created_at, "
+             "a.metadata FROM cairn_search_changes c "
              "LEFT JOIN cairn_search_vectors v ON v.tenant_id = c.tenant_id AND v.id = c.id "
              "AND v.version = c.version AND v.model = c.model "
+             "LEFT JOIN cairn_artifacts a ON a.tenant_id = c.tenant_id AND a.id = c.id AND a.version = c.version "
              "WHERE c.tenant_id = ?1 AND c.model IN (?2, '') AND c.seq > ?3 ORDER BY c.seq LIMIT 4096";
     case changes_last: return "SELECT max(seq) FROM cairn_search_changes";
     case changes_pruned: return "SELECT through FROM cairn_search_pruned";
@@ -255,8 +258,11 @@ std::string statement_sql(Stmt s) {
     case docs_last: return "SELECT max(doc) FROM cairn_search_docs";
     case vectors_current:
       // Every latest version's vector of the (tenant, model): how an index is first built.
-      return "SELECT v.id, v.version, v.vec FROM cairn_search_vectors v JOIN cairn_heads h "
+      // Columns 3-7: what a filter reads of the version (detail::FilterFields), kept beside its vector.
+      return "SELECT v.id, v.version, v.vec, a.type, a.mime_type, a.created_by, a.created_at, a.metadata "
+             "FROM cairn_search_vectors v JOIN cairn_heads h "
              "ON h.tenant_id = v.tenant_id AND h.id = v.id AND h.latest = v.version "
+             "JOIN cairn_artifacts a ON a.tenant_id = v.tenant_id AND a.id = v.id AND a.version = v.version "
              "WHERE v.tenant_id = ?1 AND v.model = ?2";
     case candidate_get:
       // A candidate of the vector index checked against the rows: still the latest version (no newer one of
@@ -577,8 +583,30 @@ struct SqliteArtifactStore::Impl {
   /// The change sequence of a (tenant, model) for detail::VectorCache, read in the caller's read transaction on
   /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
   /// `after`.
+  /// What a filter reads of the version in the current row of `q`, from column `at` on (type, mime_type,
+  /// created_by, created_at, metadata); null when the row has no record (gone since). Metadata longer than
+  /// FilterFields::max_kept_metadata_bytes, or that does not parse, is not kept: the row decides for that version.
+  static std::shared_ptr<const void> filter_fields(const Query& q, int at, const JsonLimits& limits) {
+    if (q.is_null(at)) return nullptr;
+    auto f = std::make_shared<detail::FilterFields>();
+    f->type = std::string(q.text(at));
+    if (!q.is_null(at + 1)) f->mime_type = std::string(q.text(at + 1));
+    if (!q.is_null(at + 2)) f->created_by = std::string(q.text(at + 2));
+    f->created_at = q.int64(at + 3);
+    const std::string_view metadata = q.text(at + 4);
+    if (metadata.size() <= detail::FilterFields::max_kept_metadata_bytes) {
+      try {
+        f->metadata = std::make_shared<const nlohmann::json>(detail::parse_json_column(metadata, limits, "metadata"));
+      } catch (const error&) {
+        // unreadable: the row decides (and says so when read)
+      }
+    }
+    return f;
+  }
+
   static std::vector<detail::VectorChange> read_changes(Connection& conn, const std::string& tenant,
-                                                        const std::string& model, std::uint64_t after) {
+                                                        const std::string& model, std::uint64_t after,
+                                                        const JsonLimits& limits) {
     std::vector<detail::VectorChange> out;
     if (after == 0) {
       std::uint64_t last = 0;
@@ -591,7 +619,7 @@ struct SqliteArtifactStore::Impl {
       q.bind(1, tenant).bind(2, model);
       while (q.step()) {
         out.push_back({last, std::string(q.text(0)), static_cast<std::uint64_t>(q.int64(1)), false,
-                       floats_of(q.blob(2))});
+                       floats_of(q.blob(2)), filter_fields(q, 3, limits)});
       }
       // Nothing of this model yet: a change that changes nothing, so the next read starts after `last`.
       if (out.empty()) out.push_back({last, std::string(), 0, true, {}});
@@ -601,7 +629,7 @@ struct SqliteArtifactStore::Impl {
       // Changes up to `through` were pruned: an index that has seen less has missed some of them, and starts over.
       Query t(conn, changes_pruned);
       if (t.step() && static_cast<std::uint64_t>(t.int64(0)) > after) {
-        std::vector<detail::VectorChange> again = read_changes(conn, tenant, model, 0);
+        std::vector<detail::VectorChange> again = read_changes(conn, tenant, model, 0, limits);
         detail::VectorChange reset;
         reset.reset = true;
         again.insert(again.begin(), std::move(reset));
@@ -616,7 +644,10 @@ struct SqliteArtifactStore::Impl {
       c.id = std::string(q.text(1));
       c.version = static_cast<std::uint64_t>(q.int64(2));
       c.removed = q.int64(3) != 0;
-      if (!c.removed) c.vector = floats_of(q.blob(4));  // empty when gone since: not indexed
+      if (!c.removed) {
+        c.vector = floats_of(q.blob(4));  // empty when gone since: not indexed
+        if (!c.vector.empty()) c.fields = filter_fields(q, 5, limits);
+      }
       out.push_back(std::move(c));
     }
     return out;
@@ -638,9 +669,10 @@ struct SqliteArtifactStore::Impl {
                                                           const Embedding& query, std::size_t& unindexed) const;
   /// The `want` versions the index finds nearest that pass the rows (still the latest version, with a vector of
   /// the model), the filters and (when `paged`) the cursor, each scored with the exact cosine of its stored vector,
-  /// best first. The index asks about each candidate as it walks (its row read once, the filters checked there), so
-  /// a selective filter costs one walk, not rounds of ever larger pages. `ranked_before` (paged): how many versions
-  /// that pass rank before the cursor.
+  /// best first. The index asks about each candidate as it walks, so a selective filter costs one walk, not rounds
+  /// of ever larger pages: from the fields the index keeps beside each vector (detail::FilterFields), in memory,
+  /// the page's rows read after the walk; or, for a version without them and for a page after a cursor, from its
+  /// row. `ranked_before` (paged): how many versions that pass rank before the cursor.
   std::vector<detail::SearchCandidate> similar_candidates(Connection& conn, const std::string& tenant,
                                                           const SearchQuery& q, const detail::PreparedSearch& p,
                                                           const detail::VectorIndex& index, std::size_t want,
@@ -1034,8 +1066,8 @@ std::shared_ptr<const detail::VectorIndex> SqliteArtifactStore::Impl::vector_ind
   std::uint64_t seen = 0;
   auto index = vectors.current(
       tenant, query.model, query.values.size(),
-      [&conn](const std::string& t, const std::string& m, std::uint64_t after) {
-        return read_changes(conn, t, m, after);
+      [this, &conn](const std::string& t, const std::string& m, std::uint64_t after) {
+        return read_changes(conn, t, m, after, options.json_limits);
       },
       &seen);
   // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would). Counting
@@ -1079,37 +1111,71 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
   const std::size_t dimension = query.values.size();
   using Found = detail::SearchCandidate;
   struct Accepted {
-    ArtifactPtr record;
+    ArtifactPtr record;         // null: accepted by its kept fields, its row read after the walk
     std::vector<float> vector;  // the row's, for a hit whose index copy cannot give the exact cosine
   };
-  std::vector<Accepted> accepted;  // what accept() let through, in that order (VectorHit::accepted)
-  std::set<std::pair<std::string, std::uint64_t>> before_cursor;  // asked twice when the graph falls back to the scan
-  const auto accept = [&](const std::string& id, std::uint64_t version) {
-    if (id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) != 0) return false;
+  // A candidate's row: still the latest version, with its record and a vector of the model.
+  const auto read_row = [&](const std::string& id, std::uint64_t version, Accepted& out) {
     if (version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
     Query row(conn, candidate_get);
     row.bind(1, tenant).bind(2, id).bind(3, static_cast<std::int64_t>(version)).bind(4, query.model);
     if (!row.step()) return false;  // removed or replaced since the index saw it: never comes back
-    ArtifactPtr r;
     try {
-      r = record(row);
+      out.record = record(row);
     } catch (const storage_error&) {
       return false;  // unreadable: the scan skips it too
     }
     const std::string_view v = row.blob(15);
-    if (v.size() != dimension * sizeof(float) || !detail::matches_filter(*r, q.filter)) return false;
-    std::vector<float> values = floats_of(v);
-    if (paged && cursor && !detail::after_cursor(*cursor, detail::cosine(query.values, values), *r)) {
-      before_cursor.emplace(id, version);
-      return false;
-    }
-    accepted.push_back({std::move(r), std::move(values)});
+    if (v.size() != dimension * sizeof(float)) return false;
+    out.vector = floats_of(v);
     return true;
   };
-  // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
-  // in-memory store's).
-  const std::vector<detail::VectorHit> hits =
-      index.search(query.values, want, accept, paged ? detail::VectorIndex::near_tie : 0, q.ef);
+  // With `kept` (no cursor to page from: that needs each candidate's exact cosine), a version whose fields the index
+  // kept (detail::FilterFields) is checked against the filter in memory and only the page's rows are read after the
+  // walk; a version without them is read as it is reached. Without `kept`, every candidate's row is read.
+  const auto walk = [&](bool kept, std::vector<Accepted>& accepted, std::size_t& before) {
+    std::set<std::pair<std::string, std::uint64_t>> before_cursor;  // asked twice when the graph falls back
+    const auto accept = [&](const std::string& id, std::uint64_t version, const void* tag) {
+      if (id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) != 0) return false;
+      const auto* fields = static_cast<const detail::FilterFields*>(tag);
+      if (kept && fields && fields->metadata) {
+        if (!detail::matches_filter(id, *fields, q.filter)) return false;
+        accepted.push_back({});
+        return true;
+      }
+      Accepted a;
+      if (!read_row(id, version, a) || !detail::matches_filter(*a.record, q.filter)) return false;
+      if (paged && cursor && !detail::after_cursor(*cursor, detail::cosine(query.values, a.vector), *a.record)) {
+        before_cursor.emplace(id, version);
+        return false;
+      }
+      accepted.push_back(std::move(a));
+      return true;
+    };
+    // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
+    // in-memory store's).
+    std::vector<detail::VectorHit> hits =
+        index.search_tagged(query.values, want, accept, paged ? detail::VectorIndex::near_tie : 0, q.ef);
+    before = before_cursor.size();
+    return hits;
+  };
+  const bool kept = !(paged && cursor);
+  std::vector<Accepted> accepted;  // what accept() let through, in that order (VectorHit::accepted)
+  std::size_t before = 0;
+  std::vector<detail::VectorHit> hits = walk(kept, accepted, before);
+  if (kept) {
+    // The page's rows. The index was caught up in this read transaction, so each is there and passes; one that is
+    // not (another thread caught the shared index up past this snapshot) sends the query the way of the rows.
+    for (const auto& hit : hits) {
+      Accepted& a = accepted.at(hit.accepted);
+      if (a.record) continue;
+      if (!read_row(hit.id, hit.version, a) || !detail::matches_filter(*a.record, q.filter)) {
+        accepted.clear();
+        hits = walk(false, accepted, before);
+        break;
+      }
+    }
+  }
   std::vector<Found> found;
   for (const auto& hit : hits) {
     Accepted& a = accepted.at(hit.accepted);
@@ -1123,7 +1189,7 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
     return detail::hit_before(*a.similarity, *a.record, *b.similarity, *b.record);
   });
-  if (ranked_before) *ranked_before = before_cursor.size();
+  if (ranked_before) *ranked_before = before;
   return found;
 }
 

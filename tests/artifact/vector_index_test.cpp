@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -699,5 +700,71 @@ TEST_CASE("vector cache: past max_entries or max_bytes the least recently used i
     CHECK(tiny.entries() == 1);
     CHECK(tiny.current("t3", "m", 2, read)->size() == 2);
     CHECK(tiny.builds() == 1);
+  }
+}
+
+TEST_CASE("vector index: what add() is given to own is the version's tag until the version goes, then released") {
+  std::mt19937 rng(11);
+  const std::size_t dim = 8;
+  VectorIndex index(dim);
+  auto first = std::make_shared<const int>(1), second = std::make_shared<const int>(2);
+  auto other = std::make_shared<const int>(3);
+  index.add("a", 1, random_unit(rng, dim), nullptr, first);
+  index.add("b", 1, random_unit(rng, dim), nullptr, other);
+  CHECK(first.use_count() == 2);
+  std::map<std::string, int> seen;
+  const auto accept = [&](const std::string& id, std::uint64_t, const void* tag) {
+    seen[id] = *static_cast<const int*>(tag);
+    return true;
+  };
+  CHECK(index.search_tagged(random_unit(rng, dim), 5, accept).size() == 2);
+  CHECK(seen == std::map<std::string, int>{{"a", 1}, {"b", 3}});
+  index.add("a", 1, random_unit(rng, dim), nullptr, second);  // replacing the key releases what it owned
+  CHECK(first.use_count() == 1);
+  seen.clear();
+  index.search_tagged(random_unit(rng, dim), 5, accept);
+  CHECK(seen.at("a") == 2);
+  index.remove("a", 1);
+  CHECK(second.use_count() == 1);
+  index.remove_all("b");
+  CHECK(other.use_count() == 1);
+  CHECK(index.size() == 0);
+}
+
+TEST_CASE("vector index: newest_only finds each id's newest version in the index only, scan and graph alike") {
+  std::mt19937 rng(12);
+  const std::size_t dim = 16;
+  for (const std::size_t n : {std::size_t{300}, std::size_t{2500}}) {
+    VectorIndex index(dim);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string id = "a" + std::to_string(i);
+      index.add(id, 1, random_unit(rng, dim));
+      if (i % 3 == 0) index.add(id, 2, random_unit(rng, dim));  // a newer version: version 1 is no longer a hit
+    }
+    index.build_graph();
+    const std::vector<float> q = random_unit(rng, dim);
+    for (const std::size_t ef : {std::size_t{0}, std::size_t{400}}) {
+      const auto hits = index.search(q, 50, nullptr, 0, ef, true);
+      REQUIRE(hits.size() == 50);
+      for (const auto& h : hits) {
+        const std::size_t i = std::stoul(h.id.substr(1));
+        CHECK(h.version == (i % 3 == 0 ? 2u : 1u));
+      }
+      bool older = false;  // without it, an older version is a candidate too
+      for (const auto& h : index.search(q, n, nullptr, 0, ef)) {
+        older = older || (h.version == 1 && std::stoul(h.id.substr(1)) % 3 == 0);
+      }
+      CHECK(older);
+    }
+    // Removing the newest makes the one before it the newest again.
+    index.remove("a0", 2);
+    bool found_a0 = false;
+    for (const auto& h : index.search(q, n, nullptr, 0, 0, true)) {
+      if (h.id == "a0") {
+        found_a0 = true;
+        CHECK(h.version == 1u);
+      }
+    }
+    CHECK(found_a0);
   }
 }

@@ -477,12 +477,53 @@ inline std::optional<int> compare_scalars(const nlohmann::json& a, const nlohman
   return std::nullopt;
 }
 
+/// The member of `doc` that `pointer` (a valid RFC 6901 pointer, json_pointer_valid) names, or null where there is
+/// none: what nlohmann's `contains` and `at` find, walked once and without allocating (a token is unescaped into a
+/// string only when it holds '~'). Array steps take decimal indexes without leading zeros; "-" names nothing.
+inline const nlohmann::json* pointee(const nlohmann::json& doc, std::string_view pointer) {
+  const nlohmann::json* at = &doc;
+  std::size_t start = 1;
+  while (start <= pointer.size() && !pointer.empty()) {
+    std::size_t end = pointer.find('/', start);
+    if (end == std::string_view::npos) end = pointer.size();
+    std::string_view token = pointer.substr(start, end - start);
+    std::string unescaped;
+    if (token.find('~') != std::string_view::npos) {
+      for (std::size_t i = 0; i < token.size(); ++i) {
+        if (token[i] == '~' && i + 1 < token.size()) {
+          unescaped.push_back(token[i + 1] == '1' ? '/' : '~');
+          ++i;
+        } else {
+          unescaped.push_back(token[i]);
+        }
+      }
+      token = unescaped;
+    }
+    if (at->is_object()) {
+      const auto& object = at->get_ref<const nlohmann::json::object_t&>();
+      const auto it = object.find(token);  // nlohmann 3.11's object_t compares transparently (std::less<>)
+      if (it == object.end()) return nullptr;
+      at = &it->second;
+    } else if (at->is_array()) {
+      if (token.empty() || token.size() > 19 || (token.size() > 1 && token[0] == '0')) return nullptr;
+      std::uint64_t index = 0;
+      for (const char ch : token) {
+        if (ch < '0' || ch > '9') return nullptr;
+        index = index * 10 + static_cast<std::uint64_t>(ch - '0');
+      }
+      if (index >= at->size()) return nullptr;
+      at = &(*at)[static_cast<std::size_t>(index)];
+    } else {
+      return nullptr;
+    }
+    start = end + 1;
+  }
+  return at;
+}
+
 inline bool condition_holds(const nlohmann::json& metadata, const FieldCondition& c) {
   const nlohmann::json* field = nullptr;
-  if (metadata.is_object() || metadata.is_array()) {
-    const nlohmann::json::json_pointer ptr(c.pointer);
-    if (metadata.contains(ptr)) field = &metadata.at(ptr);
-  }
+  if (metadata.is_object() || metadata.is_array()) field = pointee(metadata, c.pointer);
   if (c.op == FieldOp::exists) return field != nullptr;
   if (c.op == FieldOp::ne) {
     if (!field) return true;
@@ -519,6 +560,33 @@ inline bool matches_filter(const ArtifactRecord& r, const SearchFilter& f) {
   if (f.created_before && r.created_at() >= *f.created_before) return false;
   for (const auto& c : f.metadata) {
     if (!condition_holds(r.metadata(), c)) return false;
+  }
+  return true;
+}
+
+/// What a filter reads of a version besides its id: what a SQL store's vector index keeps beside each vector
+/// (detail::VectorChange::fields), so that its similarity search checks a filter in memory and reads the rows of
+/// the page only. Records are immutable, so a version's fields never change while it is indexed.
+struct FilterFields {
+  /// Metadata whose JSON text is longer than this is not kept (`metadata` null): the row decides for that version.
+  static constexpr std::size_t max_kept_metadata_bytes = 2048;
+  std::string type;
+  std::optional<std::string> mime_type;
+  std::optional<std::string> created_by;
+  std::int64_t created_at = 0;
+  std::shared_ptr<const nlohmann::json> metadata;  ///< null: not kept
+};
+
+/// matches_filter() for a version of `id` whose fields were kept with their metadata (f.metadata non-null).
+inline bool matches_filter(const std::string& id, const FilterFields& r, const SearchFilter& f) {
+  if (f.type && f.type->str() != r.type) return false;
+  if (f.mime_type && r.mime_type != f.mime_type) return false;
+  if (f.created_by && r.created_by != f.created_by) return false;
+  if (!f.id_prefix.empty() && id.compare(0, f.id_prefix.size(), f.id_prefix) != 0) return false;
+  if (f.created_after && r.created_at < *f.created_after) return false;
+  if (f.created_before && r.created_at >= *f.created_before) return false;
+  for (const auto& c : f.metadata) {
+    if (!condition_holds(*r.metadata, c)) return false;
   }
   return true;
 }

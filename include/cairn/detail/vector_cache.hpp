@@ -33,6 +33,9 @@ struct VectorChange {
   std::uint64_t version = 0;  ///< 0 with `removed`: every version of `id`
   bool removed = false;       ///< false: add (or replace) the vector of (id, version)
   std::vector<float> vector;  ///< L2-normalised, for an add
+  /// What the store keeps beside the version (an add's), handed to a search's accept as the version's tag: what a
+  /// filter reads of the record (FilterFields), so that a filter is checked without reading rows. Null: nothing.
+  std::shared_ptr<const void> fields = nullptr;
   /// The index starts over: what it holds is dropped before the changes after this one are applied (a store whose
   /// older changes are gone, pruned, answers a reader that fell behind them with this and then every current
   /// vector, as for a first read).
@@ -59,10 +62,11 @@ class VectorCache {
       : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
   /// What an index of `size` versions of `dimension` is counted as against max_bytes: the float and 16-bit copies
-  /// (6 bytes a dimension) and 384 bytes of bookkeeping a version (W6IndexBytes in bench/ measures 2,646 bytes a
-  /// version at 384 dimensions; an hnswlib graph, from 2,048 versions, adds its links).
+  /// (6 bytes a dimension), 384 bytes of bookkeeping and 256 of the fields a filter reads a version (W6IndexBytes
+  /// in bench/ measures 2,646 bytes a version at 384 dimensions without the fields; an hnswlib graph, from 2,048
+  /// versions, adds its links).
   static std::size_t index_bytes(std::size_t size, std::size_t dimension) noexcept {
-    return size * (6 * dimension + 384);
+    return size * (6 * dimension + 640);
   }
 
   /// The (tenant, model, dimension) index with every change up to now applied: `read` is called with the sequence
@@ -92,7 +96,7 @@ class VectorCache {
             entry->index->remove(c.id, c.version);
           }
         } else {
-          entry->index->add(c.id, c.version, c.vector);
+          entry->index->add(c.id, c.version, c.vector, nullptr, c.fields);
         }
         if (c.seq > entry->seq) entry->seq = c.seq;
       }
