@@ -94,6 +94,14 @@ class HttpTransport {
                         "the body is longer than the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
       } else if (res.status == 404) {
         transport_error(res, 404, cairn::mcp::error_code::invalid_request, "not found: the MCP endpoint is /mcp");
+      } else if (res.status == 400 && BoundedHttpServer::request_timed_out()) {
+        transport_error(res, 408, cairn::mcp::error_code::invalid_request,
+                        "the request body did not arrive whole within " +
+                            std::to_string(options_.request_timeout_seconds) + " s of its first byte, or paused " +
+                            std::to_string(options_.read_timeout_seconds) + " s; the connection is closed");
+      } else if (res.status == 400) {
+        transport_error(res, 400, cairn::mcp::error_code::invalid_request,
+                        "Bad Request: a malformed request line, header or body");
       }
     });
     http_.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

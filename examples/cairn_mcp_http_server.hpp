@@ -75,6 +75,10 @@ class BoundedHttpServer : public httplib::Server {
   /// Connections open now (waiting or being served).
   std::size_t connections() const { return open_.load(); }
 
+  /// On the thread serving a request: whether its body did not arrive within the request timeout (httplib then
+  /// answers 400; an error handler may make it 408). The connection is closed after the reply.
+  static bool request_timed_out() { return timed_out(); }
+
  private:
   // One accepted connection; owned by the poll thread while it waits, by a worker while it is served. Closed when
   // the last owner lets go.
@@ -113,6 +117,11 @@ class BoundedHttpServer : public httplib::Server {
     std::size_t served = 0;
   };
   using ConnectionPtr = std::shared_ptr<Connection>;
+
+  static bool& timed_out() {
+    thread_local bool flag = false;
+    return flag;
+  }
 
   // Waits up to `limit` (and never past `deadline`) for `events` on fd; false on timeout or error.
   static bool wait_for(int fd, short events, std::chrono::milliseconds limit, Clock::time_point deadline) {
@@ -155,7 +164,10 @@ class BoundedHttpServer : public httplib::Server {
     }
     ssize_t read(char* ptr, std::size_t size) override {
       while (c_.unread() == 0) {
-        if (!wait_for(c_.fd, POLLIN, limits_.read_timeout, c_.deadline)) return -1;
+        if (!wait_for(c_.fd, POLLIN, limits_.read_timeout, c_.deadline)) {
+          timed_out() = true;  // silent past the read timeout, or past the request's deadline
+          return -1;
+        }
         const auto n = receive(c_);
         if (n == 0) return 0;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
@@ -351,8 +363,9 @@ class BoundedHttpServer : public httplib::Server {
       ConnectionStream stream(*c, limits_);
       const bool last = ++c->served >= keep_alive_max_count_;
       bool closed = false;
+      timed_out() = false;
       const bool ok = process_request(stream, last, closed, nullptr);
-      if (!ok || closed || last) return;  // closed
+      if (!ok || closed || last || timed_out()) return;  // closed
       c->compact();
       c->scanned = 0;
       c->in_request = c->unread() > 0;
