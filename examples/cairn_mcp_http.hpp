@@ -40,7 +40,7 @@ struct HttpOptions {
   std::size_t max_body_bytes = 16u << 20;    ///< longer: 413
   int read_timeout_seconds = 10;             ///< a client silent this long mid-request is dropped
   int write_timeout_seconds = 10;
-  int request_timeout_seconds = 30;          ///< a request (head and body) not whole this long after its first byte: 408
+  int request_timeout_seconds = 30;          ///< a request not whole this long after its first byte: 408
   int idle_timeout_seconds = 10;             ///< a connection with no request in progress this long is closed
   std::size_t threads = 32;                  ///< requests served at once
   std::size_t max_connections = 1000;        ///< connections open at once; one more: 503
