@@ -244,7 +244,55 @@ class BoundedHttpServer : public httplib::Server {
 
   bool widen_backlog() { return ::listen(svr_sock_, limits_.backlog) == 0; }
 
+  // A request held in memory, its reply discarded (warm_up).
+  class MemoryStream : public httplib::Stream {
+   public:
+    explicit MemoryStream(std::string in) : in_(std::move(in)) {}
+    bool is_readable() const override { return off_ < in_.size(); }
+    bool is_writable() const override { return true; }
+    ssize_t read(char* ptr, std::size_t size) override {
+      const auto n = std::min(size, in_.size() - off_);
+      std::memcpy(ptr, in_.data() + off_, n);
+      off_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    ssize_t write(const char*, std::size_t size) override { return static_cast<ssize_t>(size); }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override {
+      ip.clear();
+      port = 0;
+    }
+    void get_local_ip_and_port(std::string& ip, int& port) const override {
+      ip.clear();
+      port = 0;
+    }
+    socket_t socket() const override { return 0; }
+
+   private:
+    std::string in_;
+    std::size_t off_ = 0;
+  };
+
+  // cpp-httplib builds a few tables and regexes in function-local statics on the first request that needs them (the
+  // request methods, Range and multipart parsing). Built here, on one thread before any worker exists: the library
+  // is not instrumented by ThreadSanitizer, which then cannot see that lazy initialisation synchronised and reports
+  // the first concurrent requests as a data race (halting a sanitizer build). No handler is reached (404s).
+  void warm_up() {
+    const std::string part = "--b\r\nContent-Disposition: form-data; name=\"a\"\r\nContent-Type: text/plain\r\n\r\n"
+                             "x\r\n--b--\r\n";
+    const std::string requests[] = {
+        "GET /.warm-up HTTP/1.1\r\nHost: warm-up\r\nRange: bytes=0-1, 2-3\r\n\r\n",
+        "POST /.warm-up HTTP/1.1\r\nHost: warm-up\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+        "Content-Length: " + std::to_string(part.size()) + "\r\n\r\n" + part,
+    };
+    for (const auto& request : requests) {
+      MemoryStream stream(request);
+      bool closed = false;
+      (void)process_request(stream, true, closed, nullptr);
+    }
+  }
+
   void start() {
+    warm_up();
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = false;
     if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;

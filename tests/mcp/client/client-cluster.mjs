@@ -58,6 +58,12 @@ async function startServer() {
     });
     child.on('exit', (code) => reject(new Error(`cairn-mcp exited with ${code}: ${err}`)));
   });
+  // A server that dies mid-test (a crash, a sanitizer report) says why, instead of its clients' "other side closed".
+  child.on('exit', (code, signal) => {
+    if (code || (signal && signal !== 'SIGTERM' && signal !== 'SIGKILL')) {
+      console.error(`cairn-mcp exited with ${code ?? signal}:\n${err}`);
+    }
+  });
   const client = new Client({ name: 'cairn-cluster', version: '1.0.0' },
                             { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
