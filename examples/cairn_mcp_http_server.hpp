@@ -138,15 +138,17 @@ class BoundedHttpServer : public httplib::Server {
 
   // Reads what is there (up to 64 KiB) into the connection's buffer: bytes read, 0 at end of stream, -1 when none
   // are ready or on error (errno tells).
+  // (Read through a buffer of the thread's, so that a connection holds only the bytes it has been sent.)
   static ssize_t receive(Connection& c) {
-    c.compact();
-    const std::size_t had = c.in.size();
-    c.in.resize(had + (64u << 10));
+    thread_local std::vector<char> scratch(64u << 10);
     ssize_t n;
     do {
-      n = ::recv(c.fd, &c.in[had], 64u << 10, MSG_DONTWAIT);
+      n = ::recv(c.fd, scratch.data(), scratch.size(), MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
-    c.in.resize(had + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    if (n > 0) {
+      c.compact();
+      c.in.append(scratch.data(), static_cast<std::size_t>(n));
+    }
     return n;
   }
 
@@ -363,7 +365,10 @@ class BoundedHttpServer : public httplib::Server {
       }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
       const int n = ::poll(fds.data(), static_cast<nfds_t>(fds.size()), static_cast<int>(std::max<long>(0, wait)));
-      if (n < 0 && errno != EINTR) break;
+      if (n < 0 && errno != EINTR) {  // out of memory for the poll set, say: try again shortly
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
       if (fds[0].revents & POLLIN) {
         char sink[256];
         (void)!::read(wake_[0], sink, sizeof(sink));
@@ -415,6 +420,7 @@ class BoundedHttpServer : public httplib::Server {
       const bool ok = process_request(stream, last, closed, nullptr);
       if (!ok || closed || last || timed_out()) return;  // closed
       c->compact();
+      if (c->in.empty()) std::string().swap(c->in);  // an idle connection holds no buffer
       c->scanned = 0;
       c->in_request = c->unread() > 0;
       const auto now = Clock::now();
