@@ -153,15 +153,16 @@ class Socket {
   bool closed_ = false;
 };
 
-// A whole 2026-07-28 tools/list request.
-std::string tools_list_request() {
+// A whole 2026-07-28 tools/list request, on a connection closed after it or kept.
+std::string tools_list_request(bool close = true) {
   const std::string body =
       R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{)"
       R"("io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})";
-  return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-         "Mcp-Method: tools/list\r\nConnection: close\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+  return std::string("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                     "Mcp-Method: tools/list\r\n") +
+         (close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+         body;
 }
 
 // A normal client: a new connection, one request; the status line of the reply, or "" when none came within `limit`.
@@ -246,7 +247,22 @@ TEST_CASE("cairn-mcp --http: 500 idle sockets and 10 slowloris clients neither s
 }
 
 TEST_CASE("cairn-mcp --http: a trickling body gets 408 and an endless head 431, and the connection is closed") {
-  Server server({"--http-request-timeout", "2"});
+  Server server({"--http-request-timeout", "2", "--http-idle-timeout", "4"});
+  SECTION("a kept connection is advertised half the idle timeout, and reused after that it is still served") {
+    Socket s(server.port());
+    REQUIRE(s.send(tools_list_request(false)));
+    s.receive(std::chrono::seconds(5), "\"tools\"");
+    const auto first = s.receive(std::chrono::milliseconds(300));  // the rest of the reply
+    CHECK(first.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(first.find("Keep-Alive: timeout=2, max=1000\r\n") != std::string::npos);
+    // Past the advertised 2 s, before the 4 s the server keeps it: a client reusing it late is not cut off.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    REQUIRE(s.send(tools_list_request(true)));
+    const auto second = s.receive(std::chrono::seconds(5)).substr(first.size());
+    CHECK(second.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(second.find("\"tools\"") != std::string::npos);
+    CHECK(s.closed());
+  }
   SECTION("a body that does not arrive within the request deadline") {
     Socket s(server.port());
     const auto t = Clock::now();
