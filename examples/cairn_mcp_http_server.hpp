@@ -20,6 +20,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -297,7 +298,10 @@ class BoundedHttpServer : public httplib::Server {
     warm_up();
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = false;
-    if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;
+    if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;  // without it the poll thread still looks every second
+    for (const int fd : wake_) {
+      if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // a full pipe has woken it already
+    }
     workers_ = std::make_unique<httplib::ThreadPool>(limits_.threads);
     poller_ = std::thread([this] { poll_loop(); });
   }
@@ -371,7 +375,8 @@ class BoundedHttpServer : public httplib::Server {
       }
       if (fds[0].revents & POLLIN) {
         char sink[256];
-        (void)!::read(wake_[0], sink, sizeof(sink));
+        while (::read(wake_[0], sink, sizeof(sink)) > 0) {
+        }
       }
       const auto now = Clock::now();
       std::vector<ConnectionPtr> kept;
