@@ -13,6 +13,7 @@
 // - accepted connections wait in one poll() thread, not in a worker, until a request's head (up to the blank line)
 //   has arrived whole; only then does a worker (`threads` of them) read the body and serve the request;
 // - a request must arrive whole (head and body) within `request_timeout` of its first byte, else 408 and closed;
+//   a reply must be taken whole within `request_timeout` of its first byte, else the connection is closed;
 // - a connection with no request in progress is closed after `idle_timeout` (the Keep-Alive header advertises half
 //   of it, so a client that reuses a connection near the advertised end never meets the close);
 // - at most `max_connections` are open; one more gets 503 and is closed at once; a head over `max_head_bytes` is 431;
@@ -162,8 +163,11 @@ class BoundedHttpServer : public httplib::Server {
     bool is_readable() const override {
       return c_.unread() > 0 || wait_for(c_.fd, POLLIN, limits_.read_timeout, c_.deadline);
     }
+    // A reply must be taken whole within request_timeout of its first byte, and no write may wait past
+    // write_timeout: a client that reads slowly or not at all frees its worker at the latest then.
     bool is_writable() const override {
-      return wait_for(c_.fd, POLLOUT, limits_.write_timeout, Clock::now() + limits_.write_timeout);
+      if (reply_deadline_ == Clock::time_point{}) reply_deadline_ = Clock::now() + limits_.request_timeout;
+      return wait_for(c_.fd, POLLOUT, limits_.write_timeout, reply_deadline_);
     }
     ssize_t read(char* ptr, std::size_t size) override {
       while (c_.unread() == 0) {
@@ -180,13 +184,20 @@ class BoundedHttpServer : public httplib::Server {
       c_.off += n;
       return static_cast<ssize_t>(n);
     }
+    // All of it or -1 (httplib writes a reply's head with one call and does not look at the count).
     ssize_t write(const char* ptr, std::size_t size) override {
-      if (!is_writable()) return -1;
-      ssize_t n;
-      do {
-        n = ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
-      } while (n < 0 && errno == EINTR);
-      return n;
+      std::size_t sent = 0;
+      while (sent < size) {
+        if (!is_writable()) {
+          timed_out() = true;
+          return -1;
+        }
+        const auto n = ::send(c_.fd, ptr + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (n < 0) return -1;
+        sent += static_cast<std::size_t>(n);
+      }
+      return static_cast<ssize_t>(size);
     }
     void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
     void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
@@ -217,6 +228,7 @@ class BoundedHttpServer : public httplib::Server {
 
     Connection& c_;
     const ConnectionLimits& limits_;
+    mutable Clock::time_point reply_deadline_{};
   };
 
   // httplib's acceptor hands each accepted socket to the task queue; this one registers it at once (on the

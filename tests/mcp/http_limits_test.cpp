@@ -45,7 +45,10 @@ class Server {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    std::vector<std::string> args = {CAIRN_MCP_EXE, "--http", "127.0.0.1:0", "--http-threads", "4"};
+    std::vector<std::string> args = {CAIRN_MCP_EXE, "--http", "127.0.0.1:0"};
+    if (std::find(extra.begin(), extra.end(), "--http-threads") == extra.end()) {
+      args.insert(args.end(), {"--http-threads", "4"});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -288,6 +291,62 @@ TEST_CASE("cairn-mcp --http: a trickling body gets 408 and an endless head 431, 
     CHECK(s.closed());
   }
   CHECK(normal_request(server.port(), std::chrono::seconds(5)) == "HTTP/1.1 200 OK");
+  CHECK(server.alive());
+}
+
+// A 2026-07-28 tools/call request.
+std::string tool_call(const std::string& name, const std::string& arguments) {
+  const std::string body = R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":")" + name +
+                           R"(","arguments":)" + arguments +
+                           R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                           R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
+  return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+         "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+         "Mcp-Method: tools/call\r\nMcp-Name: " +
+         name + "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST_CASE("cairn-mcp --http: a client that does not read its reply is cut off at the deadline, freeing the worker") {
+  // One worker, so a worker held by the reader would stall the next request.
+  Server server({"--http-threads", "1", "--http-request-timeout", "2"});
+  {
+    Socket s(server.port());
+    REQUIRE(s.send(tool_call("artifact_store", R"({"id":"big","type":"data","title":"big","value":")" +
+                                                   std::string(12u << 20, 'x') + "\"}")));
+    const auto reply = s.receive(std::chrono::seconds(30));
+    REQUIRE(reply.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  }
+  // A reader with a small receive buffer that never reads: the reply (the value twice, 24 MiB) cannot be taken.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  const int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const auto fetch = tool_call("artifact_fetch", R"({"id":"big"})");
+  REQUIRE(::send(fd, fetch.data(), fetch.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(fetch.size()));
+  pollfd first{fd, POLLIN, 0};  // the reply has begun (polled, not read)
+  REQUIRE(::poll(&first, 1, 60000) == 1);
+  const auto t = Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The one worker is free again once the reply's 2 s from its first byte are up (not after the 10 s write
+  // timeout, nor never).
+  CHECK(normal_request(server.port(), std::chrono::seconds(10)) == "HTTP/1.1 200 OK");
+  CHECK(seconds_since(t) < 2.0 + 3.0);
+  // And the reader's connection was closed part way through the reply.
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, 5000) > 0 && (n = ::recv(fd, buf, sizeof(buf), 0)) > 0) {
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  CHECK(got.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  CHECK(got.size() < (24u << 20));
   CHECK(server.alive());
 }
 
