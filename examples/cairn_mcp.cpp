@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
   std::string http;
   std::vector<std::string> allowed_origins;
   std::size_t http_threads = 32;
+  std::size_t http_max_connections = 1000;
+  int http_request_timeout = 30;
+  int http_idle_timeout = 10;
   std::vector<std::string> auth_keys;
   std::string auth_audience;
   std::string auth_issuer;
@@ -123,6 +126,19 @@ int main(int argc, char** argv) {
                  "With --http: a browser Origin allowed besides loopback ones (repeatable), e.g. https://app.example");
   app.add_option("--http-threads", http_threads, "With --http: requests served at once")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--http-max-connections", http_max_connections,
+                 "With --http: connections open at once; one more is answered 503 and closed")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--http-request-timeout", http_request_timeout,
+                 "With --http: seconds from a request's first byte until it must have arrived whole; else 408")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--http-idle-timeout", http_idle_timeout,
+                 "With --http: seconds a connection with no request in progress stays open (Keep-Alive advertises "
+                 "half)")
+      ->check(CLI::Range(2, 3600))
       ->capture_default_str();
   app.add_option("--auth-key", auth_keys,
                  "With --http: a PEM public key (RSA or EC P-256) that signs bearer tokens (repeatable); with it every "
@@ -259,6 +275,9 @@ int main(int argc, char** argv) {
     options.allowed_origins = allowed_origins;
     options.max_body_bytes = config.max_message_bytes;
     options.threads = http_threads;
+    options.max_connections = http_max_connections;
+    options.request_timeout_seconds = http_request_timeout;
+    options.idle_timeout_seconds = http_idle_timeout;
     cairn_mcp::AuthOptions auth;
     for (const auto& key_file : auth_keys) {
       std::ifstream in(key_file, std::ios::binary);

@@ -29,6 +29,7 @@
 #include <cairn/mcp/server.hpp>
 
 #include "cairn_mcp_auth.hpp"
+#include "cairn_mcp_http_server.hpp"
 
 namespace cairn_mcp {
 
@@ -39,7 +40,10 @@ struct HttpOptions {
   std::size_t max_body_bytes = 16u << 20;    ///< longer: 413
   int read_timeout_seconds = 10;             ///< a client silent this long mid-request is dropped
   int write_timeout_seconds = 10;
+  int request_timeout_seconds = 30;          ///< a request not whole this long after its first byte: 408
+  int idle_timeout_seconds = 10;             ///< a connection with no request in progress this long is closed
   std::size_t threads = 32;                  ///< requests served at once
+  std::size_t max_connections = 1000;        ///< connections open at once; one more: 503
   std::size_t max_sessions = 1000;           ///< legacy sessions held at once; more: 503
   std::chrono::seconds session_idle{1800};   ///< a legacy session unused this long is ended
   std::size_t max_tenants = 10000;           ///< tenants (from tokens) whose tools are held at once; more: 503
@@ -54,15 +58,10 @@ class HttpTransport {
   HttpTransport(ToolFactory make_tools, std::string default_tenant, cairn::mcp::ServerConfig config,
                 HttpOptions options, AuthOptions auth = {})
       : make_tools_(std::move(make_tools)), default_tenant_(std::move(default_tenant)), config_(std::move(config)),
-        options_(std::move(options)), verifier_(std::move(auth)) {
+        options_(std::move(options)), verifier_(std::move(auth)), http_(connection_limits(options_)) {
     if (!verifier_.options().enabled()) tenant_tools(default_tenant_);  // built now: a bad store fails at start
     http_.set_payload_max_length(options_.max_body_bytes);
-    http_.set_read_timeout(options_.read_timeout_seconds, 0);
-    http_.set_write_timeout(options_.write_timeout_seconds, 0);
-    http_.set_keep_alive_timeout(5);
     http_.set_keep_alive_max_count(1000);
-    const auto threads = options_.threads;
-    http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http_.Post("/mcp", [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
     http_.Get("/mcp", [this](const httplib::Request& req, httplib::Response& res) {
       if (!origin_ok(req, res)) return;
@@ -95,6 +94,14 @@ class HttpTransport {
                         "the body is longer than the limit of " + std::to_string(options_.max_body_bytes) + " bytes");
       } else if (res.status == 404) {
         transport_error(res, 404, cairn::mcp::error_code::invalid_request, "not found: the MCP endpoint is /mcp");
+      } else if (res.status == 400 && BoundedHttpServer::request_timed_out()) {
+        transport_error(res, 408, cairn::mcp::error_code::invalid_request,
+                        "the request body did not arrive whole within " +
+                            std::to_string(options_.request_timeout_seconds) + " s of its first byte, or paused " +
+                            std::to_string(options_.read_timeout_seconds) + " s; the connection is closed");
+      } else if (res.status == 400) {
+        transport_error(res, 400, cairn::mcp::error_code::invalid_request,
+                        "Bad Request: a malformed request line, header or body");
       }
     });
     http_.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
@@ -127,6 +134,17 @@ class HttpTransport {
     std::unique_ptr<cairn::mcp::Server> server;
     std::chrono::steady_clock::time_point used;
   };
+
+  static ConnectionLimits connection_limits(const HttpOptions& o) {
+    ConnectionLimits limits;
+    limits.threads = o.threads;
+    limits.max_connections = o.max_connections;
+    limits.request_timeout = std::chrono::seconds(o.request_timeout_seconds);
+    limits.idle_timeout = std::chrono::seconds(o.idle_timeout_seconds);
+    limits.read_timeout = std::chrono::seconds(o.read_timeout_seconds);
+    limits.write_timeout = std::chrono::seconds(o.write_timeout_seconds);
+    return limits;
+  }
 
   // One tenant's tools, the scope each needs, and the Server of its 2026-07-28 requests.
   struct Tenant {
@@ -583,7 +601,7 @@ class HttpTransport {
   // Server, and `initialize`, the only request that writes it, never reaches it (it opens a session).
   std::mutex tenants_mutex_;
   std::map<std::string, std::shared_ptr<const Tenant>> tenants_;
-  httplib::Server http_;
+  BoundedHttpServer http_;
   int bound_port_ = 0;
   std::mutex sessions_mutex_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;

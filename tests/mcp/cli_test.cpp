@@ -97,6 +97,10 @@ TEST_CASE("cairn-mcp: every bad command line exits 2 with one line on stderr") {
       {{"--http", ":8080"}, "--http"},
       {{"--http", "192.0.2.1:8080"}, "--http"},
       {{"--http", "8080", "--http-threads", "0"}, "--http-threads"},
+      {{"--http", "8080", "--http-max-connections", "0"}, "--http-max-connections"},
+      {{"--http", "8080", "--http-request-timeout", "0"}, "--http-request-timeout"},
+      {{"--http", "8080", "--http-idle-timeout", "1"}, "--http-idle-timeout"},
+      {{"--http", "8080", "--http-idle-timeout", "soon"}, "--http-idle-timeout"},
       // Tokens only over HTTP, and never without the audience they must carry.
       {{"--auth-key", CAIRN_MCP_EXE}, "--auth-key needs --http"},
       {{"--http", "127.0.0.1:0", "--auth-key", CAIRN_MCP_EXE}, "--auth"},

@@ -58,6 +58,12 @@ async function startServer(name, extra = []) {
     });
     child.on('exit', (code) => reject(new Error(`cairn-mcp exited with ${code}: ${err}`)));
   });
+  // A server that dies mid-test (a crash, a sanitizer report) says why, instead of its clients' "other side closed".
+  child.on('exit', (code, signal) => {
+    if (code || (signal && signal !== 'SIGTERM' && signal !== 'SIGKILL')) {
+      console.error(`cairn-mcp (${name}) exited with ${code ?? signal}:\n${err}`);
+    }
+  });
   let out = '';
   child.stdout.on('data', (d) => { out += d.toString(); });
   return { url, ws, child, stdout: () => out, stderr: () => err };
