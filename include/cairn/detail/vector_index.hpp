@@ -236,7 +236,7 @@ class VectorIndex {
     if (values.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
     bool exact = true;
     double squares = 0;
-    const std::vector<float> copy = kept_copy(values, exact, squares);
+    std::vector<float> copy = kept_copy(values, exact, squares);
     if (copy.empty()) return;  // not finite: stores refuse such vectors before they get here
     const Coarse coarse = coarse_copy(values);
     std::unique_lock lock(mutex_);
@@ -259,7 +259,7 @@ class VectorIndex {
 #endif
     if (!entry.in_graph) {
       entry.slot = vectors_.size();
-      vectors_.push_back(copy);
+      vectors_.push_back(std::move(copy));
     }
     entries_.push_back(std::move(entry));
     versions.emplace(version, label);
