@@ -113,6 +113,75 @@ CREATE INDEX cairn_search_changes_by_tenant ON cairn_search_changes (tenant_id, 
 CREATE TABLE cairn_search_pruned (through INTEGER NOT NULL);
 INSERT INTO cairn_search_pruned (through) VALUES (0);
 )sql",
+    // 4 -> 5: BM25's statistics per tenant, so a word search reads them instead of counting the tenant's versions:
+    // its ids (heads), its latest versions with words and their words (docs, doc_words), and its versions with
+    // words and their words (versions, version_words). Triggers keep them in the writing transaction, whatever
+    // statement changes a head or a words row: each adds the change's share of the heads-to-docs join from the
+    // other table as it is at that moment, so any order of writes leaves them exact.
+    R"sql(
+CREATE TABLE cairn_search_stats (
+  tenant_id     TEXT    PRIMARY KEY,
+  heads         INTEGER NOT NULL DEFAULT 0,
+  docs          INTEGER NOT NULL DEFAULT 0,
+  doc_words     INTEGER NOT NULL DEFAULT 0,
+  versions      INTEGER NOT NULL DEFAULT 0,
+  version_words INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO cairn_search_stats (tenant_id, heads, docs, doc_words, versions, version_words)
+SELECT tenant_id, sum(heads), sum(docs), sum(doc_words), sum(versions), sum(version_words) FROM (
+  SELECT tenant_id, count(*) AS heads, 0 AS docs, 0 AS doc_words, 0 AS versions, 0 AS version_words
+  FROM cairn_heads GROUP BY tenant_id
+  UNION ALL
+  SELECT h.tenant_id, 0, count(*), sum(d.length), 0, 0 FROM cairn_heads h JOIN cairn_search_docs d
+  ON d.tenant_id = h.tenant_id AND d.id = h.id AND d.version = h.latest GROUP BY h.tenant_id
+  UNION ALL
+  SELECT tenant_id, 0, 0, 0, count(*), sum(length) FROM cairn_search_docs GROUP BY tenant_id)
+GROUP BY tenant_id;
+CREATE TRIGGER cairn_search_stats_doc_insert AFTER INSERT ON cairn_search_docs BEGIN
+  INSERT INTO cairn_search_stats (tenant_id, versions, version_words) VALUES (NEW.tenant_id, 0, 0)
+    ON CONFLICT DO NOTHING;
+  UPDATE cairn_search_stats SET versions = versions + 1, version_words = version_words + NEW.length,
+      docs = docs + x.latest, doc_words = doc_words + x.latest * NEW.length
+    FROM (SELECT EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = NEW.tenant_id AND h.id = NEW.id
+                         AND h.latest = NEW.version) AS latest) x
+    WHERE tenant_id = NEW.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_doc_delete AFTER DELETE ON cairn_search_docs BEGIN
+  UPDATE cairn_search_stats SET versions = versions - 1, version_words = version_words - OLD.length,
+      docs = docs - x.latest, doc_words = doc_words - x.latest * OLD.length
+    FROM (SELECT EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = OLD.tenant_id AND h.id = OLD.id
+                         AND h.latest = OLD.version) AS latest) x
+    WHERE tenant_id = OLD.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_head_insert AFTER INSERT ON cairn_heads BEGIN
+  INSERT INTO cairn_search_stats (tenant_id, heads) VALUES (NEW.tenant_id, 0) ON CONFLICT DO NOTHING;
+  UPDATE cairn_search_stats SET heads = heads + 1, docs = docs + (x.length IS NOT NULL),
+      doc_words = doc_words + coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = NEW.tenant_id AND d.id = NEW.id
+                  AND d.version = NEW.latest) AS length) x
+    WHERE tenant_id = NEW.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_head_update AFTER UPDATE OF tenant_id, id, latest ON cairn_heads BEGIN
+  UPDATE cairn_search_stats SET heads = heads - 1, docs = docs - (x.length IS NOT NULL),
+      doc_words = doc_words - coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = OLD.tenant_id AND d.id = OLD.id
+                  AND d.version = OLD.latest) AS length) x
+    WHERE tenant_id = OLD.tenant_id;
+  INSERT INTO cairn_search_stats (tenant_id, heads) VALUES (NEW.tenant_id, 0) ON CONFLICT DO NOTHING;
+  UPDATE cairn_search_stats SET heads = heads + 1, docs = docs + (x.length IS NOT NULL),
+      doc_words = doc_words + coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = NEW.tenant_id AND d.id = NEW.id
+                  AND d.version = NEW.latest) AS length) x
+    WHERE tenant_id = NEW.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_head_delete AFTER DELETE ON cairn_heads BEGIN
+  UPDATE cairn_search_stats SET heads = heads - 1, docs = docs - (x.length IS NOT NULL),
+      doc_words = doc_words - coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = OLD.tenant_id AND d.id = OLD.id
+                  AND d.version = OLD.latest) AS length) x
+    WHERE tenant_id = OLD.tenant_id;
+END;
+)sql",
 };
 
 constexpr const char* record_columns =
@@ -156,21 +225,18 @@ enum Stmt : std::size_t {
   prune_due,
   changes_prune,
   pruned_set,
-  docs_last,
   vectors_current,
   candidate_get,
-  unindexed_words,
   unindexed_vectors,
   unembedded_next,
   vector_upsert,
   unindexed_all,
   unembedded_all,
-  // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
-  // The search statements: the statistics of the tenant's versions searched, + (all versions ? 1 : 0); the
-  // matches, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   search_stats,
-  search_df = search_stats + 2,
-  search_match = search_df + 2,
+  search_df_rows,
+  search_df_latest,
+  // The matches in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
+  search_match,
   statement_count = search_match + 4
 };
 
@@ -252,7 +318,6 @@ std::string statement_sql(Stmt s) {
       return "SELECT (SELECT max(seq) FROM cairn_search_changes), (SELECT through FROM cairn_search_pruned)";
     case changes_prune: return "DELETE FROM cairn_search_changes WHERE seq <= ?1";
     case pruned_set: return "UPDATE cairn_search_pruned SET through = ?1";
-    case docs_last: return "SELECT max(doc) FROM cairn_search_docs";
     case vectors_current:
       // Every latest version's vector of the (tenant, model): how an index is first built.
       return "SELECT v.id, v.version, v.vec FROM cairn_search_vectors v JOIN cairn_heads h "
@@ -268,10 +333,6 @@ std::string statement_sql(Stmt s) {
                          "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
                          "AND n.version > ?3)",
                          artifact_columns);
-    case unindexed_words:
-      // The tenant's latest versions without words in the index (SearchPage::unindexed).
-      return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
-             "cairn_search_docs d WHERE d.tenant_id = h.tenant_id AND d.id = h.id AND d.version = h.latest)";
     case unindexed_vectors:
       // ... without a vector of the model ?2.
       return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
@@ -302,26 +363,27 @@ std::string statement_sql(Stmt s) {
              "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = ?1 "
              "AND id = ?2 AND version = ?3) ON CONFLICT (tenant_id, id, version) DO UPDATE SET model = excluded.model, "
              "dim = excluded.dim, vec = excluded.vec WHERE model <> excluded.model";
+    case search_stats:
+      // The tenant's statistics (migration 5): BM25's N and total length over its latest versions and over all of
+      // them, and its ids (those without words are SearchPage::unindexed).
+      return "SELECT heads, docs, doc_words, versions, version_words FROM cairn_search_stats WHERE tenant_id = ?1";
+    case search_df_rows:
+      // In how many rows of the index a word ?1 (with its tenant's prefix) occurs: its document frequency over
+      // all of the tenant's versions, from the postings alone.
+      return "SELECT count(*) FROM cairn_search_text WHERE cairn_search_text MATCH ?1";
+    case search_df_latest:
+      // ... over the tenant ?2's latest versions: each posting's version checked against its head.
+      // CROSS JOIN: FTS5 drives (the word's postings), never one MATCH per row of the tenant's docs.
+      return "SELECT count(*) FROM cairn_search_text t CROSS JOIN cairn_search_docs d ON d.doc = t.rowid "
+             "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version "
+             "WHERE d.tenant_id = ?2 AND t.cairn_search_text MATCH ?1";
     case statement_count: break;
     default: {
-      // The versions searched are the tenant's ?2 (latest, unless all versions); the matches' also under the id
-      // prefix [?3, ?4).
-      const std::size_t variant = s < search_match ? (s - search_stats) % 2 : (s - search_match) % 4;
+      // The versions searched are the tenant's ?2 (latest, unless all versions) under the id prefix [?3, ?4).
+      const std::size_t variant = (s - search_match) % 4;
       const std::string versions =
           (variant & 1) != 0 ? ""
                              : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version";
-      if (s < search_df) {
-        // How many versions are searched and their words (BM25's N and average length).
-        return fmt::format("SELECT count(*), sum(d.length) FROM cairn_search_docs d {} WHERE d.tenant_id = ?2",
-                           versions);
-      }
-      if (s < search_match) {
-        // In how many of them a word occurs (its document frequency).
-        // CROSS JOIN: FTS5 drives (the word's postings), never one MATCH per row of the tenant's docs.
-        return fmt::format("SELECT count(*) FROM cairn_search_text t CROSS JOIN cairn_search_docs d ON d.doc = t.rowid "
-                           "{} WHERE d.tenant_id = ?2 AND t.cairn_search_text MATCH ?1",
-                           versions);
-      }
       const std::string scope = fmt::format("{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}", versions,
                                             (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
       // The versions the word query matches, with the filters SQL can check, each with its record, its length and
@@ -679,12 +741,6 @@ struct SqliteArtifactStore::Impl {
   // search_similar's count of unindexed versions per (tenant, model), with the change sequence it was made at.
   mutable std::mutex unindexed_mutex;
   mutable std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::size_t>> unindexed_counts;
-  // The words' count per tenant, with the file's last change and last words row it was made at.
-  struct WordsUnindexed {
-    std::int64_t last_change = 0, last_doc = 0;
-    std::size_t count = 0;
-  };
-  mutable std::map<std::string, WordsUnindexed> words_unindexed;
 
   std::string path;
   SqliteOptions options;
@@ -1178,51 +1234,34 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
                                                                                 std::size_t& unindexed) const {
   const detail::WordQuery& words = p.words;
   std::vector<detail::SearchCandidate> found;
-  // Unindexed: counting probes a words row per latest version of the tenant, so the count is kept per tenant with
-  // the file's last change and last words row: every store and remove writes a change row (the sequence only
-  // grows), and indexing older versions only adds words rows (numbered upwards), so while both stay, the tenant's
-  // latest versions and their words do too.
-  const auto last_of = [&conn](Stmt s) {
-    Query l(conn, s);
-    return l.step() && !l.is_null(0) ? l.int64(0) : std::int64_t{0};
-  };
-  const std::int64_t last_change = last_of(changes_last), last_doc = last_of(docs_last);
-  std::optional<std::size_t> known;
+  // The tenant's statistics, kept by the writes (migration 5): BM25's N and average length over the versions
+  // searched, whatever the filters (as the scan), and its latest versions without words (SearchPage::unindexed).
+  std::int64_t heads = 0, latest = 0, latest_words = 0, versions = 0, version_words = 0;
   {
-    std::lock_guard lock(unindexed_mutex);
-    const auto it = words_unindexed.find(tenant);
-    if (it != words_unindexed.end() && it->second.last_change == last_change && it->second.last_doc == last_doc) {
-      known = it->second.count;
+    Query s(conn, search_stats);
+    s.bind(1, tenant);
+    if (s.step()) {
+      heads = s.int64(0);
+      latest = s.int64(1);
+      latest_words = s.int64(2);
+      versions = s.int64(3);
+      version_words = s.int64(4);
     }
   }
-  if (!known) {
-    Query u(conn, unindexed_words);
-    u.bind(1, tenant);
-    known = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
-    std::lock_guard lock(unindexed_mutex);
-    words_unindexed[tenant] = {last_change, last_doc, *known};
-  }
-  unindexed = *known;
+  unindexed = static_cast<std::size_t>(std::max<std::int64_t>(0, heads - latest));
   const auto number = tenant_of(conn, tenant, false);
   if (!number) return found;  // the tenant never stored anything
   const std::string prefix = tenant_prefix(*number);
   const auto upper = prefix_upper_bound(q.filter.id_prefix);
-  const std::size_t variant = (q.all_versions ? 1 : 0) + (upper ? 2 : 0);
+  // With every version that has words a latest one (no history), the tenant's rows of the index are the versions
+  // searched: the postings alone count a word's documents, and a match needs no look at its head.
+  const bool history = !q.all_versions && versions != latest;
+  const std::size_t variant = (history ? 0 : 1) + (upper ? 2 : 0);
   const auto bind_scope = [&](Query& s) {
     s.bind(2, tenant).bind(3, q.filter.id_prefix).bind(4, upper);
   };
-  // BM25's statistics are the tenant's versions searched (latest, or all), whatever the filters (as the scan).
-  const std::size_t whole = q.all_versions ? 1 : 0;
-  const auto bind_tenant = [&](Query& s) { s.bind(2, tenant); };
-  std::size_t documents = 0, total_length = 0;
-  {
-    Query s(conn, search_stats + whole);
-    bind_tenant(s);
-    if (s.step()) {
-      documents = static_cast<std::size_t>(s.int64(0));
-      total_length = static_cast<std::size_t>(s.int64(1));
-    }
-  }
+  const std::size_t documents = static_cast<std::size_t>(q.all_versions ? versions : latest);
+  const std::size_t total_length = static_cast<std::size_t>(q.all_versions ? version_words : latest_words);
   const auto phrase = [&prefix](const detail::QueryTerm& t) {
     std::string out = "\"";
     for (const auto& w : t.words) out += (out.size() > 1 ? " " : "") + prefix + w;
@@ -1231,8 +1270,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
   const std::vector<std::string> scored = words.words();
   std::vector<std::size_t> df(scored.size(), 0);
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    Query s(conn, search_df + whole);
-    bind_tenant(s);
+    Query s(conn, history ? search_df_latest : search_df_rows);
+    if (history) s.bind(2, tenant);
     const std::string match = phrase(detail::QueryTerm{{scored[i]}});
     s.bind(1, match);
     if (s.step()) df[i] = static_cast<std::size_t>(s.int64(0));

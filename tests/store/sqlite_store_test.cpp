@@ -656,6 +656,28 @@ void require_same_page(const SearchPage& index, const SearchPage& scan, const st
   CHECK(index.unindexed == scan.unindexed);
 }
 
+// The statistics the writes keep per tenant (migration 5) against a count of the rows they stand for: its ids, its
+// latest versions with words and their words, its versions with words and theirs.
+void check_search_stats(const std::string& path) {
+  RawDb raw(path);
+  const std::string kept = raw.scalar(
+      "SELECT group_concat(s, ' ') FROM (SELECT tenant_id || ':' || heads || ',' || docs || ',' || doc_words || ',' "
+      "|| versions || ',' || version_words AS s FROM cairn_search_stats WHERE heads <> 0 OR docs <> 0 OR "
+      "doc_words <> 0 OR versions <> 0 OR version_words <> 0 ORDER BY tenant_id)");
+  const std::string counted = raw.scalar(
+      "SELECT group_concat(s, ' ') FROM (SELECT t.tenant_id || ':' || "
+      "(SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT count(*) FROM cairn_heads h JOIN cairn_search_docs d ON d.tenant_id = h.tenant_id AND d.id = h.id "
+      " AND d.version = h.latest WHERE h.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT coalesce(sum(d.length), 0) FROM cairn_heads h JOIN cairn_search_docs d ON d.tenant_id = h.tenant_id "
+      " AND d.id = h.id AND d.version = h.latest WHERE h.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT count(*) FROM cairn_search_docs d WHERE d.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT coalesce(sum(d.length), 0) FROM cairn_search_docs d WHERE d.tenant_id = t.tenant_id) AS s "
+      "FROM (SELECT tenant_id FROM cairn_heads UNION SELECT tenant_id FROM cairn_search_docs) t "
+      "ORDER BY t.tenant_id)");
+  CHECK(kept == counted);
+}
+
 }  // namespace
 
 TEST_CASE("search by words on the FTS5 index finds exactly what the scan finds, with the same scores and pages") {
@@ -675,6 +697,7 @@ TEST_CASE("search by words on the FTS5 index finds exactly what the scan finds, 
       (void)store.store(*random_record(rng, tenant, id));
     }
   }
+  check_search_stats(store.path());
   const std::size_t rounds = rounds_from_env("CAIRN_SEARCH_ROUNDS", 150);
   for (std::size_t round = 0; round < rounds; ++round) {
     SearchQuery q;
@@ -805,6 +828,76 @@ TEST_CASE("a file from before search is migrated, records untouched, and its wor
   q.text = "tart";
   REQUIRE(store.search("t", q).hits.size() == 1);
   CHECK(store.reindex("t") == 0);  // nothing left to index
+}
+
+TEST_CASE("a file of schema 4 gets its tenants' search statistics counted once, then kept by every write") {
+  TempDir dir;
+  const auto path = dir.file("v4.db");
+  std::mt19937 rng(7);
+  {
+    SqliteArtifactStore store(path);
+    // History (new versions), removals and re-creations, in two tenants.
+    for (int i = 0; i < 80; ++i) {
+      const std::string tenant = i % 3 == 0 ? "u" : "t";
+      const std::string id = fmt::format("n{}", rng() % 12);
+      if (rng() % 8 == 0 && !store.versions(id, tenant).empty()) {
+        store.remove(id, tenant);
+      } else {
+        (void)store.store(*random_record(rng, tenant, id));
+      }
+    }
+  }
+  {
+    // Schema 4 as that cairn left it: no statistics; and some versions whose words were never indexed.
+    RawDb raw(path);
+    raw.exec("DROP TRIGGER cairn_search_stats_doc_insert; DROP TRIGGER cairn_search_stats_doc_delete; "
+             "DROP TRIGGER cairn_search_stats_head_insert; DROP TRIGGER cairn_search_stats_head_update; "
+             "DROP TRIGGER cairn_search_stats_head_delete; DROP TABLE cairn_search_stats; "
+             "UPDATE cairn_schema SET version = 4;");
+    raw.exec("DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE id = 'n3'); "
+             "DELETE FROM cairn_search_docs WHERE id = 'n3';");
+    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == "0");
+  }
+  SqliteArtifactStore store(path);
+  CHECK(RawDb(path).scalar("SELECT version FROM cairn_schema") == std::to_string(SqliteArtifactStore::schema_version));
+  check_search_stats(path);
+  const auto same_pages = [&store](const std::string& when) {
+    for (const std::string tenant : {"t", "u"}) {
+      for (const bool all : {false, true}) {
+        for (int k = 0; k < 6; ++k) {
+          SearchQuery q;
+          q.text = search_vocabulary[static_cast<std::size_t>(k)];
+          q.all_versions = all;
+          q.limit = 5;
+          require_same_page(store.search(tenant, q), store.ArtifactStore::search(tenant, q),
+                            fmt::format("{}: '{}' in {}, all {}", when, q.text, tenant, all));
+        }
+      }
+    }
+  };
+  SearchQuery q;
+  q.text = search_vocabulary[0];
+  for (const std::string tenant : {"t", "u"}) {
+    INFO(tenant);
+    CHECK(store.search(tenant, q).unindexed == (store.versions("n3", tenant).empty() ? 0 : 1));
+  }
+  (void)store.reindex("t");
+  (void)store.reindex("u");
+  check_search_stats(path);
+  CHECK(store.search("t", q).unindexed == 0);
+  same_pages("migrated and reindexed");
+  // Every write from here is kept: new versions, removals, re-creations.
+  for (int i = 0; i < 40; ++i) {
+    const std::string tenant = i % 2 ? "u" : "t";
+    const std::string id = fmt::format("n{}", rng() % 12);
+    if (rng() % 5 == 0 && !store.versions(id, tenant).empty()) {
+      store.remove(id, tenant);
+    } else {
+      (void)store.store(*random_record(rng, tenant, id));
+    }
+  }
+  check_search_stats(path);
+  same_pages("after writes");
 }
 
 TEST_CASE("reindex indexes versions that have no words indexed, and only the tenant's") {
