@@ -117,8 +117,12 @@ INSERT INTO cairn_search_pruned (through) VALUES (0);
     // its ids (heads), its latest versions with words and their words (docs, doc_words), and its versions with
     // words and their words (versions, version_words). Triggers keep them in the writing transaction, whatever
     // statement changes a head or a words row: each adds the change's share of the heads-to-docs join from the
-    // other table as it is at that moment, so any order of writes leaves them exact.
+    // other table as it is at that moment, so any order of writes leaves them exact. And each words row gets its
+    // version's type, so a word search filters by type without reading the versions' records.
     R"sql(
+ALTER TABLE cairn_search_docs ADD COLUMN type TEXT;
+UPDATE cairn_search_docs SET type = (SELECT a.type FROM cairn_artifacts a WHERE a.tenant_id = cairn_search_docs.tenant_id
+  AND a.id = cairn_search_docs.id AND a.version = cairn_search_docs.version);
 CREATE TABLE cairn_search_stats (
   tenant_id     TEXT    PRIMARY KEY,
   heads         INTEGER NOT NULL DEFAULT 0,
@@ -237,7 +241,9 @@ enum Stmt : std::size_t {
   search_df_latest,
   // The matches in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   search_match,
-  statement_count = search_match + 4
+  // ... each without its record (the versions' keys only: the page's records are read after the ranking).
+  search_match_keys = search_match + 4,
+  statement_count = search_match_keys + 4
 };
 
 std::string statement_sql(Stmt s) {
@@ -277,7 +283,7 @@ std::string statement_sql(Stmt s) {
     case tenant_number: return "SELECT n FROM cairn_search_tenants WHERE tenant_id = ?1";
     case tenant_insert: return "INSERT INTO cairn_search_tenants (tenant_id) VALUES (?1)";
     case doc_insert:
-      return "INSERT INTO cairn_search_docs (tenant_id, id, version, length) VALUES (?1, ?2, ?3, ?4) "
+      return "INSERT INTO cairn_search_docs (tenant_id, id, version, length, type) VALUES (?1, ?2, ?3, ?4, ?5) "
              "ON CONFLICT DO NOTHING";
     case text_insert:
       return "INSERT INTO cairn_search_text (rowid, title, description, value) VALUES (?1, ?2, ?3, ?4)";
@@ -381,13 +387,28 @@ std::string statement_sql(Stmt s) {
     default: {
       // The versions searched are the tenant's ?2 (latest, unless all versions) under the id prefix [?3, ?4).
       const std::size_t variant = (s - search_match) % 4;
+      const bool keys = s >= search_match_keys;
       const std::string versions =
           (variant & 1) != 0 ? ""
                              : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version";
       const std::string scope = fmt::format("{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}", versions,
                                             (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
-      // The versions the word query matches, with the filters SQL can check, each with its record, its length and
-      // where the query's phrases occur in it (cairn_hits).
+      if (keys) {
+        // The versions the word query matches, with the filters SQL can check, each with its length and where the
+        // query's phrases occur in it (cairn_hits); the type from the words row, the version's row read only for a
+        // filter that needs it.
+        return fmt::format(
+            "SELECT d.id, d.version, cairn_hits(cairn_search_text), d.length FROM cairn_search_text "
+            "CROSS JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
+            "{} AND cairn_search_text MATCH ?1 AND (?5 IS NULL OR d.type = ?5) "
+            "AND (coalesce(?6, ?7, ?8, ?9) IS NULL OR EXISTS (SELECT 1 FROM cairn_artifacts a "
+            "WHERE a.tenant_id = d.tenant_id AND a.id = d.id AND a.version = d.version "
+            "AND (?6 IS NULL OR a.mime_type = ?6) AND (?7 IS NULL OR a.created_by = ?7) "
+            "AND (?8 IS NULL OR a.created_at >= ?8) AND (?9 IS NULL OR a.created_at < ?9))) "
+            "AND cairn_search_text.rowid NOT IN (SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
+            scope);
+      }
+      // ... each with its record.
       return fmt::format(
           "SELECT {}, cairn_hits(cairn_search_text), d.length FROM cairn_search_text "
           "CROSS JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
@@ -510,15 +531,16 @@ struct SqliteArtifactStore::Impl {
     return sqlite3_last_insert_rowid(c.db());
   }
 
-  /// Adds a stored version's words to the search tables (inside the caller's write transaction).
+  /// Adds a stored version's words (and its type) to the search tables (inside the caller's write transaction).
   static bool index_words(Connection& c, const std::string& tenant, const std::string& id, std::int64_t version,
-                          const detail::RecordWords& words) {
+                          const std::string& type, const detail::RecordWords& words) {
     const std::string prefix = tenant_prefix(*tenant_of(c, tenant, true));
     Query(c, doc_insert)
         .bind(1, tenant)
         .bind(2, id)
         .bind(3, version)
         .bind(4, static_cast<std::int64_t>(words.length()))
+        .bind(5, type)
         .run();
     if (sqlite3_changes(c.db()) == 0) return false;  // indexed already
     const std::int64_t doc = sqlite3_last_insert_rowid(c.db());
@@ -598,7 +620,7 @@ struct SqliteArtifactStore::Impl {
         // Another process that opened the file may have indexed it meanwhile: then nothing is added. Removed, or
         // removed and stored again, since it was read: its words are not the version's.
         if (!still_the_record(c, *r)) continue;
-        if (index_words(c, r->tenant_id(), r->id(), static_cast<std::int64_t>(r->version()),
+        if (index_words(c, r->tenant_id(), r->id(), static_cast<std::int64_t>(r->version()), r->type().str(),
                         detail::record_words(*r))) {
           ++done;
         }
@@ -689,11 +711,25 @@ struct SqliteArtifactStore::Impl {
   SearchPage search_hybrid(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
 
   // The parts of those, each inside the caller's read transaction on `conn` (one snapshot per query).
+  /// A version the word query matched: its key, its BM25 score and what matched, and its record when read.
+  struct WordMatch {
+    std::string id;
+    std::int64_t version = 0;
+    detail::SearchCandidate candidate;
+  };
   /// The versions the word query matches, with the filters, each with its BM25 score and what matched; `unindexed`
-  /// gets the count of the tenant's latest versions without words.
+  /// gets the count of the tenant's latest versions without words. With `records` false, the records are read only
+  /// where the query needs them to decide (metadata conditions, words that occur only inside phrases).
+  std::vector<WordMatch> word_matches(Connection& conn, const std::string& tenant, const SearchQuery& q,
+                                      const detail::PreparedSearch& p, std::size_t& unindexed, bool records) const;
+  /// The same, every one with its record (as hybrid fuses them).
   std::vector<detail::SearchCandidate> word_candidates(Connection& conn, const std::string& tenant,
                                                        const SearchQuery& q, const detail::PreparedSearch& p,
                                                        std::size_t& unindexed) const;
+  /// A page of words alone ranked from the matches' keys (rank_search_page's order, ranks, cursor and page), the
+  /// records of that page alone read (and the next one's, to know there is a next page).
+  SearchPage word_page(Connection& conn, const std::string& tenant, const SearchQuery& q,
+                       const detail::PreparedSearch& p, std::vector<WordMatch>& found) const;
   /// The (tenant, model) index, caught up from the change sequence; `unindexed` gets the count of the tenant's
   /// latest versions without a vector of the model (0 on a store without that embedder).
   std::shared_ptr<const detail::VectorIndex> vector_index(Connection& conn, const std::string& tenant,
@@ -881,7 +917,7 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
     }
     ins.bind(12, record.schema_url()).bind(13, record.created_by()).bind(14, created_at).bind(15, metadata);
     ins.run();
-    index_words(*conn, record.tenant_id(), id, version, words);
+    index_words(*conn, record.tenant_id(), id, version, record.type().str(), words);
     // The previous latest version leaves the indexes; a first version removes nothing but moves the sequence too.
     Query(*conn, change_remove).bind(1, record.tenant_id()).bind(2, id).bind(3, version - 1).run();
     if (vector) {
@@ -1220,10 +1256,59 @@ SearchPage SqliteArtifactStore::Impl::search_hybrid(const std::string& tenant, c
 SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, const SearchQuery& q,
                                                    const detail::PreparedSearch& p) const {
   auto conn = pool.acquire();
-  ReadTransaction read(*conn);  // the statistics and the matches see the same snapshot
+  ReadTransaction read(*conn);  // the statistics, the matches and the page's records see the same snapshot
   std::size_t unindexed = 0;
-  SearchPage page = detail::rank_search_page(word_candidates(*conn, tenant, q, p, unindexed), q, p);
+  // The matches' keys and scores, ranked, and the records of the page alone; where the query needed a match's
+  // record to decide it, every match was read with its record.
+  std::vector<WordMatch> found = word_matches(*conn, tenant, q, p, unindexed, false);
+  SearchPage page;
+  if (std::any_of(found.begin(), found.end(), [](const WordMatch& m) { return m.candidate.record != nullptr; })) {
+    std::vector<detail::SearchCandidate> candidates;
+    for (auto& m : found) candidates.push_back(std::move(m.candidate));
+    page = detail::rank_search_page(std::move(candidates), q, p);
+  } else {
+    page = word_page(*conn, tenant, q, p, found);
+  }
   page.unindexed = unindexed;
+  return page;
+}
+
+SearchPage SqliteArtifactStore::Impl::word_page(Connection& conn, const std::string& tenant, const SearchQuery& q,
+                                                const detail::PreparedSearch& p, std::vector<WordMatch>& found) const {
+  // detail::hit_before and detail::after_cursor, on the keys.
+  std::sort(found.begin(), found.end(), [](const WordMatch& a, const WordMatch& b) {
+    if (*a.candidate.bm25 != *b.candidate.bm25) return *a.candidate.bm25 > *b.candidate.bm25;
+    if (const int c = a.id.compare(b.id); c != 0) return c < 0;
+    return a.version > b.version;
+  });
+  const auto after_cursor = [&p](const WordMatch& m) {
+    const detail::SearchCursor& at = *p.cursor;
+    if (*m.candidate.bm25 != at.score) return *m.candidate.bm25 < at.score;
+    if (const int c = m.id.compare(at.id); c != 0) return c > 0;
+    return static_cast<std::uint64_t>(m.version) < at.version;
+  };
+  // A record that cannot be read is left out of the page (as the scan leaves it out); unlike the scan, which never
+  // sees it, it keeps its place in the ranks, which are counted over the matches without reading them.
+  SearchPage page;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    WordMatch& m = found[i];
+    if (p.cursor && !after_cursor(m)) continue;
+    Query r(conn, fetch_version);
+    r.bind(1, tenant).bind(2, m.id).bind(3, m.version);
+    if (!r.step()) continue;
+    ArtifactPtr record_read;
+    try {
+      record_read = record(r);
+    } catch (const storage_error&) {
+      continue;
+    }
+    if (page.hits.size() == q.limit) {
+      page.next_cursor = detail::encode_cursor(q, page.hits.back());
+      break;
+    }
+    m.candidate.matched.text_rank = i + 1;
+    page.hits.push_back(SearchHit{std::move(record_read), *m.candidate.bm25, std::move(m.candidate.matched)});
+  }
   return page;
 }
 
@@ -1232,8 +1317,16 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
                                                                                 const SearchQuery& q,
                                                                                 const detail::PreparedSearch& p,
                                                                                 std::size_t& unindexed) const {
+  std::vector<detail::SearchCandidate> out;
+  for (auto& m : word_matches(conn, tenant, q, p, unindexed, true)) out.push_back(std::move(m.candidate));
+  return out;
+}
+
+std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::word_matches(
+    Connection& conn, const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p,
+    std::size_t& unindexed, bool records) const {
   const detail::WordQuery& words = p.words;
-  std::vector<detail::SearchCandidate> found;
+  std::vector<WordMatch> found;
   // The tenant's statistics, kept by the writes (migration 5): BM25's N and average length over the versions
   // searched, whatever the filters (as the scan), and its latest versions without words (SearchPage::unindexed).
   std::int64_t heads = 0, latest = 0, latest_words = 0, versions = 0, version_words = 0;
@@ -1302,8 +1395,11 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
   for (const auto& t : words.none_of) excluded += (excluded.empty() ? "" : " OR ") + phrase(t);
   if (excluded.empty()) excluded = "\"0x\"";
 
+  // The records are read with the matches where the query needs them to decide.
+  records = records || !q.filter.metadata.empty() ||
+            std::any_of(phrase_of.begin(), phrase_of.end(), [](int at) { return at < 0; });
   {
-    Query s(conn, search_match + variant);
+    Query s(conn, (records ? search_match : search_match_keys) + variant);
     bind_scope(s);
     s.bind(1, match).bind(10, excluded);
     const auto& f = q.filter;
@@ -1315,16 +1411,25 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
     if (f.created_after) s.bind(8, *f.created_after);
     if (f.created_before) s.bind(9, *f.created_before);
     constexpr int columns = 3;  // title, description, value
+    const int hits_column = records ? 15 : 2;  // after the record's columns, or the key's
     while (s.step()) {
+      WordMatch match;
       ArtifactPtr r;
-      try {
-        r = record(s);
-      } catch (const storage_error&) {
-        continue;  // unreadable: the scan skips it too
+      if (records) {
+        try {
+          r = record(s);
+        } catch (const storage_error&) {
+          continue;  // unreadable: the scan skips it too
+        }
+        if (!detail::matches_filter(*r, f)) continue;  // metadata conditions (and the rest again)
+        match.id = r->id();
+        match.version = static_cast<std::int64_t>(r->version());
+      } else {
+        match.id = std::string(s.text(0));
+        match.version = s.int64(1);
       }
-      if (!detail::matches_filter(*r, f)) continue;  // metadata conditions (and the rest again)
-      const std::string_view hits = s.blob(15);
-      const auto length = static_cast<double>(s.int64(16));
+      const std::string_view hits = s.blob(hits_column);
+      const auto length = static_cast<double>(s.int64(hits_column + 1));
       const auto count = [&hits](int phrase_index, int column) {
         std::int32_t n = 0;
         const std::size_t at = (static_cast<std::size_t>(phrase_index) * columns + static_cast<std::size_t>(column)) *
@@ -1363,7 +1468,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
       if (in_title) out.matched.fields.emplace_back("title");
       if (in_description) out.matched.fields.emplace_back("description");
       if (in_value) out.matched.fields.emplace_back("value");
-      found.push_back(std::move(out));
+      match.candidate = std::move(out);
+      found.push_back(std::move(match));
     }
   }
   return found;
