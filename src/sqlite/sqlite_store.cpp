@@ -113,6 +113,79 @@ CREATE INDEX cairn_search_changes_by_tenant ON cairn_search_changes (tenant_id, 
 CREATE TABLE cairn_search_pruned (through INTEGER NOT NULL);
 INSERT INTO cairn_search_pruned (through) VALUES (0);
 )sql",
+    // 4 -> 5: BM25's statistics per tenant, so a word search reads them instead of counting the tenant's versions:
+    // its ids (heads), its latest versions with words and their words (docs, doc_words), and its versions with
+    // words and their words (versions, version_words). Triggers keep them in the writing transaction, whatever
+    // statement changes a head or a words row: each adds the change's share of the heads-to-docs join from the
+    // other table as it is at that moment, so any order of writes leaves them exact. And each words row gets its
+    // version's type, so a word search filters by type without reading the versions' records.
+    R"sql(
+ALTER TABLE cairn_search_docs ADD COLUMN type TEXT;
+UPDATE cairn_search_docs SET type = (SELECT a.type FROM cairn_artifacts a WHERE a.tenant_id = cairn_search_docs.tenant_id
+  AND a.id = cairn_search_docs.id AND a.version = cairn_search_docs.version);
+CREATE TABLE cairn_search_stats (
+  tenant_id     TEXT    PRIMARY KEY,
+  heads         INTEGER NOT NULL DEFAULT 0,
+  docs          INTEGER NOT NULL DEFAULT 0,
+  doc_words     INTEGER NOT NULL DEFAULT 0,
+  versions      INTEGER NOT NULL DEFAULT 0,
+  version_words INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO cairn_search_stats (tenant_id, heads, docs, doc_words, versions, version_words)
+SELECT tenant_id, sum(heads), sum(docs), sum(doc_words), sum(versions), sum(version_words) FROM (
+  SELECT tenant_id, count(*) AS heads, 0 AS docs, 0 AS doc_words, 0 AS versions, 0 AS version_words
+  FROM cairn_heads GROUP BY tenant_id
+  UNION ALL
+  SELECT h.tenant_id, 0, count(*), sum(d.length), 0, 0 FROM cairn_heads h JOIN cairn_search_docs d
+  ON d.tenant_id = h.tenant_id AND d.id = h.id AND d.version = h.latest GROUP BY h.tenant_id
+  UNION ALL
+  SELECT tenant_id, 0, 0, 0, count(*), sum(length) FROM cairn_search_docs GROUP BY tenant_id)
+GROUP BY tenant_id;
+CREATE TRIGGER cairn_search_stats_doc_insert AFTER INSERT ON cairn_search_docs BEGIN
+  INSERT INTO cairn_search_stats (tenant_id, versions, version_words) VALUES (NEW.tenant_id, 0, 0)
+    ON CONFLICT DO NOTHING;
+  UPDATE cairn_search_stats SET versions = versions + 1, version_words = version_words + NEW.length,
+      docs = docs + x.latest, doc_words = doc_words + x.latest * NEW.length
+    FROM (SELECT EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = NEW.tenant_id AND h.id = NEW.id
+                         AND h.latest = NEW.version) AS latest) x
+    WHERE tenant_id = NEW.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_doc_delete AFTER DELETE ON cairn_search_docs BEGIN
+  UPDATE cairn_search_stats SET versions = versions - 1, version_words = version_words - OLD.length,
+      docs = docs - x.latest, doc_words = doc_words - x.latest * OLD.length
+    FROM (SELECT EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = OLD.tenant_id AND h.id = OLD.id
+                         AND h.latest = OLD.version) AS latest) x
+    WHERE tenant_id = OLD.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_head_insert AFTER INSERT ON cairn_heads BEGIN
+  INSERT INTO cairn_search_stats (tenant_id, heads) VALUES (NEW.tenant_id, 0) ON CONFLICT DO NOTHING;
+  UPDATE cairn_search_stats SET heads = heads + 1, docs = docs + (x.length IS NOT NULL),
+      doc_words = doc_words + coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = NEW.tenant_id AND d.id = NEW.id
+                  AND d.version = NEW.latest) AS length) x
+    WHERE tenant_id = NEW.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_head_update AFTER UPDATE OF tenant_id, id, latest ON cairn_heads BEGIN
+  UPDATE cairn_search_stats SET heads = heads - 1, docs = docs - (x.length IS NOT NULL),
+      doc_words = doc_words - coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = OLD.tenant_id AND d.id = OLD.id
+                  AND d.version = OLD.latest) AS length) x
+    WHERE tenant_id = OLD.tenant_id;
+  INSERT INTO cairn_search_stats (tenant_id, heads) VALUES (NEW.tenant_id, 0) ON CONFLICT DO NOTHING;
+  UPDATE cairn_search_stats SET heads = heads + 1, docs = docs + (x.length IS NOT NULL),
+      doc_words = doc_words + coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = NEW.tenant_id AND d.id = NEW.id
+                  AND d.version = NEW.latest) AS length) x
+    WHERE tenant_id = NEW.tenant_id;
+END;
+CREATE TRIGGER cairn_search_stats_head_delete AFTER DELETE ON cairn_heads BEGIN
+  UPDATE cairn_search_stats SET heads = heads - 1, docs = docs - (x.length IS NOT NULL),
+      doc_words = doc_words - coalesce(x.length, 0)
+    FROM (SELECT (SELECT d.length FROM cairn_search_docs d WHERE d.tenant_id = OLD.tenant_id AND d.id = OLD.id
+                  AND d.version = OLD.latest) AS length) x
+    WHERE tenant_id = OLD.tenant_id;
+END;
+)sql",
 };
 
 constexpr const char* record_columns =
@@ -156,22 +229,21 @@ enum Stmt : std::size_t {
   prune_due,
   changes_prune,
   pruned_set,
-  docs_last,
   vectors_current,
   candidate_get,
-  unindexed_words,
   unindexed_vectors,
   unembedded_next,
   vector_upsert,
   unindexed_all,
   unembedded_all,
-  // Each of the search statements in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
-  // The search statements: the statistics of the tenant's versions searched, + (all versions ? 1 : 0); the
-  // matches, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
   search_stats,
-  search_df = search_stats + 2,
-  search_match = search_df + 2,
-  statement_count = search_match + 4
+  search_df_rows,
+  search_df_latest,
+  // The matches in four variants, + (all versions ? 1 : 0) + (a prefix with an upper bound ? 2 : 0).
+  search_match,
+  // ... each without its record (the versions' keys only: the page's records are read after the ranking).
+  search_match_keys = search_match + 4,
+  statement_count = search_match_keys + 4
 };
 
 std::string statement_sql(Stmt s) {
@@ -211,7 +283,7 @@ std::string statement_sql(Stmt s) {
     case tenant_number: return "SELECT n FROM cairn_search_tenants WHERE tenant_id = ?1";
     case tenant_insert: return "INSERT INTO cairn_search_tenants (tenant_id) VALUES (?1)";
     case doc_insert:
-      return "INSERT INTO cairn_search_docs (tenant_id, id, version, length) VALUES (?1, ?2, ?3, ?4) "
+      return "INSERT INTO cairn_search_docs (tenant_id, id, version, length, type) VALUES (?1, ?2, ?3, ?4, ?5) "
              "ON CONFLICT DO NOTHING";
     case text_insert:
       return "INSERT INTO cairn_search_text (rowid, title, description, value) VALUES (?1, ?2, ?3, ?4)";
@@ -255,7 +327,6 @@ std::string statement_sql(Stmt s) {
       return "SELECT (SELECT max(seq) FROM cairn_search_changes), (SELECT through FROM cairn_search_pruned)";
     case changes_prune: return "DELETE FROM cairn_search_changes WHERE seq <= ?1";
     case pruned_set: return "UPDATE cairn_search_pruned SET through = ?1";
-    case docs_last: return "SELECT max(doc) FROM cairn_search_docs";
     case vectors_current:
       // Every latest version's vector of the (tenant, model): how an index is first built.
       // Columns 3-7: what a filter reads of the version (detail::FilterFields), kept beside its vector.
@@ -274,10 +345,6 @@ std::string statement_sql(Stmt s) {
                          "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
                          "AND n.version > ?3)",
                          artifact_columns);
-    case unindexed_words:
-      // The tenant's latest versions without words in the index (SearchPage::unindexed).
-      return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
-             "cairn_search_docs d WHERE d.tenant_id = h.tenant_id AND d.id = h.id AND d.version = h.latest)";
     case unindexed_vectors:
       // ... without a vector of the model ?2.
       return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
@@ -308,30 +375,46 @@ std::string statement_sql(Stmt s) {
              "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM cairn_artifacts WHERE tenant_id = ?1 "
              "AND id = ?2 AND version = ?3) ON CONFLICT (tenant_id, id, version) DO UPDATE SET model = excluded.model, "
              "dim = excluded.dim, vec = excluded.vec WHERE model <> excluded.model";
+    case search_stats:
+      // The tenant's statistics (migration 5): BM25's N and total length over its latest versions and over all of
+      // them, and its ids (those without words are SearchPage::unindexed).
+      return "SELECT heads, docs, doc_words, versions, version_words FROM cairn_search_stats WHERE tenant_id = ?1";
+    case search_df_rows:
+      // In how many rows of the index a word ?1 (with its tenant's prefix) occurs: its document frequency over
+      // all of the tenant's versions, from the postings alone.
+      return "SELECT count(*) FROM cairn_search_text WHERE cairn_search_text MATCH ?1";
+    case search_df_latest:
+      // ... over the tenant ?2's latest versions: each posting's version checked against its head.
+      // CROSS JOIN: FTS5 drives (the word's postings), never one MATCH per row of the tenant's docs.
+      return "SELECT count(*) FROM cairn_search_text t CROSS JOIN cairn_search_docs d ON d.doc = t.rowid "
+             "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version "
+             "WHERE d.tenant_id = ?2 AND t.cairn_search_text MATCH ?1";
     case statement_count: break;
     default: {
-      // The versions searched are the tenant's ?2 (latest, unless all versions); the matches' also under the id
-      // prefix [?3, ?4).
-      const std::size_t variant = s < search_match ? (s - search_stats) % 2 : (s - search_match) % 4;
+      // The versions searched are the tenant's ?2 (latest, unless all versions) under the id prefix [?3, ?4).
+      const std::size_t variant = (s - search_match) % 4;
+      const bool keys = s >= search_match_keys;
       const std::string versions =
           (variant & 1) != 0 ? ""
                              : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version";
-      if (s < search_df) {
-        // How many versions are searched and their words (BM25's N and average length).
-        return fmt::format("SELECT count(*), sum(d.length) FROM cairn_search_docs d {} WHERE d.tenant_id = ?2",
-                           versions);
-      }
-      if (s < search_match) {
-        // In how many of them a word occurs (its document frequency).
-        // CROSS JOIN: FTS5 drives (the word's postings), never one MATCH per row of the tenant's docs.
-        return fmt::format("SELECT count(*) FROM cairn_search_text t CROSS JOIN cairn_search_docs d ON d.doc = t.rowid "
-                           "{} WHERE d.tenant_id = ?2 AND t.cairn_search_text MATCH ?1",
-                           versions);
-      }
       const std::string scope = fmt::format("{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}", versions,
                                             (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
-      // The versions the word query matches, with the filters SQL can check, each with its record, its length and
-      // where the query's phrases occur in it (cairn_hits).
+      if (keys) {
+        // The versions the word query matches, with the filters SQL can check, each with its length and where the
+        // query's phrases occur in it (cairn_hits); the type from the words row, the version's row read only for a
+        // filter that needs it.
+        return fmt::format(
+            "SELECT d.id, d.version, cairn_hits(cairn_search_text), d.length FROM cairn_search_text "
+            "CROSS JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
+            "{} AND cairn_search_text MATCH ?1 AND (?5 IS NULL OR d.type = ?5) "
+            "AND (coalesce(?6, ?7, ?8, ?9) IS NULL OR EXISTS (SELECT 1 FROM cairn_artifacts a "
+            "WHERE a.tenant_id = d.tenant_id AND a.id = d.id AND a.version = d.version "
+            "AND (?6 IS NULL OR a.mime_type = ?6) AND (?7 IS NULL OR a.created_by = ?7) "
+            "AND (?8 IS NULL OR a.created_at >= ?8) AND (?9 IS NULL OR a.created_at < ?9))) "
+            "AND cairn_search_text.rowid NOT IN (SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
+            scope);
+      }
+      // ... each with its record.
       return fmt::format(
           "SELECT {}, cairn_hits(cairn_search_text), d.length FROM cairn_search_text "
           "CROSS JOIN cairn_search_docs d ON d.doc = cairn_search_text.rowid "
@@ -454,15 +537,16 @@ struct SqliteArtifactStore::Impl {
     return sqlite3_last_insert_rowid(c.db());
   }
 
-  /// Adds a stored version's words to the search tables (inside the caller's write transaction).
+  /// Adds a stored version's words (and its type) to the search tables (inside the caller's write transaction).
   static bool index_words(Connection& c, const std::string& tenant, const std::string& id, std::int64_t version,
-                          const detail::RecordWords& words) {
+                          const std::string& type, const detail::RecordWords& words) {
     const std::string prefix = tenant_prefix(*tenant_of(c, tenant, true));
     Query(c, doc_insert)
         .bind(1, tenant)
         .bind(2, id)
         .bind(3, version)
         .bind(4, static_cast<std::int64_t>(words.length()))
+        .bind(5, type)
         .run();
     if (sqlite3_changes(c.db()) == 0) return false;  // indexed already
     const std::int64_t doc = sqlite3_last_insert_rowid(c.db());
@@ -542,7 +626,7 @@ struct SqliteArtifactStore::Impl {
         // Another process that opened the file may have indexed it meanwhile: then nothing is added. Removed, or
         // removed and stored again, since it was read: its words are not the version's.
         if (!still_the_record(c, *r)) continue;
-        if (index_words(c, r->tenant_id(), r->id(), static_cast<std::int64_t>(r->version()),
+        if (index_words(c, r->tenant_id(), r->id(), static_cast<std::int64_t>(r->version()), r->type().str(),
                         detail::record_words(*r))) {
           ++done;
         }
@@ -658,11 +742,25 @@ struct SqliteArtifactStore::Impl {
   SearchPage search_hybrid(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
 
   // The parts of those, each inside the caller's read transaction on `conn` (one snapshot per query).
+  /// A version the word query matched: its key, its BM25 score and what matched, and its record when read.
+  struct WordMatch {
+    std::string id;
+    std::int64_t version = 0;
+    detail::SearchCandidate candidate;
+  };
   /// The versions the word query matches, with the filters, each with its BM25 score and what matched; `unindexed`
-  /// gets the count of the tenant's latest versions without words.
+  /// gets the count of the tenant's latest versions without words. With `records` false, the records are read only
+  /// where the query needs them to decide (metadata conditions, words that occur only inside phrases).
+  std::vector<WordMatch> word_matches(Connection& conn, const std::string& tenant, const SearchQuery& q,
+                                      const detail::PreparedSearch& p, std::size_t& unindexed, bool records) const;
+  /// The same, every one with its record (as hybrid fuses them).
   std::vector<detail::SearchCandidate> word_candidates(Connection& conn, const std::string& tenant,
                                                        const SearchQuery& q, const detail::PreparedSearch& p,
                                                        std::size_t& unindexed) const;
+  /// A page of words alone ranked from the matches' keys (rank_search_page's order, ranks, cursor and page), the
+  /// records of that page alone read (and the next one's, to know there is a next page).
+  SearchPage word_page(Connection& conn, const std::string& tenant, const SearchQuery& q,
+                       const detail::PreparedSearch& p, std::vector<WordMatch>& found) const;
   /// The (tenant, model) index, caught up from the change sequence; `unindexed` gets the count of the tenant's
   /// latest versions without a vector of the model (0 on a store without that embedder).
   std::shared_ptr<const detail::VectorIndex> vector_index(Connection& conn, const std::string& tenant,
@@ -711,12 +809,6 @@ struct SqliteArtifactStore::Impl {
   // search_similar's count of unindexed versions per (tenant, model), with the change sequence it was made at.
   mutable std::mutex unindexed_mutex;
   mutable std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::size_t>> unindexed_counts;
-  // The words' count per tenant, with the file's last change and last words row it was made at.
-  struct WordsUnindexed {
-    std::int64_t last_change = 0, last_doc = 0;
-    std::size_t count = 0;
-  };
-  mutable std::map<std::string, WordsUnindexed> words_unindexed;
 
   std::string path;
   SqliteOptions options;
@@ -857,7 +949,7 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
     }
     ins.bind(12, record.schema_url()).bind(13, record.created_by()).bind(14, created_at).bind(15, metadata);
     ins.run();
-    index_words(*conn, record.tenant_id(), id, version, words);
+    index_words(*conn, record.tenant_id(), id, version, record.type().str(), words);
     // The previous latest version leaves the indexes; a first version removes nothing but moves the sequence too.
     Query(*conn, change_remove).bind(1, record.tenant_id()).bind(2, id).bind(3, version - 1).run();
     if (vector) {
@@ -1230,10 +1322,59 @@ SearchPage SqliteArtifactStore::Impl::search_hybrid(const std::string& tenant, c
 SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, const SearchQuery& q,
                                                    const detail::PreparedSearch& p) const {
   auto conn = pool.acquire();
-  ReadTransaction read(*conn);  // the statistics and the matches see the same snapshot
+  ReadTransaction read(*conn);  // the statistics, the matches and the page's records see the same snapshot
   std::size_t unindexed = 0;
-  SearchPage page = detail::rank_search_page(word_candidates(*conn, tenant, q, p, unindexed), q, p);
+  // The matches' keys and scores, ranked, and the records of the page alone; where the query needed a match's
+  // record to decide it, every match was read with its record.
+  std::vector<WordMatch> found = word_matches(*conn, tenant, q, p, unindexed, false);
+  SearchPage page;
+  if (std::any_of(found.begin(), found.end(), [](const WordMatch& m) { return m.candidate.record != nullptr; })) {
+    std::vector<detail::SearchCandidate> candidates;
+    for (auto& m : found) candidates.push_back(std::move(m.candidate));
+    page = detail::rank_search_page(std::move(candidates), q, p);
+  } else {
+    page = word_page(*conn, tenant, q, p, found);
+  }
   page.unindexed = unindexed;
+  return page;
+}
+
+SearchPage SqliteArtifactStore::Impl::word_page(Connection& conn, const std::string& tenant, const SearchQuery& q,
+                                                const detail::PreparedSearch& p, std::vector<WordMatch>& found) const {
+  // detail::hit_before and detail::after_cursor, on the keys.
+  std::sort(found.begin(), found.end(), [](const WordMatch& a, const WordMatch& b) {
+    if (*a.candidate.bm25 != *b.candidate.bm25) return *a.candidate.bm25 > *b.candidate.bm25;
+    if (const int c = a.id.compare(b.id); c != 0) return c < 0;
+    return a.version > b.version;
+  });
+  const auto after_cursor = [&p](const WordMatch& m) {
+    const detail::SearchCursor& at = *p.cursor;
+    if (*m.candidate.bm25 != at.score) return *m.candidate.bm25 < at.score;
+    if (const int c = m.id.compare(at.id); c != 0) return c > 0;
+    return static_cast<std::uint64_t>(m.version) < at.version;
+  };
+  // A record that cannot be read is left out of the page (as the scan leaves it out); unlike the scan, which never
+  // sees it, it keeps its place in the ranks, which are counted over the matches without reading them.
+  SearchPage page;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    WordMatch& m = found[i];
+    if (p.cursor && !after_cursor(m)) continue;
+    Query r(conn, fetch_version);
+    r.bind(1, tenant).bind(2, m.id).bind(3, m.version);
+    if (!r.step()) continue;
+    ArtifactPtr record_read;
+    try {
+      record_read = record(r);
+    } catch (const storage_error&) {
+      continue;
+    }
+    if (page.hits.size() == q.limit) {
+      page.next_cursor = detail::encode_cursor(q, page.hits.back());
+      break;
+    }
+    m.candidate.matched.text_rank = i + 1;
+    page.hits.push_back(SearchHit{std::move(record_read), *m.candidate.bm25, std::move(m.candidate.matched)});
+  }
   return page;
 }
 
@@ -1242,53 +1383,44 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
                                                                                 const SearchQuery& q,
                                                                                 const detail::PreparedSearch& p,
                                                                                 std::size_t& unindexed) const {
+  std::vector<detail::SearchCandidate> out;
+  for (auto& m : word_matches(conn, tenant, q, p, unindexed, true)) out.push_back(std::move(m.candidate));
+  return out;
+}
+
+std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::word_matches(
+    Connection& conn, const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p,
+    std::size_t& unindexed, bool records) const {
   const detail::WordQuery& words = p.words;
-  std::vector<detail::SearchCandidate> found;
-  // Unindexed: counting probes a words row per latest version of the tenant, so the count is kept per tenant with
-  // the file's last change and last words row: every store and remove writes a change row (the sequence only
-  // grows), and indexing older versions only adds words rows (numbered upwards), so while both stay, the tenant's
-  // latest versions and their words do too.
-  const auto last_of = [&conn](Stmt s) {
-    Query l(conn, s);
-    return l.step() && !l.is_null(0) ? l.int64(0) : std::int64_t{0};
-  };
-  const std::int64_t last_change = last_of(changes_last), last_doc = last_of(docs_last);
-  std::optional<std::size_t> known;
+  std::vector<WordMatch> found;
+  // The tenant's statistics, kept by the writes (migration 5): BM25's N and average length over the versions
+  // searched, whatever the filters (as the scan), and its latest versions without words (SearchPage::unindexed).
+  std::int64_t heads = 0, latest = 0, latest_words = 0, versions = 0, version_words = 0;
   {
-    std::lock_guard lock(unindexed_mutex);
-    const auto it = words_unindexed.find(tenant);
-    if (it != words_unindexed.end() && it->second.last_change == last_change && it->second.last_doc == last_doc) {
-      known = it->second.count;
+    Query s(conn, search_stats);
+    s.bind(1, tenant);
+    if (s.step()) {
+      heads = s.int64(0);
+      latest = s.int64(1);
+      latest_words = s.int64(2);
+      versions = s.int64(3);
+      version_words = s.int64(4);
     }
   }
-  if (!known) {
-    Query u(conn, unindexed_words);
-    u.bind(1, tenant);
-    known = u.step() ? static_cast<std::size_t>(u.int64(0)) : 0;
-    std::lock_guard lock(unindexed_mutex);
-    words_unindexed[tenant] = {last_change, last_doc, *known};
-  }
-  unindexed = *known;
+  unindexed = static_cast<std::size_t>(std::max<std::int64_t>(0, heads - latest));
   const auto number = tenant_of(conn, tenant, false);
   if (!number) return found;  // the tenant never stored anything
   const std::string prefix = tenant_prefix(*number);
   const auto upper = prefix_upper_bound(q.filter.id_prefix);
-  const std::size_t variant = (q.all_versions ? 1 : 0) + (upper ? 2 : 0);
+  // With every version that has words a latest one (no history), the tenant's rows of the index are the versions
+  // searched: the postings alone count a word's documents, and a match needs no look at its head.
+  const bool history = !q.all_versions && versions != latest;
+  const std::size_t variant = (history ? 0 : 1) + (upper ? 2 : 0);
   const auto bind_scope = [&](Query& s) {
     s.bind(2, tenant).bind(3, q.filter.id_prefix).bind(4, upper);
   };
-  // BM25's statistics are the tenant's versions searched (latest, or all), whatever the filters (as the scan).
-  const std::size_t whole = q.all_versions ? 1 : 0;
-  const auto bind_tenant = [&](Query& s) { s.bind(2, tenant); };
-  std::size_t documents = 0, total_length = 0;
-  {
-    Query s(conn, search_stats + whole);
-    bind_tenant(s);
-    if (s.step()) {
-      documents = static_cast<std::size_t>(s.int64(0));
-      total_length = static_cast<std::size_t>(s.int64(1));
-    }
-  }
+  const std::size_t documents = static_cast<std::size_t>(q.all_versions ? versions : latest);
+  const std::size_t total_length = static_cast<std::size_t>(q.all_versions ? version_words : latest_words);
   const auto phrase = [&prefix](const detail::QueryTerm& t) {
     std::string out = "\"";
     for (const auto& w : t.words) out += (out.size() > 1 ? " " : "") + prefix + w;
@@ -1297,8 +1429,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
   const std::vector<std::string> scored = words.words();
   std::vector<std::size_t> df(scored.size(), 0);
   for (std::size_t i = 0; i < scored.size(); ++i) {
-    Query s(conn, search_df + whole);
-    bind_tenant(s);
+    Query s(conn, history ? search_df_latest : search_df_rows);
+    if (history) s.bind(2, tenant);
     const std::string match = phrase(detail::QueryTerm{{scored[i]}});
     s.bind(1, match);
     if (s.step()) df[i] = static_cast<std::size_t>(s.int64(0));
@@ -1329,8 +1461,11 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
   for (const auto& t : words.none_of) excluded += (excluded.empty() ? "" : " OR ") + phrase(t);
   if (excluded.empty()) excluded = "\"0x\"";
 
+  // The records are read with the matches where the query needs them to decide.
+  records = records || !q.filter.metadata.empty() ||
+            std::any_of(phrase_of.begin(), phrase_of.end(), [](int at) { return at < 0; });
   {
-    Query s(conn, search_match + variant);
+    Query s(conn, (records ? search_match : search_match_keys) + variant);
     bind_scope(s);
     s.bind(1, match).bind(10, excluded);
     const auto& f = q.filter;
@@ -1342,16 +1477,25 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
     if (f.created_after) s.bind(8, *f.created_after);
     if (f.created_before) s.bind(9, *f.created_before);
     constexpr int columns = 3;  // title, description, value
+    const int hits_column = records ? 15 : 2;  // after the record's columns, or the key's
     while (s.step()) {
+      WordMatch match;
       ArtifactPtr r;
-      try {
-        r = record(s);
-      } catch (const storage_error&) {
-        continue;  // unreadable: the scan skips it too
+      if (records) {
+        try {
+          r = record(s);
+        } catch (const storage_error&) {
+          continue;  // unreadable: the scan skips it too
+        }
+        if (!detail::matches_filter(*r, f)) continue;  // metadata conditions (and the rest again)
+        match.id = r->id();
+        match.version = static_cast<std::int64_t>(r->version());
+      } else {
+        match.id = std::string(s.text(0));
+        match.version = s.int64(1);
       }
-      if (!detail::matches_filter(*r, f)) continue;  // metadata conditions (and the rest again)
-      const std::string_view hits = s.blob(15);
-      const auto length = static_cast<double>(s.int64(16));
+      const std::string_view hits = s.blob(hits_column);
+      const auto length = static_cast<double>(s.int64(hits_column + 1));
       const auto count = [&hits](int phrase_index, int column) {
         std::int32_t n = 0;
         const std::size_t at = (static_cast<std::size_t>(phrase_index) * columns + static_cast<std::size_t>(column)) *
@@ -1390,7 +1534,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(
       if (in_title) out.matched.fields.emplace_back("title");
       if (in_description) out.matched.fields.emplace_back("description");
       if (in_value) out.matched.fields.emplace_back("value");
-      found.push_back(std::move(out));
+      match.candidate = std::move(out);
+      found.push_back(std::move(match));
     }
   }
   return found;

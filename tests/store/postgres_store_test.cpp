@@ -986,6 +986,30 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
   }
 }
 
+TEST_CASE("postgres search: a tenant without history and one with it give the default scan's pages, as it changes") {
+  PostgresArtifactStore store(base_conninfo());
+  const std::string t = random_name("st_");
+  const std::vector<std::string> texts = {"apple pie", "apple tart", "pie crust", "apple apple crumble", "tart"};
+  for (std::size_t i = 0; i < 10; ++i) (void)store.store(*note(t, "n" + std::to_string(i), texts[i % texts.size()]));
+  const auto same = [&](const std::string& when) {
+    for (const std::string text : {"apple", "pie", "apple pie", "tart OR crumble"}) {
+      for (const bool all : {false, true}) {
+        SearchQuery q;
+        q.text = text;
+        q.all_versions = all;
+        q.limit = 3;
+        INFO(when << ": '" << text << "' all_versions " << all);
+        require_same_search(store, t, q);
+      }
+    }
+  };
+  same("every version a latest one");
+  (void)store.store(*note(t, "n1", "plum"));  // n1's first version is history now: "apple" counts it with all alone
+  same("one older version");
+  store.remove("n1", t);  // no history again
+  same("history removed");
+}
+
 TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
   PostgresArtifactStore store(base_conninfo());
   const std::string t = random_name("st_");

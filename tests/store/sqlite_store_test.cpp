@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <random>
 #include <fstream>
+#include <map>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -656,6 +657,28 @@ void require_same_page(const SearchPage& index, const SearchPage& scan, const st
   CHECK(index.unindexed == scan.unindexed);
 }
 
+// The statistics the writes keep per tenant (migration 5) against a count of the rows they stand for: its ids, its
+// latest versions with words and their words, its versions with words and theirs.
+void check_search_stats(const std::string& path) {
+  RawDb raw(path);
+  const std::string kept = raw.scalar(
+      "SELECT group_concat(s, ' ') FROM (SELECT tenant_id || ':' || heads || ',' || docs || ',' || doc_words || ',' "
+      "|| versions || ',' || version_words AS s FROM cairn_search_stats WHERE heads <> 0 OR docs <> 0 OR "
+      "doc_words <> 0 OR versions <> 0 OR version_words <> 0 ORDER BY tenant_id)");
+  const std::string counted = raw.scalar(
+      "SELECT group_concat(s, ' ') FROM (SELECT t.tenant_id || ':' || "
+      "(SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT count(*) FROM cairn_heads h JOIN cairn_search_docs d ON d.tenant_id = h.tenant_id AND d.id = h.id "
+      " AND d.version = h.latest WHERE h.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT coalesce(sum(d.length), 0) FROM cairn_heads h JOIN cairn_search_docs d ON d.tenant_id = h.tenant_id "
+      " AND d.id = h.id AND d.version = h.latest WHERE h.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT count(*) FROM cairn_search_docs d WHERE d.tenant_id = t.tenant_id) || ',' || "
+      "(SELECT coalesce(sum(d.length), 0) FROM cairn_search_docs d WHERE d.tenant_id = t.tenant_id) AS s "
+      "FROM (SELECT tenant_id FROM cairn_heads UNION SELECT tenant_id FROM cairn_search_docs) t "
+      "ORDER BY t.tenant_id)");
+  CHECK(kept == counted);
+}
+
 }  // namespace
 
 TEST_CASE("search by words on the FTS5 index finds exactly what the scan finds, with the same scores and pages") {
@@ -675,6 +698,7 @@ TEST_CASE("search by words on the FTS5 index finds exactly what the scan finds, 
       (void)store.store(*random_record(rng, tenant, id));
     }
   }
+  check_search_stats(store.path());
   const std::size_t rounds = rounds_from_env("CAIRN_SEARCH_ROUNDS", 150);
   for (std::size_t round = 0; round < rounds; ++round) {
     SearchQuery q;
@@ -749,6 +773,63 @@ TEST_CASE("search by words: the index follows new versions, removals and re-crea
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_text") == "2");
 }
 
+TEST_CASE("search by words: the page read after the ranking is the page of every match read, damaged rows left out") {
+  TempDir dir;
+  SqliteArtifactStore store(dir.file("page.db"));
+  for (int i = 0; i < 14; ++i) {
+    std::string text = "apple";
+    for (int k = 0; k < i % 4; ++k) text += " pie";
+    (void)store.store(*ArtifactRecord::builder().tenant_id("t").id(fmt::format("n{:02}", i)).type("document")
+                           .title(i % 3 ? "apple" : "tart").value(json(text)).metadata(json{{"k", 1}}).build());
+  }
+  (void)store.store(*note("t", "n03", "apple tart"));  // history: the latest versions' page is checked on its heads
+  {
+    RawDb raw(store.path());
+    raw.exec("UPDATE cairn_artifacts SET value = '{\"unterminated' WHERE id IN ('n05', 'n10')");
+  }
+  // The same query with a metadata condition every record passes reads every match's record as it ranks. The
+  // damaged rows are left out of both; the ranks counted without reading the records still count them.
+  for (const bool all : {false, true}) {
+    std::map<std::string, std::size_t> ranks;  // by id: the same whatever the page size
+    for (const std::size_t limit : {1u, 3u, 5u, 20u}) {
+      SearchQuery keys;
+      keys.text = "apple pie";
+      keys.all_versions = all;
+      keys.limit = limit;
+      keys.filter.type = ArtifactType{"document"};
+      SearchQuery records = keys;
+      records.filter.metadata.push_back({"/k", FieldOp::exists, nullptr});
+      std::vector<std::string> seen;
+      for (int page = 0; page < 20; ++page) {
+        INFO("all " << all << ", limit " << limit << ", page " << page);
+        const SearchPage a = store.search("t", keys);
+        const SearchPage b = store.search("t", records);
+        REQUIRE(a.hits.size() == b.hits.size());
+        for (std::size_t i = 0; i < a.hits.size(); ++i) {
+          CHECK(*a.hits[i].record == *b.hits[i].record);
+          CHECK(a.hits[i].score == b.hits[i].score);
+          CHECK(a.hits[i].matched.words == b.hits[i].matched.words);
+          CHECK(a.hits[i].matched.fields == b.hits[i].matched.fields);
+          CHECK(a.hits[i].matched.text_rank >= b.hits[i].matched.text_rank);
+          CHECK(a.hits[i].matched.text_rank <= b.hits[i].matched.text_rank + 2);
+          const auto known = ranks.emplace(a.hits[i].record->id(), a.hits[i].matched.text_rank).first;
+          CHECK(known->second == a.hits[i].matched.text_rank);
+          seen.push_back(a.hits[i].record->id());
+        }
+        CHECK(a.unindexed == b.unindexed);
+        REQUIRE(a.next_cursor.has_value() == b.next_cursor.has_value());
+        if (!a.next_cursor) break;
+        keys.cursor = *a.next_cursor;
+        records.cursor = *b.next_cursor;
+      }
+      CHECK(std::find(seen.begin(), seen.end(), "n05") == seen.end());
+      CHECK(std::find(seen.begin(), seen.end(), "n10") == seen.end());
+      // 10 versions hold both words, n03's only with all versions (its latest has no "pie"); 2 damaged.
+      CHECK(seen.size() == (all ? 8u : 7u));
+    }
+  }
+}
+
 TEST_CASE("search by words: no query text reaches FTS5's syntax") {
   TempDir dir;
   SqliteArtifactStore store(dir.file("syntax.db"));
@@ -805,6 +886,86 @@ TEST_CASE("a file from before search is migrated, records untouched, and its wor
   q.text = "tart";
   REQUIRE(store.search("t", q).hits.size() == 1);
   CHECK(store.reindex("t") == 0);  // nothing left to index
+}
+
+TEST_CASE("a file of schema 4 gets its tenants' search statistics counted once, then kept by every write") {
+  TempDir dir;
+  const auto path = dir.file("v4.db");
+  std::mt19937 rng(7);
+  {
+    SqliteArtifactStore store(path);
+    // History (new versions), removals and re-creations, in two tenants.
+    for (int i = 0; i < 80; ++i) {
+      const std::string tenant = i % 3 == 0 ? "u" : "t";
+      const std::string id = fmt::format("n{}", rng() % 12);
+      if (rng() % 8 == 0 && !store.versions(id, tenant).empty()) {
+        store.remove(id, tenant);
+      } else {
+        (void)store.store(*random_record(rng, tenant, id));
+      }
+    }
+  }
+  {
+    // Schema 4 as that cairn left it: no statistics; and some versions whose words were never indexed.
+    RawDb raw(path);
+    raw.exec("DROP TRIGGER cairn_search_stats_doc_insert; DROP TRIGGER cairn_search_stats_doc_delete; "
+             "DROP TRIGGER cairn_search_stats_head_insert; DROP TRIGGER cairn_search_stats_head_update; "
+             "DROP TRIGGER cairn_search_stats_head_delete; DROP TABLE cairn_search_stats; "
+             "ALTER TABLE cairn_search_docs DROP COLUMN type; UPDATE cairn_schema SET version = 4;");
+    raw.exec("DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE id = 'n3'); "
+             "DELETE FROM cairn_search_docs WHERE id = 'n3';");
+    CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == "0");
+  }
+  SqliteArtifactStore store(path);
+  CHECK(RawDb(path).scalar("SELECT version FROM cairn_schema") == std::to_string(SqliteArtifactStore::schema_version));
+  check_search_stats(path);
+  const auto same_pages = [&store](const std::string& when) {
+    for (const std::string tenant : {"t", "u"}) {
+      for (const bool all : {false, true}) {
+        for (int k = 0; k < 12; ++k) {
+          SearchQuery q;
+          q.text = search_vocabulary[static_cast<std::size_t>(k / 2)];
+          q.all_versions = all;
+          q.limit = 3;
+          if (k % 2) q.filter.type = ArtifactType{"document"};
+          for (int page = 0; page < 4; ++page) {  // through the cursors
+            const SearchPage scan = store.ArtifactStore::search(tenant, q);
+            require_same_page(store.search(tenant, q), scan,
+                              fmt::format("{}: '{}' in {}, all {}, type {}, page {}", when, q.text, tenant, all,
+                                          k % 2 ? "document" : "-", page));
+            if (!scan.next_cursor) break;
+            q.cursor = *scan.next_cursor;
+          }
+        }
+      }
+    }
+  };
+  SearchQuery q;
+  q.text = search_vocabulary[0];
+  for (const std::string tenant : {"t", "u"}) {
+    INFO(tenant);
+    CHECK(store.search(tenant, q).unindexed == (store.versions("n3", tenant).empty() ? 0 : 1));
+  }
+  (void)store.reindex("t");
+  (void)store.reindex("u");
+  check_search_stats(path);
+  CHECK(store.search("t", q).unindexed == 0);
+  same_pages("migrated and reindexed");
+  // Each words row has its version's type (a word search filters by it), the migrated ones too.
+  CHECK(RawDb(path).scalar("SELECT count(*) FROM cairn_search_docs d JOIN cairn_artifacts a ON a.tenant_id = "
+                           "d.tenant_id AND a.id = d.id AND a.version = d.version WHERE d.type IS NOT a.type") == "0");
+  // Every write from here is kept: new versions, removals, re-creations.
+  for (int i = 0; i < 40; ++i) {
+    const std::string tenant = i % 2 ? "u" : "t";
+    const std::string id = fmt::format("n{}", rng() % 12);
+    if (rng() % 5 == 0 && !store.versions(id, tenant).empty()) {
+      store.remove(id, tenant);
+    } else {
+      (void)store.store(*random_record(rng, tenant, id));
+    }
+  }
+  check_search_stats(path);
+  same_pages("after writes");
 }
 
 TEST_CASE("reindex indexes versions that have no words indexed, and only the tenant's") {

@@ -79,7 +79,7 @@ struct SqliteOptions {
 class SqliteArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; files with a lower one are migrated when opened.
-  static constexpr int schema_version = 4;
+  static constexpr int schema_version = 5;
 
   /// Opens (creating when missing) the database at `path`. In-memory databases (":memory:", "") are refused:
   /// each connection would see its own empty database; use InMemoryArtifactStore instead.
