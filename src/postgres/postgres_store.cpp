@@ -27,6 +27,7 @@
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"
 #include "cairn/detail/text.hpp"
+#include "cairn/detail/filter_columns.hpp"
 #include "cairn/detail/vector_cache.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -880,6 +881,13 @@ std::string vector_bytea(const std::vector<float>& v) {
 }
 
 /// The vector a bytea column's text ("\\x...") holds; nothing when it is not whole floats.
+/// A bigint column in PostgreSQL's binary format: 8 bytes, most significant first.
+std::int64_t binary_int64(const char* bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | static_cast<unsigned char>(bytes[i]);
+  return static_cast<std::int64_t>(v);
+}
+
 std::optional<std::vector<float>> bytea_vector(std::string_view text) {
   if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || (text.size() - 2) % 8 != 0) return std::nullopt;
   const auto nibble = [](char c) -> int {
@@ -1072,11 +1080,13 @@ struct PostgresArtifactStore::Impl {
     return last;
   }
 
-  Result run(Connection& c, Stmt s, const Params& p) const {
+  // Runs a prepared statement; with `binary`, its rows come in PostgreSQL's binary format (binary_int64).
+  Result run(Connection& c, Stmt s, const Params& p, bool binary = false) const {
     return exec(
         c,
         [&](PGconn* conn) {
-          return PQsendQueryPrepared(conn, statement_names[s], p.count, p.values.data(), nullptr, nullptr, 0) == 1;
+          return PQsendQueryPrepared(conn, statement_names[s], p.count, p.values.data(), nullptr, nullptr,
+                                     binary ? 1 : 0) == 1;
         },
         statement_names[s], statement_deadline());
   }
@@ -1322,7 +1332,9 @@ struct PostgresArtifactStore::Impl {
   std::string where = "postgres store";
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
-  mutable detail::VectorCache vectors;  // this process's approximate indexes, caught up from cairn_search_changes
+  // this process's indexes, caught up from cairn_search_changes
+  mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries,
+                                      detail::VectorCache::default_max_bytes, detail::fields_column_reader()};
 
   /// The prefix of a tenant's lexemes ("<no>:", migration 5). A tenant that never wrote has none: nothing, or
   /// with `create` (a write), its row is made first, with a new number. Numbers never change, so each is asked
@@ -1787,9 +1799,14 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
   // This process's index of (tenant, model), caught up with every change committed before this call. At first,
   // and when the changes it has not seen were pruned since, it starts from every current vector instead.
   const detail::ReadVectorChanges read = [&](const std::string& tenant, const std::string& model,
-                                             std::uint64_t after) {
+                                             std::uint64_t after, const detail::VectorChangeSink& sink) {
     return impl_->with_connection([&](Impl::Connection& c, bool) {
-      std::vector<detail::VectorChange> changes;
+      bool any = false;
+      detail::VectorChange ch;  // one change object, handed to `sink` row after row
+      const auto hand = [&] {
+        sink(ch);
+        any = true;
+      };
       const auto vector_of = [&](const PGresult* res, int row, int column) -> std::optional<std::vector<float>> {
         if (PQgetisnull(res, row, column)) return std::nullopt;
         auto values = bytea_vector(PQgetvalue(res, row, column));
@@ -1799,7 +1816,8 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
       // What a filter reads of the version in `row`, from column `at` on (type, mime_type, created_by,
       // created_at, metadata); metadata longer than FilterFields::max_kept_metadata_bytes, or unreadable, is not
       // kept (the row decides for that version).
-      const auto fields_of = [&](const PGresult* res, int row, int at) -> std::shared_ptr<const void> {
+      const auto fields_of = [&](const PGresult* res, int row, int at,
+                                 bool binary = false) -> std::shared_ptr<const void> {
         if (PQgetisnull(res, row, at)) return nullptr;
         const auto text = [&](int col) {
           return std::string(PQgetvalue(res, row, col), static_cast<std::size_t>(PQgetlength(res, row, col)));
@@ -1808,7 +1826,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
         f->type = text(at);
         if (!PQgetisnull(res, row, at + 1)) f->mime_type = text(at + 1);
         if (!PQgetisnull(res, row, at + 2)) f->created_by = text(at + 2);
-        f->created_at = to_int64(PQgetvalue(res, row, at + 3));
+        f->created_at = binary ? binary_int64(PQgetvalue(res, row, at + 3)) : to_int64(PQgetvalue(res, row, at + 3));
         const std::string metadata = PQgetisnull(res, row, at + 4) ? std::string("{}") : text(at + 4);
         if (metadata.size() <= detail::FilterFields::max_kept_metadata_bytes) {
           try {
@@ -1820,53 +1838,65 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
         }
         return f;
       };
+      // Every vector, in PostgreSQL's binary format (raw bytes: half what hex text takes, and no parsing).
       const auto start_over = [&] {
         Impl::Params p;
         p.add(tenant).add(model).add(dimension_text);
-        auto res = impl_->run(c, all_vectors, p);
-        if (PQntuples(res.get()) == 0) return;  // the tenant never wrote
-        const auto seq = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), 0, 0)));
+        auto res = impl_->run(c, all_vectors, p, true);
+        const PGresult* r = res.get();
+        if (PQntuples(r) == 0) return;  // the tenant never wrote
+        const auto seq = static_cast<std::uint64_t>(binary_int64(PQgetvalue(r, 0, 0)));
         if (seq == 0) return;
-        const std::size_t before = changes.size();
-        for (int i = 0; i < PQntuples(res.get()); ++i) {
-          auto values = vector_of(res.get(), i, 3);
-          if (!values) continue;
-          detail::VectorChange ch;
+        ch = detail::VectorChange();
+        ch.coming = static_cast<std::size_t>(PQntuples(r));
+        hand();
+        ch.coming = 0;
+        bool added = false;
+        for (int i = 0; i < PQntuples(r); ++i) {
+          const auto bytes = static_cast<std::size_t>(PQgetlength(r, i, 3));
+          if (PQgetisnull(r, i, 3) || bytes != dimension * sizeof(float)) continue;  // none, or another dimension
+          ch.vector.resize(dimension);
+          const auto* raw = reinterpret_cast<const unsigned char*>(PQgetvalue(r, i, 3));
+          for (std::size_t k = 0; k < dimension; ++k, raw += 4) {  // float32, little-endian, as stored
+            const std::uint32_t bits = std::uint32_t{raw[0]} | std::uint32_t{raw[1]} << 8 |
+                                       std::uint32_t{raw[2]} << 16 | std::uint32_t{raw[3]} << 24;
+            std::memcpy(&ch.vector[k], &bits, sizeof bits);
+          }
           ch.seq = seq;
-          ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
-          ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
-          ch.vector = std::move(*values);
-          ch.fields = fields_of(res.get(), i, 4);
-          changes.push_back(std::move(ch));
+          ch.id.assign(PQgetvalue(r, i, 1), static_cast<std::size_t>(PQgetlength(r, i, 1)));
+          ch.version = static_cast<std::uint64_t>(binary_int64(PQgetvalue(r, i, 2)));
+          ch.fields = fields_of(r, i, 4, true);
+          hand();
+          added = true;
         }
         // Nothing of this model yet: a change that changes nothing, so the next read starts after `seq`.
-        if (changes.size() == before) {
-          detail::VectorChange none;
-          none.seq = seq;
-          none.removed = true;
-          changes.push_back(std::move(none));
+        if (!added) {
+          ch = detail::VectorChange();
+          ch.seq = seq;
+          ch.removed = true;
+          hand();
         }
       };
       if (after == 0) {
         start_over();
-        return changes;
+        return any;
       }
       const std::string after_text = std::to_string(after);
       Impl::Params p;
       p.add(tenant).add(after_text).add(model).add(dimension_text);
       auto res = impl_->run(c, read_changes, p);
-      if (PQntuples(res.get()) == 0) return changes;
+      if (PQntuples(res.get()) == 0) return any;
       if (static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), 0, 5))) > after) {
         // Changes this index has not seen were pruned: it starts over.
-        detail::VectorChange reset;
-        reset.reset = true;
-        changes.push_back(std::move(reset));
+        ch.reset = true;
+        hand();
+        ch.reset = false;
         start_over();
-        return changes;
+        return any;
       }
       for (int i = 0; i < PQntuples(res.get()); ++i) {
         if (PQgetisnull(res.get(), i, 0)) continue;  // no change: the row carries pruned_through only
-        detail::VectorChange ch;
+        ch = detail::VectorChange();
         ch.seq = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 0)));
         ch.id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
         ch.version = static_cast<std::uint64_t>(to_int64(PQgetvalue(res.get(), i, 2)));
@@ -1880,9 +1910,9 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
             ch.removed = true;  // the vector is gone since (its removal follows), or of another dimension
           }
         }
-        changes.push_back(std::move(ch));
+        hand();
       }
-      return changes;
+      return any;
     });
   };
   // The index as this process has it, without asking the server (`seen`: the last change it applied). The first
@@ -1891,9 +1921,8 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
   // cairn_search_changes and asks again; from then on the index holds every change committed before this call, so
   // changes committed later do not send it back (the rows decide what is returned, as always).
   std::uint64_t seen = 0;
-  const detail::ReadVectorChanges nothing = [](const std::string&, const std::string&, std::uint64_t) {
-    return std::vector<detail::VectorChange>{};
-  };
+  const detail::ReadVectorChanges nothing = [](const std::string&, const std::string&, std::uint64_t,
+                                                const detail::VectorChangeSink&) { return false; };
   auto index = impl_->vectors.current(tenant_id, vector.model, dimension, nothing, &seen);
   bool caught_up = seen == 0;
   if (caught_up) index = impl_->vectors.current(tenant_id, vector.model, dimension, read, &seen);
@@ -1911,13 +1940,14 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::near_hits(const std:
     const auto* fields = static_cast<const detail::FilterFields*>(tag);
     return !fields || !fields->metadata || detail::matches_filter(id, *fields, q.filter);
   };
+  const std::vector<detail::VectorIndex::Bound> bounds = detail::filter_bounds(q.filter);
   for (std::size_t k = first;;) {
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is cut at `want` as the
     // other stores cut theirs).
     // The filter is checked in memory where the index kept the version's fields (detail::FilterFields), so that
     // a selective filter costs one walk; the rows check it again.
     const std::vector<detail::VectorHit> found = index->search_tagged(
-        vector.values, k, accept, page ? detail::VectorIndex::near_tie : 0, q.ef, !q.all_versions);
+        vector.values, k, accept, page ? detail::VectorIndex::near_tie : 0, q.ef, !q.all_versions, bounds);
     // The rows' vectors are read only where the index's copy does not give the exact cosine (VectorHit::exact).
     std::vector<std::string> ids, versions, read_vector;
     for (const auto& h : found) {

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "cairn/detail/filter_columns.hpp"
 #include "cairn/detail/vector_cache.hpp"
 
 #include "../common/connection_pool.hpp"
@@ -688,53 +689,72 @@ struct SqliteArtifactStore::Impl {
     return f;
   }
 
-  static std::vector<detail::VectorChange> read_changes(Connection& conn, const std::string& tenant,
-                                                        const std::string& model, std::uint64_t after,
-                                                        const JsonLimits& limits) {
-    std::vector<detail::VectorChange> out;
+  // detail::ReadVectorChanges on `conn`: the changes after `after` handed to `sink` as they are read (one change
+  // object, its vector's memory reused row after row).
+  static bool read_changes(Connection& conn, const std::string& tenant, const std::string& model, std::uint64_t after,
+                           const JsonLimits& limits, const detail::VectorChangeSink& sink) {
+    detail::VectorChange c;
+    const auto vector_of = [&c](std::string_view blob) {
+      c.vector.resize(blob.size() / sizeof(float));
+      if (!c.vector.empty()) std::memcpy(c.vector.data(), blob.data(), c.vector.size() * sizeof(float));
+    };
     if (after == 0) {
       std::uint64_t last = 0;
       {
         Query q(conn, changes_last);
         if (q.step() && !q.is_null(0)) last = static_cast<std::uint64_t>(q.int64(0));
       }
-      if (last == 0) return out;
+      if (last == 0) return false;
       Query q(conn, vectors_current);
       q.bind(1, tenant).bind(2, model);
+      bool any = false;
       while (q.step()) {
-        out.push_back({last, std::string(q.text(0)), static_cast<std::uint64_t>(q.int64(1)), false,
-                       floats_of(q.blob(2)), filter_fields(q, 3, limits)});
+        c.seq = last;
+        c.id.assign(q.text(0));
+        c.version = static_cast<std::uint64_t>(q.int64(1));
+        vector_of(q.blob(2));
+        c.fields = filter_fields(q, 3, limits);
+        sink(c);
+        any = true;
       }
-      // Nothing of this model yet: a change that changes nothing, so the next read starts after `last`.
-      if (out.empty()) out.push_back({last, std::string(), 0, true, {}});
-      return out;
+      if (!any) {
+        // Nothing of this model yet: a change that changes nothing, so the next read starts after `last`.
+        detail::VectorChange none;
+        none.seq = last;
+        none.removed = true;
+        sink(none);
+      }
+      return true;
     }
     {
       // Changes up to `through` were pruned: an index that has seen less has missed some of them, and starts over.
       Query t(conn, changes_pruned);
       if (t.step() && static_cast<std::uint64_t>(t.int64(0)) > after) {
-        std::vector<detail::VectorChange> again = read_changes(conn, tenant, model, 0, limits);
         detail::VectorChange reset;
         reset.reset = true;
-        again.insert(again.begin(), std::move(reset));
-        return again;
+        sink(reset);
+        read_changes(conn, tenant, model, 0, limits, sink);
+        return true;
       }
     }
     Query q(conn, changes_after);
     q.bind(1, tenant).bind(2, model).bind(3, static_cast<std::int64_t>(after));
+    bool any = false;
     while (q.step()) {
-      detail::VectorChange c;
       c.seq = static_cast<std::uint64_t>(q.int64(0));
-      c.id = std::string(q.text(1));
+      c.id.assign(q.text(1));
       c.version = static_cast<std::uint64_t>(q.int64(2));
       c.removed = q.int64(3) != 0;
+      c.vector.clear();
+      c.fields = nullptr;
       if (!c.removed) {
-        c.vector = floats_of(q.blob(4));  // empty when gone since: not indexed
+        vector_of(q.blob(4));  // empty when gone since: not indexed
         if (!c.vector.empty()) c.fields = filter_fields(q, 5, limits);
       }
-      out.push_back(std::move(c));
+      sink(c);
+      any = true;
     }
-    return out;
+    return any;
   }
 
   SearchPage search_similar(const std::string& tenant, const SearchQuery& q, const detail::PreparedSearch& p) const;
@@ -805,7 +825,8 @@ struct SqliteArtifactStore::Impl {
     return std::move(detail::embed_checked(*options.embedder, {options.embedder->text_of(record)}).front());
   }
 
-  mutable detail::VectorCache vectors;
+  mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries,
+                                      detail::VectorCache::default_max_bytes, detail::fields_column_reader()};
   // search_similar's count of unindexed versions per (tenant, model), with the change sequence it was made at.
   mutable std::mutex unindexed_mutex;
   mutable std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::size_t>> unindexed_counts;
@@ -1158,8 +1179,9 @@ std::shared_ptr<const detail::VectorIndex> SqliteArtifactStore::Impl::vector_ind
   std::uint64_t seen = 0;
   auto index = vectors.current(
       tenant, query.model, query.values.size(),
-      [this, &conn](const std::string& t, const std::string& m, std::uint64_t after) {
-        return read_changes(conn, t, m, after, options.json_limits);
+      [this, &conn](const std::string& t, const std::string& m, std::uint64_t after,
+                    const detail::VectorChangeSink& sink) {
+        return read_changes(conn, t, m, after, options.json_limits, sink);
       },
       &seen);
   // Unindexed: versions that reindex would embed (none on a store without an embedder: nothing would). Counting
@@ -1247,7 +1269,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is the index's k, as the
     // in-memory store's).
     std::vector<detail::VectorHit> hits =
-        index.search_tagged(query.values, want, accept, paged ? detail::VectorIndex::near_tie : 0, q.ef);
+        index.search_tagged(query.values, want, accept, paged ? detail::VectorIndex::near_tie : 0, q.ef, false,
+                            detail::filter_bounds(q.filter));
     before = before_cursor.size();
     return hits;
   };

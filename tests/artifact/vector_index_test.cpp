@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "cairn/detail/vector_cache.hpp"
+#include "cairn/artifact/record.hpp"
+#include "cairn/detail/filter_columns.hpp"
+#include "cairn/detail/mapped_array.hpp"
 #include "cairn/detail/vector_index.hpp"
 #include "catch.hpp"
 
@@ -308,6 +311,131 @@ TEST_CASE("vector index: removed versions never come back, re-adding a key repla
   for (const auto& h : index.search(fresh, 600, nullptr)) CHECK(h.id != "multi");
 }
 
+TEST_CASE("vector index: removed versions' copies are given back once they outnumber the live ones, and every "
+          "search stays exact, with each version's tag") {
+  std::mt19937 rng(23);
+  const std::size_t dim = 8;
+  VectorIndex index(dim);
+  std::vector<std::vector<float>> all;
+  std::vector<int> tags(3000);
+  for (std::size_t i = 0; i < 3000; ++i) {
+    all.push_back(random_unit(rng, dim));
+    index.add("a" + std::to_string(i), 1, all.back(), &tags[i]);
+  }
+  std::vector<std::size_t> order(3000);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::set<std::size_t> removed;
+  std::size_t most_held = 0;
+  for (std::size_t n = 0; n < 2900; ++n) {
+    index.remove("a" + std::to_string(order[n]), 1);
+    removed.insert(order[n]);
+    CHECK(index.size() == 3000 - removed.size());
+    CHECK(index.held() < index.size() + std::max(VectorIndex::compact_from, index.size()));
+    most_held = std::max(most_held, index.held());
+    if (n % 97 != 0) continue;
+    const auto query = random_unit(rng, dim);
+    const auto hits = index.search_tagged(query, 10, [&tags](const std::string& id, std::uint64_t, const void* tag) {
+      return tag == &tags[std::stoul(id.substr(1))];  // the tag is still the version's own
+    });
+    std::vector<std::string> got;
+    for (const auto& h : hits) got.push_back(h.id);
+    CHECK(got == exact_top(all, query, 10, removed));
+  }
+  CHECK(index.held() < 3000);  // compacted at least once
+  // Adding after a compaction goes on from the compacted labels; re-adding a removed key finds it.
+  index.add("a" + std::to_string(order[0]), 1, all[order[0]], &tags[order[0]]);
+  const auto back = index.search(all[order[0]], 1, nullptr);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].id == "a" + std::to_string(order[0]));
+}
+
+TEST_CASE("filter bounds: every record a filter matches passes every bound it implies (numbers of every kind, "
+          "strings, type, MIME type, creator, time)") {
+  using cairn::detail::filter_bounds;
+  using cairn::detail::filter_column;
+  using nlohmann::json;
+  std::mt19937 rng(41);
+  const std::vector<json> values = {json(0), json(1), json(-1), json(2.5), json(-0.0), json(9007199254740993ull),
+                                    json(9007199254740992ll), json(std::numeric_limits<std::int64_t>::min()),
+                                    json(std::numeric_limits<std::uint64_t>::max()), json(1e300), json("a"),
+                                    json("b"), json(""), json(true), json(nullptr), json::array({1, 2})};
+  const std::vector<cairn::FieldOp> ops = {cairn::FieldOp::eq, cairn::FieldOp::ne, cairn::FieldOp::lt,
+                                           cairn::FieldOp::le, cairn::FieldOp::gt, cairn::FieldOp::ge,
+                                           cairn::FieldOp::in, cairn::FieldOp::exists};
+  std::size_t matched = 0, bounded = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const json& x = values[rng() % values.size()];
+    auto builder = cairn::ArtifactRecord::builder().tenant_id("t").id("a").title("a").value(1);
+    builder.type(rng() % 2 ? "note" : "plan");
+    if (rng() % 2) builder.mime_type(rng() % 2 ? "text/plain" : "text/html");
+    if (rng() % 2) builder.created_by(rng() % 2 ? "ann" : "bob");
+    builder.metadata(rng() % 4 ? json{{"f", x}, {"g", {{"h", x}}}} : json::object());
+    const auto r = builder.build();
+    cairn::SearchFilter f;
+    if (rng() % 3 == 0) f.type = cairn::ArtifactType(rng() % 2 ? "note" : "plan");
+    if (rng() % 3 == 0) f.mime_type = rng() % 2 ? "text/plain" : "text/html";
+    if (rng() % 3 == 0) f.created_by = rng() % 2 ? "ann" : "bob";
+    if (rng() % 3 == 0) f.created_after = r->created_at() + static_cast<std::int64_t>(rng() % 3) - 1;
+    if (rng() % 3 == 0) f.created_before = r->created_at() + static_cast<std::int64_t>(rng() % 3) - 1;
+    cairn::FieldCondition c{rng() % 2 ? "/f" : "/g/h", ops[rng() % ops.size()], values[rng() % values.size()]};
+    if (c.op == cairn::FieldOp::in) c.value = json::array({values[rng() % values.size()], values[rng() % 10]});
+    if (c.op == cairn::FieldOp::in && c.value.is_array() && c.value[0].is_array()) continue;
+    f.metadata.push_back(c);
+    const auto bounds = filter_bounds(f);
+    bounded += bounds.empty() ? 0 : 1;
+    if (!cairn::detail::matches_filter(*r, f)) continue;
+    ++matched;
+    cairn::detail::FilterFields kept;  // what a SQL store keeps of the record: the same columns
+    kept.type = r->type().str();
+    kept.mime_type = r->mime_type();
+    kept.created_by = r->created_by();
+    kept.created_at = r->created_at();
+    kept.metadata = std::make_shared<const json>(r->metadata());
+    for (const auto& b : bounds) {
+      const auto v = filter_column(b.column, *r);
+      const auto k = filter_column(b.column, kept);
+      CHECK(k.kind == v.kind);
+      CHECK(k.value == v.value);
+      INFO("column " << b.column << " [" << b.low << ", " << b.high << "], value " << x.dump() << ", condition "
+                     << c.value.dump());
+      CHECK(v.kind != cairn::detail::VectorIndex::ColumnValue::none);
+      if (v.kind == cairn::detail::VectorIndex::ColumnValue::number) CHECK((v.value >= b.low && v.value <= b.high));
+    }
+  }
+  CHECK(matched > 1000);
+  CHECK(bounded > 10000);
+}
+
+TEST_CASE("mapped array: grows past the mapped size keeping its values, new elements are zero, shrinking forgets") {
+  using cairn::detail::MappedArray;
+  MappedArray<std::int16_t> a;
+  CHECK(a.empty());
+  const std::size_t big = 3 * MappedArray<std::int16_t>::map_from / sizeof(std::int16_t) + 17;  // mapped, 3 steps
+  for (std::size_t n : {std::size_t{5}, std::size_t{1000}, big / 2, big}) {
+    const std::size_t before = a.size();
+    a.resize(n);
+    REQUIRE(a.size() == n);
+    for (std::size_t i = before; i < n; ++i) REQUIRE(a[i] == 0);
+    for (std::size_t i = 0; i < before; ++i) REQUIRE(a[i] == static_cast<std::int16_t>(i * 7));
+    for (std::size_t i = before; i < n; ++i) a[i] = static_cast<std::int16_t>(i * 7);
+  }
+  a.resize(10);
+  a.resize(20);
+  for (std::size_t i = 10; i < 20; ++i) CHECK(a[i] == 0);  // what was there before is not seen again
+  MappedArray<std::int16_t> b(std::move(a));
+  CHECK(b.size() == 20);
+  CHECK(b[9] == 63);
+  CHECK(a.empty());
+  b.reserve(big);
+  const std::int16_t* at = b.data();
+  b.resize(big);
+  CHECK(b.data() == at);  // reserve made the room: nothing moved
+  b.clear();
+  CHECK(b.size() == 0);
+  CHECK(b.capacity() == 0);
+}
+
 TEST_CASE("vector index: a filter that passes few versions still gets k of them (the search widens)") {
   std::mt19937 rng(3);
   const std::size_t dim = 16;
@@ -357,6 +485,75 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
       REQUIRE(h.accepted < passed.size());
       CHECK(passed[h.accepted].first == h.id);
     }
+  }
+}
+
+TEST_CASE("vector index: bounds on columns are checked before accept, which sees only the versions that pass them; "
+          "the page is the exact filtered one, through adds, removals and compaction") {
+  std::mt19937 rng(31);
+  const std::size_t dim = 16;
+  for (const std::size_t ef : {std::size_t{0}, std::size_t{64}}) {  // the scan, and the graph where it answers
+    VectorIndex index(dim);
+    std::vector<int> bucket(6000);  // the tags: a version's bucket, 0-99; -1: not known to the reader
+    for (std::size_t i = 0; i < bucket.size(); ++i) bucket[i] = i % 37 == 0 ? -1 : static_cast<int>(i % 100);
+    std::size_t reads = 0;
+    index.set_column_reader([&reads](const std::string& column, const std::string&, std::uint64_t, const void* tag) {
+      ++reads;
+      const int b = *static_cast<const int*>(tag);
+      using Value = VectorIndex::ColumnValue;
+      if (column != "bucket") return Value{Value::none, 0};  // a column nobody has: no version passes
+      return b < 0 ? Value{} : Value{Value::number, static_cast<double>(b)};
+    });
+    std::vector<std::vector<float>> all;
+    for (std::size_t i = 0; i < 3000; ++i) {
+      all.push_back(random_unit(rng, dim));
+      index.add("a" + std::to_string(i), 1, all.back(), &bucket[i]);
+    }
+    if (ef > 0) index.build_graph();
+    std::set<std::size_t> removed;
+    // The filter lo <= bucket <= hi, and its bound on the column.
+    const auto check_page = [&](int lo, int hi) {
+      std::size_t asked = 0;
+      const auto accept = [&](const std::string&, std::uint64_t, const void* tag) {
+        ++asked;
+        const int b = *static_cast<const int*>(tag);
+        CHECK((b < 0 || (b >= lo && b <= hi)));  // the bounds let nothing else through
+        return b >= lo && b <= hi;
+      };
+      const auto query = random_unit(rng, dim);
+      const std::vector<VectorIndex::Bound> bounds = {{"bucket", static_cast<double>(lo), static_cast<double>(hi)}};
+      const auto hits = index.search_tagged(query, 10, accept, 0, ef, false, bounds);
+      std::set<std::size_t> fail = removed;  // the exact filtered page
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (bucket[i] < lo || bucket[i] > hi) fail.insert(i);
+      }
+      std::vector<std::string> got;
+      for (const auto& h : hits) got.push_back(h.id);
+      if (ef == 0) CHECK(got == exact_top(all, query, 10, fail));
+      CHECK(got.size() == 10);
+      return asked;
+    };
+    // 2 % pass the bound, and 1 in 37 is unknown to the reader: accept sees about 4.7 % of the versions at most.
+    const std::size_t asked = check_page(0, 1);
+    if (ef == 0) CHECK(asked <= 3000 * 5 / 100);
+    CHECK(reads == 3000);  // the column was made once, by the first search that named it
+    check_page(0, 1);
+    CHECK(reads == 3000);
+    // A column nobody has passes nothing.
+    CHECK(index.search_tagged(random_unit(rng, dim), 10, nullptr, 0, 0, false, {{"nobody", 0, 1}}).empty());
+    CHECK(reads == 6000);
+    // Adds read the columns made so far; removals and compaction keep every version's number with it.
+    for (std::size_t i = 3000; i < 6000; ++i) {
+      all.push_back(random_unit(rng, dim));
+      index.add("a" + std::to_string(i), 1, all.back(), &bucket[i]);
+    }
+    CHECK(reads == 6000 + 2 * 3000);  // "bucket" and "nobody", for each new version
+    for (std::size_t i = 0; i < 6000; i += 2) {
+      index.remove("a" + std::to_string(i), 1);
+      removed.insert(i);
+    }
+    check_page(50, 53);  // the even versions are gone: 51 and 53 are left
+    check_page(11, 11);
   }
 }
 
@@ -485,9 +682,14 @@ TEST_CASE("vector index: a vector whose copy cannot be exact is still found, wit
   CHECK(index.search({0, 0, 0, 0}, 3, nullptr).empty());  // a query of no length ranks nothing
 }
 
-TEST_CASE("vector index: searches run while other threads add and remove (ThreadSanitizer checks this)") {
+TEST_CASE("vector index: searches run while other threads add and remove, naming columns made, kept and evicted "
+          "meanwhile, through compaction (ThreadSanitizer checks this)") {
   const std::size_t dim = 8;
   VectorIndex index(dim);
+  index.set_column_reader([](const std::string& column, const std::string& id, std::uint64_t, const void*) {
+    return VectorIndex::ColumnValue{VectorIndex::ColumnValue::number,
+                                    static_cast<double>((std::hash<std::string>()(id) + column.size()) % 10)};
+  });
   std::mt19937 seed_rng(5);
   for (std::size_t i = 0; i < 200; ++i) index.add("base" + std::to_string(i), 1, random_unit(seed_rng, dim));
   std::vector<std::thread> threads;
@@ -495,22 +697,27 @@ TEST_CASE("vector index: searches run while other threads add and remove (Thread
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&index, t] {
       std::mt19937 rng(static_cast<unsigned>(100 + t));
-      for (int i = 0; i < 300; ++i) {
+      for (int i = 0; i < 1500; ++i) {
         const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
         index.add(id, 1, random_unit(rng, dim));
-        if (i % 3 == 0) index.remove(id, 1);
+        if (i % 3 != 2) index.remove(id, 1);  // removed ones outnumber the live: compacted on the way
       }
     });
     threads.emplace_back([&index, &short_pages, t] {
       std::mt19937 rng(static_cast<unsigned>(200 + t));
-      for (int i = 0; i < 300; ++i) {
-        if (index.search(random_unit(rng, dim), 5, nullptr).size() != 5) ++short_pages;
+      for (int i = 0; i < 600; ++i) {
+        // Every version passes these bounds; 20 names cycle through 16 places, so columns are evicted too.
+        const std::vector<VectorIndex::Bound> bounds = {{"c" + std::to_string(i % 20), 0, 9}, {"k", -1, 10}};
+        const auto hits = i % 2 ? index.search(random_unit(rng, dim), 5, nullptr)
+                                : index.search_tagged(random_unit(rng, dim), 5, nullptr, 0, 0, false, bounds);
+        if (hits.size() != 5) ++short_pages;
       }
     });
   }
   for (auto& th : threads) th.join();
   CHECK(short_pages == 0);
-  CHECK(index.size() == 200 + 2 * 200);
+  CHECK(index.size() == 200 + 2 * 500);
+  CHECK(index.held() < 3200);
 }
 
 TEST_CASE("vector cache: an index catches up with a change sequence, per (tenant, model), and a failed read keeps "
@@ -524,15 +731,19 @@ TEST_CASE("vector cache: an index catches up with a change sequence, per (tenant
   auto remove_id = [&log](const std::string& id) { log.push_back(VectorChange{log.size() + 1, id, 0, true, {}}); };
   int reads = 0;
   bool fail = false;
-  auto read = [&](const std::string& tenant, const std::string& model, std::uint64_t after) {
+  auto read = [&](const std::string& tenant, const std::string& model, std::uint64_t after,
+                  const cairn::detail::VectorChangeSink& sink) {
     ++reads;
     if (fail) throw std::runtime_error("database gone");
-    std::vector<VectorChange> out;
-    if (tenant != "t" || model != "m") return out;
-    for (const auto& c : log) {
-      if (c.seq > after) out.push_back(c);
+    bool any = false;
+    if (tenant != "t" || model != "m") return any;
+    for (VectorChange c : log) {
+      if (c.seq > after) {
+        sink(c);
+        any = true;
+      }
     }
-    return out;
+    return any;
   };
   VectorCache cache;
   add("a", 1, {1, 0});
@@ -568,9 +779,12 @@ TEST_CASE("vector cache: a reset starts a new index (a search holding the old on
   using cairn::detail::VectorChange;
   std::vector<VectorChange> answer;
   std::vector<std::uint64_t> asked;
-  auto read = [&](const std::string&, const std::string&, std::uint64_t after) {
+  auto read = [&](const std::string&, const std::string&, std::uint64_t after,
+                  const cairn::detail::VectorChangeSink& sink) {
     asked.push_back(after);
-    return std::exchange(answer, {});
+    std::vector<VectorChange> out = std::exchange(answer, {});
+    for (auto& c : out) sink(c);
+    return !out.empty();
   };
   VectorCache cache;
   answer = {VectorChange{1, "a", 1, false, {1, 0}}, VectorChange{2, "b", 1, false, {0, 1}}};
@@ -601,14 +815,18 @@ struct CacheLog {
     l.push_back(cairn::detail::VectorChange{l.size() + 1, id, 1, false, std::move(v)});
   }
   cairn::detail::ReadVectorChanges reader() {
-    return [this](const std::string& tenant, const std::string& model, std::uint64_t after) {
+    return [this](const std::string& tenant, const std::string& model, std::uint64_t after,
+                  const cairn::detail::VectorChangeSink& sink) {
       asked.emplace_back(tenant + "/" + model, after);
-      std::vector<cairn::detail::VectorChange> out;
-      if (model != "m") return out;
-      for (const auto& c : log[tenant]) {
-        if (c.seq > after) out.push_back(c);
+      bool any = false;
+      if (model != "m") return any;
+      for (cairn::detail::VectorChange c : log[tenant]) {
+        if (c.seq > after) {
+          sink(c);
+          any = true;
+        }
       }
-      return out;
+      return any;
     };
   }
 };

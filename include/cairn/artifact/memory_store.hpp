@@ -40,6 +40,7 @@
 
 #include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/store.hpp"
+#include "cairn/detail/filter_columns.hpp"
 #include "cairn/detail/vector_index.hpp"
 #include "cairn/version.hpp"
 
@@ -317,7 +318,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
         const std::size_t k = p.by_text ? 4 * q.limit : q.limit + 1;
         // Similarity alone ranks by the exact cosine: versions near the k-th come too (detail::VectorIndex::near_tie).
         const double near = p.by_text ? 0 : detail::VectorIndex::near_tie;
-        for (const auto& hit : index->second->search_tagged(p.vector->values, k, accept, near, q.ef)) {
+        const std::vector<detail::VectorHit> hits = index->second->search_tagged(
+            p.vector->values, k, accept, near, q.ef, false, detail::filter_bounds(q.filter));
+        for (const auto& hit : hits) {
           auto& [r, kept] = accepted.at(hit.accepted);
           detail::SearchCandidate* c = nullptr;
           if (p.by_text) {
@@ -643,7 +646,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
       if (search->vectors_built && vector && !vector->values.empty()) {
         auto& index = search->vectors[{vector->model, vector->values.size()}];
-        if (!index) index = std::make_unique<detail::VectorIndex>(vector->values.size());
+        if (!index) index = make_vector_index(vector->values.size());
         index->add(stored->id(), stored->version(), vector->values, &entry);  // an entry outlives its versions there
       }
     }
@@ -772,51 +775,32 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
   };
 
-  // What make_indexes reads from a tenant: every version (its record, or its packed form, decoded outside the lock)
-  // and every kept vector, in id order and oldest version first.
+  // What make_indexes reads from a tenant for its word index: every version (its record, or its packed form,
+  // decoded outside the lock), in id order and oldest version first.
   struct TenantCopy {
     struct Version {
       const Entry* entry;
       ArtifactPtr record;
       std::string packed;
     };
-    struct Vector {
-      std::string id;
-      std::uint64_t version;
-      const Entry* entry;  // the tag of its version in the index: valid while no write lands (TenantSearch::stamp)
-      const Embedding* kept;  // in the entry, when copied under the write lock
-      Embedding copy;
-    };
     std::vector<Version> versions;
-    std::vector<Vector> vectors;
   };
 
-  // Reads what the indexes are made of. `copy_vectors`: copies of the vectors (to be read after the lock is given
-  // up), not pointers to them.
-  TenantCopy copy_tenant(const Index& index, bool words, bool vectors, bool copy_vectors) const {
+  TenantCopy copy_tenant(const Index& index) const {
     TenantCopy c;
     for (const auto& [id, e] : index) {
       const std::uint64_t newest = version_of(*e);
-      if (words) {
-        for (std::uint64_t v = 1; v <= newest; ++v) {
-          TenantCopy::Version& out = c.versions.emplace_back();
-          out.entry = e;
-          if (!bounded_) {
-            out.record = record_at(*e, v);
-          } else if (v == newest && e->latest) {
-            out.record = e->latest;
-          } else if (v == newest) {
-            out.packed = e->rest->packed;
-          } else {
-            out.packed = *nth_older(e->rest->older_packed, newest, v);
-          }
-        }
-      }
-      if (vectors) {
-        for (const auto& [version, embedding] : e->vectors) {
-          if (embedding.values.empty()) continue;
-          c.vectors.push_back({std::string(id), version, e, copy_vectors ? nullptr : &embedding,
-                               copy_vectors ? embedding : Embedding{}});
+      for (std::uint64_t v = 1; v <= newest; ++v) {
+        TenantCopy::Version& out = c.versions.emplace_back();
+        out.entry = e;
+        if (!bounded_) {
+          out.record = record_at(*e, v);
+        } else if (v == newest && e->latest) {
+          out.record = e->latest;
+        } else if (v == newest) {
+          out.packed = e->rest->packed;
+        } else {
+          out.packed = *nth_older(e->rest->older_packed, newest, v);
         }
       }
     }
@@ -837,13 +821,39 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     return wi;
   }
-  static VectorIndexes make_vector_indexes(const TenantCopy& c) {
+  // A vector index whose columns (detail::filter_bounds) are read from the records: each version's tag is its
+  // entry, read under the shard's lock as every search and write of the index is.
+  std::unique_ptr<detail::VectorIndex> make_vector_index(std::size_t dimension) const {
+    auto index = std::make_unique<detail::VectorIndex>(dimension);
+    index->set_column_reader([this](const std::string& column, const std::string&, std::uint64_t version,
+                                    const void* tag) {
+      const ArtifactPtr r = tag ? record_at(*static_cast<const Entry*>(tag), version) : nullptr;
+      return r ? detail::filter_column(column, *r) : detail::VectorIndex::ColumnValue{};
+    });
+    return index;
+  }
+
+  // The vector indexes of a tenant, made from its entries under the caller's lock (read straight into the indexes'
+  // arrays: a copy of the vectors first would cost as much again). Each entry is its versions' tag, valid while no
+  // write lands (TenantSearch::stamp).
+  VectorIndexes make_vector_indexes(const Index& tenant) const {
+    std::map<std::pair<std::string, std::size_t>, std::size_t> counts;
+    for (const auto& [id, e] : tenant) {
+      for (const auto& [version, embedding] : e->vectors) {
+        if (!embedding.values.empty()) ++counts[{embedding.model, embedding.values.size()}];
+      }
+    }
     VectorIndexes out;
-    for (const auto& v : c.vectors) {
-      const Embedding& e = v.kept ? *v.kept : v.copy;
-      auto& index = out[{e.model, e.values.size()}];
-      if (!index) index = std::make_unique<detail::VectorIndex>(e.values.size());
-      index->add(v.id, v.version, e.values, v.entry);
+    for (const auto& [key, count] : counts) {
+      auto& index = out[key];
+      index = make_vector_index(key.second);
+      index->reserve(count);
+    }
+    for (const auto& [id, e] : tenant) {
+      for (const auto& [version, embedding] : e->vectors) {
+        if (embedding.values.empty()) continue;
+        out[{embedding.model, embedding.values.size()}]->add(std::string(id), version, embedding.values, e);
+      }
     }
     return out;
   }
@@ -866,24 +876,24 @@ class InMemoryArtifactStore final : public ArtifactStore {
         need_vectors = vectors && !ts.vectors_built;
         if (!need_words && !need_vectors) return;
         if (attempt >= 2) {  // writes keep landing: made under the lock
-          const TenantCopy c = copy_tenant(t->second, need_words, need_vectors, false);
-          if (need_words) install_words(shard, ts, make_word_index(c));
-          if (need_vectors) install_vectors(ts, make_vector_indexes(c));
+          if (need_words) install_words(shard, ts, make_word_index(copy_tenant(t->second)));
+          if (need_vectors) install_vectors(ts, make_vector_indexes(t->second));
           return;
         }
       }
       std::uint64_t stamp = 0;
       TenantCopy c;
+      VectorIndexes vi;
       {
         std::shared_lock lock(shard.mutex);
         const auto t = shard.tenants.find(tenant_id);
         const auto ts = shard.search.find(tenant_id);
         if (t == shard.tenants.end() || ts == shard.search.end()) continue;
         stamp = ts->second.stamp;
-        c = copy_tenant(t->second, need_words, need_vectors, true);
+        if (need_words) c = copy_tenant(t->second);
+        if (need_vectors) vi = make_vector_indexes(t->second);
       }
       std::unique_ptr<WordIndex> wi = need_words ? make_word_index(c) : nullptr;
-      VectorIndexes vi = need_vectors ? make_vector_indexes(c) : VectorIndexes{};
       std::unique_lock lock(shard.mutex);
       const auto ts = shard.search.find(tenant_id);
       if (ts == shard.search.end() || ts->second.stamp != stamp) continue;  // a write landed: again

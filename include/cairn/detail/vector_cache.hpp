@@ -40,12 +40,21 @@ struct VectorChange {
   /// older changes are gone, pruned, answers a reader that fell behind them with this and then every current
   /// vector, as for a first read).
   bool reset = false;
+  /// No change: about this many adds follow (a first read says how many vectors it found), so the index makes room
+  /// for them once.
+  std::size_t coming = 0;
 };
 
-/// The changes after `after_seq` of (tenant, model), oldest first. With after_seq 0 a store may answer with every
-/// current vector instead (each an add, seq = the newest sequence number it covers): how an index is first built.
-using ReadVectorChanges =
-    std::function<std::vector<VectorChange>(const std::string& tenant, const std::string& model, std::uint64_t after_seq)>;
+/// What a read hands each change to, in order. The change is the reader's: the sink may move from it, and the
+/// reader may reuse it (and its vector's memory) for the next.
+using VectorChangeSink = std::function<void(VectorChange&)>;
+
+/// Hands the changes after `after_seq` of (tenant, model) to `sink`, oldest first, as it reads them (no list of
+/// them is made: a first read of 100,000 vectors goes straight into the index); returns whether it handed any.
+/// With after_seq 0 a store may answer with every current vector instead (each an add, seq = the newest sequence
+/// number it covers): how an index is first built.
+using ReadVectorChanges = std::function<bool(const std::string& tenant, const std::string& model,
+                                             std::uint64_t after_seq, const VectorChangeSink& sink)>;
 
 /// The indexes of one store object, one per (tenant, model, dimension), most recently used first. Thread-safe.
 ///
@@ -58,8 +67,11 @@ class VectorCache {
   static constexpr std::size_t default_max_entries = 1024;
   static constexpr std::size_t default_max_bytes = std::size_t{1} << 30;  // 1 GiB
 
-  explicit VectorCache(std::size_t max_entries = default_max_entries, std::size_t max_bytes = default_max_bytes)
-      : max_entries_(max_entries), max_bytes_(max_bytes) {}
+  /// `reader`: what every index it makes reads its columns with (VectorIndex::set_column_reader), e.g. the fields
+  /// kept beside each vector (VectorChange::fields; detail::fields_column_reader).
+  explicit VectorCache(std::size_t max_entries = default_max_entries, std::size_t max_bytes = default_max_bytes,
+                       VectorIndex::ColumnReader reader = nullptr)
+      : max_entries_(max_entries), max_bytes_(max_bytes), reader_(std::move(reader)) {}
 
   /// What an index of `size` versions of `dimension` is counted as against max_bytes: the float and 16-bit copies
   /// (6 bytes a dimension), 384 bytes of bookkeeping and 256 of the fields a filter reads a version (W6IndexBytes
@@ -80,26 +92,29 @@ class VectorCache {
     const Key key{tenant, model, dimension};
     const std::shared_ptr<Entry> entry = entry_of(key);
     std::lock_guard catch_up(entry->catch_up);
+    const VectorChangeSink apply = [this, &entry, dimension](VectorChange& c) {
+      if (c.coming > 0) {
+        entry->index->reserve(c.coming);
+        return;
+      }
+      if (c.reset) {
+        // A new index, not a cleared one: a search still running on the old one keeps it until it ends.
+        entry->index = make_index(dimension);
+      } else if (c.removed) {
+        if (c.version == 0) {
+          entry->index->remove_all(c.id);
+        } else {
+          entry->index->remove(c.id, c.version);
+        }
+      } else {
+        entry->index->add(c.id, c.version, c.vector, nullptr, std::move(c.fields));
+      }
+      if (c.seq > entry->seq) entry->seq = c.seq;
+    };
     for (;;) {
       const bool from_nothing = entry->seq == 0;
-      std::vector<VectorChange> changes = read(tenant, model, entry->seq);
-      if (changes.empty()) break;
+      if (!read(tenant, model, entry->seq, apply)) break;
       if (from_nothing) builds_.fetch_add(1, std::memory_order_relaxed);
-      for (const auto& c : changes) {
-        if (c.reset) {
-          // A new index, not a cleared one: a search still running on the old one keeps it until it ends.
-          entry->index = std::make_shared<VectorIndex>(dimension);
-        } else if (c.removed) {
-          if (c.version == 0) {
-            entry->index->remove_all(c.id);
-          } else {
-            entry->index->remove(c.id, c.version);
-          }
-        } else {
-          entry->index->add(c.id, c.version, c.vector, nullptr, c.fields);
-        }
-        if (c.seq > entry->seq) entry->seq = c.seq;
-      }
     }
     if (seen) *seen = entry->seq;
     settle(key, entry);
@@ -129,8 +144,14 @@ class VectorCache {
 
  private:
   using Key = std::tuple<std::string, std::string, std::size_t>;
+  std::shared_ptr<VectorIndex> make_index(std::size_t dimension) const {
+    auto index = std::make_shared<VectorIndex>(dimension);
+    if (reader_) index->set_column_reader(reader_);
+    return index;
+  }
+
   struct Entry {
-    explicit Entry(std::size_t d) : index(std::make_shared<VectorIndex>(d)) {}
+    explicit Entry(std::shared_ptr<VectorIndex> i) : index(std::move(i)) {}
     std::mutex catch_up;
     std::uint64_t seq = 0;
     std::shared_ptr<VectorIndex> index;  // replaced (under catch_up) when a reset starts the index over
@@ -147,7 +168,7 @@ class VectorCache {
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       order_.push_front(key);
-      it = entries_.emplace(key, Slot{std::make_shared<Entry>(std::get<2>(key)), order_.begin()}).first;
+      it = entries_.emplace(key, Slot{std::make_shared<Entry>(make_index(std::get<2>(key))), order_.begin()}).first;
     } else {
       order_.splice(order_.begin(), order_, it->second.at);
     }
@@ -182,6 +203,7 @@ class VectorCache {
 
   const std::size_t max_entries_;
   const std::size_t max_bytes_;
+  const VectorIndex::ColumnReader reader_;
   mutable std::mutex mutex_;
   std::map<Key, Slot> entries_;
   std::list<Key> order_;  // most recently used first

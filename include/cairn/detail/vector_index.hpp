@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -130,6 +131,7 @@ class CosineSpace final : public hnswlib::SpaceInterface<float> {
 #endif
 
 #include "cairn/detail/cosine.hpp"
+#include "cairn/detail/mapped_array.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -194,6 +196,11 @@ class VectorIndex {
   /// shrinks by 3 an add (build_graph() fills it at once). Searches with `ef` go through the graph once it holds
   /// every version (searches_graph()); until then they scan.
   static constexpr std::size_t graph_steps_per_add = 4;
+  /// The most columns (Bound) an index keeps: 9 bytes a version each; past it the least recently named goes.
+  static constexpr std::size_t max_columns = 16;
+  /// Removed versions keep their copies until they are this many and as many as the live ones; then the index is
+  /// compacted (without a graph), so that what it holds stays within twice what its live versions need.
+  static constexpr std::size_t compact_from = 1024;
   /// What a unit vector's components are multiplied by in its 16-bit copy (then rounded).
   static constexpr double coarse_scale = 32767;
   /// What a search's `near` is for a caller that ranks by the exact cosine (VectorHit::exact): the index's float
@@ -203,6 +210,29 @@ class VectorIndex {
 
   /// A search's filter: (id, version, the tag add() was given) -> whether the version may be a hit.
   using Accept = std::function<bool(const std::string&, std::uint64_t, const void*)>;
+
+  /// What a column (below) holds for a version: a number, none (the version passes no bound on the column), or
+  /// not known here (it passes every bound; `accept` decides).
+  struct ColumnValue {
+    enum Kind : std::uint8_t { number, none, unknown };
+    Kind kind = unknown;
+    double value = 0;
+  };
+  /// Reads a column's value of a version from what the store handed add() (its tag) and its key. Set once, by the
+  /// store that owns the index (set_column_reader), and called under the index's locks: it must not call back.
+  using ColumnReader =
+      std::function<ColumnValue(const std::string& column, const std::string& id, std::uint64_t version,
+                                const void* tag)>;
+  /// A necessary condition of a search's filter, on a column: the version's number lies in [low, high]. A search
+  /// given bounds checks them over every live version first, from numbers the index keeps in one array per column
+  /// (made by the first search that names the column, kept current by add()), and only what passes them is scanned
+  /// and put to `accept`: a filter that passes 1 % of the versions costs 1 % of a scan, not a walk past the 99 %
+  /// (docs/search.md, "Filters"). Bounds may pass more than the filter (accept decides), never less.
+  struct Bound {
+    std::string column;
+    double low = -std::numeric_limits<double>::infinity();
+    double high = std::numeric_limits<double>::infinity();
+  };
 
   explicit VectorIndex(std::size_t dimension) : dimension_(dimension) {}
   VectorIndex(const VectorIndex&) = delete;
@@ -225,6 +255,13 @@ class VectorIndex {
     return live_;
   }
 
+  /// How many versions the index keeps copies of: the live ones and removed ones not yet compacted away (fewer than
+  /// max(compact_from, size()) of those, while there is no graph).
+  std::size_t held() const {
+    std::shared_lock lock(mutex_);
+    return entries_.size();
+  }
+
   /// Adds a version's vector (dimension() long, as stored: the index scales its copy). Adding a key that is already
   /// there replaces it. A vector of no length is kept with similarity 0 to every query, as detail::cosine says.
   /// `tag` is the caller's, handed back to search_tagged()'s accept with the version (e.g. where the caller keeps
@@ -233,41 +270,60 @@ class VectorIndex {
   /// version, so that a store whose records live in a database checks a filter without reading the row).
   void add(const std::string& id, std::uint64_t version, const std::vector<float>& values, const void* tag = nullptr,
            std::shared_ptr<const void> owned = nullptr) {
-    if (values.size() != dimension_) return;  // callers check dimensions; a stray vector is never indexed
-    bool exact = true;
-    double squares = 0;
-    std::vector<float> copy = kept_copy(values, exact, squares);
-    if (copy.empty()) return;  // not finite: stores refuse such vectors before they get here
-    const Coarse coarse = coarse_copy(values);
+    add(id, version, values.data(), values.size(), tag, std::move(owned));
+  }
+
+  /// add(), of `size` floats at `values`.
+  void add(const std::string& id, std::uint64_t version, const float* values, std::size_t size,
+           const void* tag = nullptr, std::shared_ptr<const void> owned = nullptr) {
+    if (size != dimension_) return;  // callers check dimensions; a stray vector is never indexed
+    const double squares = squares_of(values);
+    if (!std::isfinite(squares)) return;  // not finite: stores refuse such vectors before they get here
     std::unique_lock lock(mutex_);
     auto& versions = labels_[id];
     if (const auto it = versions.find(version); it != versions.end()) {
       erase_label(it->second);
       versions.erase(it);
     }
-    const std::size_t label = entries_.size();
-    coarse_.resize((label + 1) * dimension_);  // first: a throw below leaves the next add the same label
-    std::copy(coarse.values.begin(), coarse.values.end(),
-              coarse_.begin() + static_cast<std::ptrdiff_t>(label * dimension_));
-    Entry entry{id, version, true, exact, squares, coarse.length, coarse.error, 0, false, tag ? tag : owned.get(),
-                std::move(owned)};
+    const std::size_t label = entries_.size(), stride = dimension_ + 1;
+    const std::size_t slot = copies_.size() / stride;
+    // The arrays first: a throw here leaves the next add the same label and slot.
+    coarse_.resize((label + 1) * dimension_);
+    copies_.resize((slot + 1) * stride);
+    Entry entry{id, version, true, true, 0, 0, 0, slot, false, tag ? tag : owned.get(), std::move(owned)};
+    float* copy = copies_.data() + slot * stride;
+    fill_copy(values, squares, copy, entry.exact, entry.squares);
+    fill_coarse(values, squares, coarse_.data() + label * dimension_, entry.coarse_length, entry.coarse_error);
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (graph_ && graphed_ == label) {  // the graph holds every version before this one: this one goes in too
-      entry.slot = graph_insert(copy.data(), label);
+      entry.slot = graph_insert(copy, label);
       entry.in_graph = true;
+      copies_.resize(slot * stride);
     }
 #endif
-    if (!entry.in_graph) {
-      entry.slot = vectors_.size();
-      vectors_.push_back(std::move(copy));
-    }
     entries_.push_back(std::move(entry));
     versions.emplace(version, label);
     ++live_;
+    if (!columns_.empty()) {
+      const Entry& e = entries_.back();
+      std::lock_guard columns(columns_mutex_);
+      for (auto& [name, kept] : columns_) kept.column->set(label, reader_(name, e.id, e.version, e.tag));
+    }
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (entries_.back().in_graph) graphed_ = label + 1;
     grow_graph();
 #endif
+    compact();
+  }
+
+  /// Makes room for `versions` more versions, so that adding them moves no copy (a store reading a tenant's vectors
+  /// says how many come).
+  void reserve(std::size_t versions) {
+    std::unique_lock lock(mutex_);
+    entries_.reserve(entries_.size() + versions);
+    labels_.reserve(labels_.size() + versions);
+    coarse_.reserve(coarse_.size() + versions * dimension_);
+    copies_.reserve(copies_.size() + versions * (dimension_ + 1));
   }
 
   /// Removes a version; nothing when it is not there.
@@ -280,6 +336,7 @@ class VectorIndex {
     erase_label(it->second);
     versions->second.erase(it);
     if (versions->second.empty()) labels_.erase(versions);
+    compact();
   }
 
   /// Removes every version of `id`.
@@ -289,6 +346,7 @@ class VectorIndex {
     if (versions == labels_.end()) return;
     for (const auto& [version, label] : versions->second) erase_label(label);
     labels_.erase(versions);
+    compact();
   }
 
   /// Up to `k` versions most similar to `query` (dimension() long, as given) that `accept(id, version)` lets through,
@@ -307,6 +365,14 @@ class VectorIndex {
   ///
   /// With `newest_only`, a version is a candidate only while it is the newest version of its id in the index (an
   /// index that keeps older versions too, searched for the latest ones).
+  /// Sets what reads a column of a version (Bound); the columns made before are dropped.
+  void set_column_reader(ColumnReader reader) {
+    std::unique_lock lock(mutex_);
+    std::lock_guard columns(columns_mutex_);
+    reader_ = std::move(reader);
+    columns_.clear();
+  }
+
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
                                 const std::function<bool(const std::string&, std::uint64_t)>& accept,
                                 double near = 0, std::size_t ef = 0, bool newest_only = false) const {
@@ -343,9 +409,11 @@ class VectorIndex {
 #endif
   }
 
-  /// search(), with each version's tag (add()) handed to `accept` too.
+  /// search(), with each version's tag (add()) handed to `accept` too, and `bounds` (Bound; none without a column
+  /// reader) checked before it.
   std::vector<VectorHit> search_tagged(const std::vector<float>& query, std::size_t k, const Accept& accept,
-                                       double near = 0, std::size_t ef = 0, bool newest_only = false) const {
+                                       double near = 0, std::size_t ef = 0, bool newest_only = false,
+                                       const std::vector<Bound>& bounds = {}) const {
     if (k == 0 || query.size() != dimension_) return {};
     // detail::cosine's arithmetic for the exact cosines, each sum of squares computed once (the same bits).
     const double query_squares = dot_of(query.data(), query.data(), dimension_);
@@ -356,28 +424,94 @@ class VectorIndex {
 #endif
     std::shared_lock lock(mutex_);
     if (live_ == 0) return {};
+    const std::vector<std::shared_ptr<const Column>> columns = columns_of(bounds);
+    const Within within = [&columns, &bounds](std::size_t label) {
+      for (std::size_t i = 0; i < columns.size(); ++i) {
+        if (!columns[i]->passes(label, bounds[i])) return false;
+      }
+      return true;
+    };
+    const Within* bounded = columns.empty() ? nullptr : &within;
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (ef > 0 && live_ >= exact_scan_below && graph_holds_all()) {
-      std::vector<VectorHit> hits = search_graph(query, query_squares, k, accept, near, ef, newest_only, passed);
+      std::vector<VectorHit> hits =
+          search_graph(query, query_squares, k, accept, near, ef, newest_only, passed, bounded);
       if (hits.size() >= k) return hits;
     }
 #else
     (void)ef;
 #endif
-    return scan(query, query_squares, k, accept, near, newest_only, passed);
+    return scan(query, query_squares, k, accept, near, newest_only, passed, bounded);
   }
 
  private:
+  using Within = std::function<bool(std::size_t)>;  // a label passes a search's bounds
+
+  // A column (Bound): a number and its kind per label, made by columns_of and kept current by add() and compact().
+  struct Column {
+    std::vector<double> values;
+    std::vector<ColumnValue::Kind> kinds;
+    void set(std::size_t label, const ColumnValue& v) {
+      if (values.size() <= label) {
+        values.resize(label + 1, 0);
+        kinds.resize(label + 1, ColumnValue::none);
+      }
+      values[label] = v.value;
+      kinds[label] = v.kind;
+    }
+    bool passes(std::size_t label, const Bound& b) const {
+      if (kinds[label] == ColumnValue::unknown) return true;
+      return kinds[label] == ColumnValue::number && values[label] >= b.low && values[label] <= b.high;
+    }
+  };
+
+  struct ColumnSlot {
+    std::shared_ptr<Column> column;
+    std::uint64_t used = 0;  // column_clock_ when a search last named it
+  };
+
+  // The columns `bounds` name, in their order, each made now if it was not (under columns_mutex_, with the shared
+  // lock held: adds wait, other searches naming columns wait for it); none without a reader. Past max_columns the
+  // least recently named goes (a search still holding it keeps it until it ends).
+  std::vector<std::shared_ptr<const Column>> columns_of(const std::vector<Bound>& bounds) const {
+    std::vector<std::shared_ptr<const Column>> out;
+    if (bounds.empty() || !reader_) return out;
+    std::lock_guard lock(columns_mutex_);
+    for (const Bound& b : bounds) {
+      const auto it = columns_.find(b.column);
+      if (it != columns_.end()) {
+        it->second.used = ++column_clock_;
+        out.push_back(it->second.column);
+        continue;
+      }
+      auto made = std::make_shared<Column>();
+      made->values.assign(entries_.size(), 0);
+      made->kinds.assign(entries_.size(), ColumnValue::none);
+      for (std::size_t label = 0; label < entries_.size(); ++label) {
+        const Entry& e = entries_[label];
+        if (e.live) made->set(label, reader_(b.column, e.id, e.version, e.tag));
+      }
+      if (columns_.size() >= max_columns) {
+        columns_.erase(std::min_element(columns_.begin(), columns_.end(), [](const auto& x, const auto& y) {
+          return x.second.used < y.second.used;
+        }));
+      }
+      out.push_back(made);
+      columns_.emplace(b.column, ColumnSlot{std::move(made), ++column_clock_});
+    }
+    return out;
+  }
+
   struct Entry {  // what a label holds
     std::string id;
     std::uint64_t version = 0;
     bool live = false;
-    bool exact = true;  // its copy scaled back gives the vector added (kept_copy)
+    bool exact = true;  // its copy scaled back gives the vector added (fill_copy)
     double squares = 0;  // its copy's sum of squares (dot_of(copy, copy))
     double coarse_length = 0;  // its 16-bit copy's length and error (Coarse)
     double coarse_error = 0;
-    std::size_t slot = 0;  // where its copy is (copy_of): hnswlib's internal id, or its place in vectors_
-    bool in_graph = false;  // the copy is in the graph (slot: its internal id), not in vectors_
+    std::size_t slot = 0;  // where its copy is (copy_of): hnswlib's internal id, or its place in copies_
+    bool in_graph = false;  // the copy is in the graph (slot: its internal id), not in copies_
     const void* tag = nullptr;
     std::shared_ptr<const void> owned;  // add()'s `owned`, released when the version goes
   };
@@ -398,19 +532,42 @@ class VectorIndex {
     c.values.assign(dimension_, 0);
     double squares = 0;
     for (const float x : v) squares += static_cast<double>(x) * x;
-    if (!(squares > 0) || !std::isfinite(squares)) return c;
+    fill_coarse(v.data(), squares, c.values.data(), c.length, c.error);
+    return c;
+  }
+  // The 16-bit copy of `v` (sum of squares `squares`) into out[0, dimension()), with its length and error.
+  void fill_coarse(const float* v, double squares, std::int16_t* out, double& length, double& error) const {
+    length = error = 0;
+    if (!(squares > 0) || !std::isfinite(squares)) {
+      std::fill(out, out + dimension_, std::int16_t{0});
+      return;
+    }
     const double scale = coarse_scale / std::sqrt(squares);
-    double length = 0, error = 0;
+    // Rounded to nearest, ties to even, as std::nearbyint does in the default rounding mode, without its call: a
+    // double of magnitude below 2^51 plus 1.5 * 2^52 keeps no fraction bits. |x| <= coarse_scale (and a little
+    // more from rounding in `scale`, clamped after).
+    constexpr double round_to_integer = 6755399441055744.0;
     for (std::size_t i = 0; i < dimension_; ++i) {
       const double x = scale * v[i];
-      const double rounded = std::min(coarse_scale, std::max(-coarse_scale, std::nearbyint(x)));
-      c.values[i] = static_cast<std::int16_t>(rounded);
+      const double rounded = std::min(coarse_scale, std::max(-coarse_scale, (x + round_to_integer) - round_to_integer));
+      out[i] = static_cast<std::int16_t>(rounded);
       length += rounded * rounded;
       error += (rounded - x) * (rounded - x);
     }
-    c.length = std::sqrt(length);
-    c.error = std::sqrt(error);
-    return c;
+    length = std::sqrt(length);
+    error = std::sqrt(error);
+  }
+
+  // A vector's sum of squares, for its scale (four sums, so that the adds overlap: not detail::cosine's order, which
+  // only the copy's own sum, fill_copy's, must keep).
+  double squares_of(const float* v) const noexcept {
+    double sums[4] = {0, 0, 0, 0};
+    std::size_t i = 0;
+    for (; i + 4 <= dimension_; i += 4) {
+      for (std::size_t j = 0; j < 4; ++j) sums[j] += static_cast<double>(v[i + j]) * v[i + j];
+    }
+    for (; i < dimension_; ++i) sums[0] += static_cast<double>(v[i]) * v[i];
+    return (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }
 
   // How far the exact cosine the stores compute (detail::cosine, in doubles) may be from the real-number one the
@@ -423,7 +580,8 @@ class VectorIndex {
   // from the full copy, until the next bound is below the k-th best cosine taken less `near`. A version not looked
   // at cannot rank at or above that; the hits are those of the exact scan.
   std::vector<VectorHit> scan(const std::vector<float>& query, double query_squares, std::size_t k,
-                              const Accept& accept, double near, bool newest_only, std::size_t& passed) const {
+                              const Accept& accept, double near, bool newest_only, std::size_t& passed,
+                              const Within* within) const {
     const Coarse q = coarse_copy(query);
     constexpr double inverse_squared_scale = 1 / (coarse_scale * coarse_scale);
     struct Candidate {
@@ -434,7 +592,7 @@ class VectorIndex {
     all.reserve(live_);
     for (std::size_t label = 0; label < entries_.size(); ++label) {
       const Entry& e = entries_[label];
-      if (!e.live) continue;
+      if (!e.live || (within && !(*within)(label))) continue;
       const auto dot = static_cast<double>(dot_i16(q.values.data(), coarse_.data() + label * dimension_, dimension_));
       const double bound = q.length * e.coarse_error + q.error * e.coarse_length + q.error * e.coarse_error;
       all.push_back(Candidate{(dot + bound * (1 + 1e-9)) * inverse_squared_scale + rounding_slack, label});
@@ -487,7 +645,7 @@ class VectorIndex {
   // with its exact cosine from the copy. Fewer than k: the caller scans instead.
   std::vector<VectorHit> search_graph(const std::vector<float>& query, double query_squares, std::size_t k,
                                       const Accept& accept, double near, std::size_t ef, bool newest_only,
-                                      std::size_t& passed) const {
+                                      std::size_t& passed, const Within* within) const {
     const std::vector<float> unit = query_copy(query);
     auto* graph = const_cast<hnswlib::HierarchicalNSW<float>*>(
         static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get()));
@@ -497,6 +655,7 @@ class VectorIndex {
     while (!found.empty()) {  // farthest first
       const auto [distance, label] = found.top();
       found.pop();
+      if (within && !(*within)(static_cast<std::size_t>(label))) continue;
       append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, newest_only,
                 passed);
     }
@@ -538,35 +697,34 @@ class VectorIndex {
     });
   }
 
-  // The copy of a vector the index keeps: the vector scaled by a power of two to a length in [1, 2), then the
-  // inverse of that length (dimension() + 1 floats). Scaling a float by a power of two changes no bit of its
+  // The copy of a vector the index keeps, written to out[0, dimension() + 1): the vector scaled by a power of two
+  // to a length in [1, 2), then the inverse of that length. Scaling a float by a power of two changes no bit of its
   // significand while it stays normal, and the double sums of detail::cosine scale with it exactly, so the copy
   // gives the cosine of the vector itself to the last bit; `exact` is false when a component did not come back
-  // (scaled down below the normal floats). Empty when the length is not finite (NaN or infinity in it).
-  std::vector<float> kept_copy(const std::vector<float>& values, bool& exact, double& scaled_squares) const {
-    double squares = 0;
-    for (const float x : values) squares += static_cast<double>(x) * x;
+  // (scaled down below the normal floats). `squares` is the vector's sum of squares (finite).
+  void fill_copy(const float* values, double squares, float* out, bool& exact, double& scaled_squares) const {
     exact = true;
-    if (!std::isfinite(squares)) return {};
-    std::vector<float> copy(dimension_ + 1, 0.0f);
-    if (squares == 0) return copy;  // no length: every similarity is 0, as detail::cosine says
+    scaled_squares = 0;
+    if (squares == 0) {  // no length: every similarity is 0, as detail::cosine says
+      std::fill(out, out + dimension_ + 1, 0.0f);
+      return;
+    }
     const int scale = std::ilogb(std::sqrt(squares));
     if (scale > -126 && scale < 127) {
       // Multiplying by a power of two that is a normal float is ldexp's scaling, and several times faster.
       const float down = std::ldexp(1.0f, -scale), up = std::ldexp(1.0f, scale);
       for (std::size_t i = 0; i < dimension_; ++i) {
-        copy[i] = values[i] * down;
-        exact = exact && copy[i] * up == values[i];
+        out[i] = values[i] * down;
+        exact = exact && out[i] * up == values[i];
       }
     } else {
       for (std::size_t i = 0; i < dimension_; ++i) {
-        copy[i] = std::ldexp(values[i], -scale);
-        exact = exact && std::ldexp(copy[i], scale) == values[i];
+        out[i] = std::ldexp(values[i], -scale);
+        exact = exact && std::ldexp(out[i], scale) == values[i];
       }
     }
-    scaled_squares = dot_of(copy.data(), copy.data(), dimension_);
-    copy[dimension_] = static_cast<float>(1.0 / std::sqrt(scaled_squares));
-    return copy;
+    scaled_squares = dot_of(out, out, dimension_);
+    out[dimension_] = static_cast<float>(1.0 / std::sqrt(scaled_squares));
   }
 
   // A label's kept copy (its first dimension() floats are the scaled vector).
@@ -578,7 +736,52 @@ class VectorIndex {
       return reinterpret_cast<const float*>(graph->getDataByInternalId(static_cast<hnswlib::tableint>(e.slot)));
     }
 #endif
-    return vectors_[e.slot].data();
+    return copies_.data() + e.slot * (dimension_ + 1);
+  }
+
+  // compact_from: the live versions' entries and copies moved down to labels and slots 0, 1, ... in their order
+  // (labels change: a search holds the shared lock, so none outlives one), the removed ones' given back.
+  void compact() {
+    const std::size_t dead = entries_.size() - live_;
+    if (dead < compact_from || dead < live_) return;
+#if defined(CAIRN_DETAIL_HNSWLIB)
+    if (graph_) return;  // its labels are hnswlib's
+#endif
+    const std::size_t stride = dimension_ + 1;
+    std::vector<Entry> entries;
+    entries.reserve(live_);
+    MappedArray<std::int16_t> coarse;
+    MappedArray<float> copies;
+    coarse.resize(live_ * dimension_);
+    copies.resize(live_ * stride);
+    std::lock_guard lock(columns_mutex_);
+    std::map<std::string, ColumnSlot> columns;
+    for (const auto& [name, slot] : columns_) {
+      auto& c = columns[name];
+      c = ColumnSlot{std::make_shared<Column>(), slot.used};
+      c.column->values.reserve(live_);
+      c.column->kinds.reserve(live_);
+    }
+    for (std::size_t label = 0; label < entries_.size(); ++label) {
+      const Entry& e = entries_[label];
+      if (!e.live) continue;
+      const std::size_t to = entries.size();
+      std::copy_n(coarse_.data() + label * dimension_, dimension_, coarse.data() + to * dimension_);
+      std::copy_n(copies_.data() + e.slot * stride, stride, copies.data() + to * stride);
+      entries.push_back(e);
+      entries.back().slot = to;
+      for (const auto& [name, slot] : columns_) {
+        columns[name].column->set(to, ColumnValue{slot.column->kinds[label], slot.column->values[label]});
+      }
+    }
+    // Nothing above changed the index; nothing below throws.
+    for (std::size_t label = 0; label < entries.size(); ++label) {
+      labels_.at(entries[label].id).at(entries[label].version) = label;
+    }
+    entries_.swap(entries);
+    coarse_.swap(coarse);
+    copies_.swap(copies);
+    columns_.swap(columns);
   }
 
   void erase_label(std::size_t label) {
@@ -586,7 +789,6 @@ class VectorIndex {
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (e.in_graph) static_cast<hnswlib::HierarchicalNSW<float>*>(graph_.get())->markDelete(label);
 #endif
-    if (!e.in_graph) std::vector<float>().swap(vectors_[e.slot]);
     e.live = false;
     e.tag = nullptr;
     e.owned.reset();
@@ -605,7 +807,7 @@ class VectorIndex {
   }
 
   // Makes the graph when a search asked for it and the index holds exact_scan_below live versions, then moves up
-  // to graph_steps_per_add versions' copies from vectors_ into it, oldest first (a removed one is skipped: its copy
+  // to graph_steps_per_add versions' copies from copies_ into it, oldest first (a removed one is skipped: its copy
   // is gone). graphed_ counts the labels done.
   void grow_graph() {
     if (!graph_) {
@@ -620,9 +822,7 @@ class VectorIndex {
     for (std::size_t moved = 0; graphed_ < entries_.size() && moved < graph_steps_per_add; ++graphed_) {
       Entry& e = entries_[graphed_];
       if (!e.live || e.in_graph) continue;
-      const std::size_t slot = graph_insert(vectors_[e.slot].data(), graphed_);
-      std::vector<float>().swap(vectors_[e.slot]);
-      e.slot = slot;
+      e.slot = graph_insert(copies_.data() + e.slot * (dimension_ + 1), graphed_);
       e.in_graph = true;
       ++moved;
     }
@@ -645,8 +845,16 @@ class VectorIndex {
   std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
   std::size_t live_ = 0;
   mutable std::atomic<bool> graph_wanted_{false};  // a search asked for the graph (want_graph())
-  std::vector<std::int16_t> coarse_;  // label -> its 16-bit copy (Coarse), dimension() values at label * dimension()
-  std::vector<std::vector<float>> vectors_;  // slot -> kept_copy of a version not in the graph (empty once not needed)
+  ColumnReader reader_;  // set_column_reader()
+  // column name -> Column: made under columns_mutex_ while the shared lock is held (columns_of), changed only under
+  // the exclusive lock (add, compact), so a search reads the columns it was handed without columns_mutex_
+  mutable std::mutex columns_mutex_;
+  mutable std::map<std::string, ColumnSlot> columns_;
+  mutable std::uint64_t column_clock_ = 0;
+  MappedArray<std::int16_t> coarse_;  // label -> its 16-bit copy (Coarse), dimension() values at label * dimension()
+  // slot -> the copy (fill_copy) of a version not in the graph, dimension() + 1 floats at slot * (dimension() + 1);
+  // a removed version's or one moved into the graph stays until compact()
+  MappedArray<float> copies_;
 #if defined(CAIRN_DETAIL_HNSWLIB)
   std::shared_ptr<void> space_;  // cairn_hnswlib::CosineSpace (its distance function); the graph points into it
   std::shared_ptr<void> graph_;  // hnswlib::HierarchicalNSW<float>, destroyed before space_; made by grow_graph
