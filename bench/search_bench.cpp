@@ -386,7 +386,9 @@ class MemFloor {
       for (std::size_t d = 0; d < kDim; ++d) dot += v[d] * q[d];
       all.push_back({label, static_cast<double>(dot)});
     }
-    const auto better = [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.index < b.index); };
+    const auto better = [](const Hit& a, const Hit& b) {
+      return a.score > b.score || (a.score == b.score && a.index < b.index);
+    };
     k = std::min(k, all.size());
     std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), better);
     all.resize(k);
@@ -420,7 +422,9 @@ std::vector<Hit> fuse(const std::vector<Hit>& a, const std::vector<Hit>& b, std:
   for (std::size_t r = 0; r < b.size(); ++r) score[b[r].index] += 1.0 / (kRrfK + static_cast<double>(r + 1));
   std::vector<Hit> out;
   for (const auto& [i, s] : score) out.push_back({i, s});
-  const auto better = [](const Hit& x, const Hit& y) { return x.score > y.score || (x.score == y.score && x.index < y.index); };
+  const auto better = [](const Hit& x, const Hit& y) {
+    return x.score > y.score || (x.score == y.score && x.index < y.index);
+  };
   limit = std::min(limit, out.size());
   std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(limit), out.end(), better);
   out.resize(limit);
@@ -481,7 +485,8 @@ class FtsFloor {
     bind(words_, 3, q.type);
     sqlite3_bind_int64(words_, 4, static_cast<sqlite3_int64>(limit));
     std::vector<Row> out;
-    while (sqlite3_step(words_) == SQLITE_ROW) out.push_back({text(words_, 0), text(words_, 1), text(words_, 2), sqlite3_column_double(words_, 3)});
+    while (sqlite3_step(words_) == SQLITE_ROW)
+      out.push_back({text(words_, 0), text(words_, 1), text(words_, 2), sqlite3_column_double(words_, 3)});
     sqlite3_reset(words_);
     return out;
   }
@@ -513,7 +518,8 @@ class FtsFloor {
     return m;
   }
   static std::string text(sqlite3_stmt* s, int c) {
-    return {reinterpret_cast<const char*>(sqlite3_column_text(s, c)), static_cast<std::size_t>(sqlite3_column_bytes(s, c))};
+    return {reinterpret_cast<const char*>(sqlite3_column_text(s, c)),
+            static_cast<std::size_t>(sqlite3_column_bytes(s, c))};
   }
   static void bind(sqlite3_stmt* s, int at, const std::string& v) {
     sqlite3_bind_text(s, at, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
@@ -564,9 +570,10 @@ class Pg {
   void prepare(const char* name, const char* sql) { PQclear(check(PQprepare(conn_, name, sql, 0, nullptr), sql)); }
   PGresult* call(const char* name, std::vector<const char*> values, std::vector<int> lengths = {},
                  std::vector<int> formats = {}) {
-    return check(PQexecPrepared(conn_, name, static_cast<int>(values.size()), values.data(),
-                                lengths.empty() ? nullptr : lengths.data(), formats.empty() ? nullptr : formats.data(), 0),
-                 name);
+    return check(
+        PQexecPrepared(conn_, name, static_cast<int>(values.size()), values.data(),
+                       lengths.empty() ? nullptr : lengths.data(), formats.empty() ? nullptr : formats.data(), 0),
+        name);
   }
   double database_bytes() {
     PGresult* r = run("SELECT pg_database_size(current_database())");
@@ -605,10 +612,11 @@ const std::string& pg_bench_conninfo() {
 class PgFloor {
  public:
   PgFloor() : pg_(pg_bench_conninfo()) {
-    pg_.exec("CREATE TABLE w6_floor (n integer PRIMARY KEY, tenant text NOT NULL, id text NOT NULL, type text NOT NULL, "
-             "title text NOT NULL, description text NOT NULL, body text NOT NULL, vec bytea NOT NULL, "
-             "tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || description || ' ' || body)) "
-             "STORED)");
+    pg_.exec(
+        "CREATE TABLE w6_floor (n integer PRIMARY KEY, tenant text NOT NULL, id text NOT NULL, type text NOT NULL, "
+        "title text NOT NULL, description text NOT NULL, body text NOT NULL, vec bytea NOT NULL, "
+        "tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || description || ' ' || body)) "
+        "STORED)");
     pg_.exec("CREATE INDEX w6_floor_tsv ON w6_floor USING gin (tsv)");
     pg_.prepare("ins", "INSERT INTO w6_floor VALUES ($1::integer, $2, $3, $4, $5, $6, $7, $8::bytea)");
     pg_.prepare("words", "SELECT id, title, body, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
@@ -639,7 +647,8 @@ class PgFloor {
     const std::string tsq = tsquery_of(q.words), lim = std::to_string(limit);
     PGresult* r = pg_.call("ranked", {tsq.c_str(), q.tenant_name.c_str(), lim.c_str()});
     std::vector<Hit> out;
-    for (int k = 0; k < PQntuples(r); ++k) out.push_back({std::atoi(PQgetvalue(r, k, 0)), std::atof(PQgetvalue(r, k, 1))});
+    for (int k = 0; k < PQntuples(r); ++k)
+      out.push_back({std::atoi(PQgetvalue(r, k, 0)), std::atof(PQgetvalue(r, k, 1))});
     PQclear(r);
     return out;
   }
@@ -649,7 +658,8 @@ class PgFloor {
     arr += "}";
     PGresult* r = pg_.call("rows", {arr.c_str()});
     std::vector<Row> out;
-    for (int k = 0; k < PQntuples(r); ++k) out.push_back({PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2), 0});
+    for (int k = 0; k < PQntuples(r); ++k)
+      out.push_back({PQgetvalue(r, k, 0), PQgetvalue(r, k, 1), PQgetvalue(r, k, 2), 0});
     PQclear(r);
     return out;
   }
@@ -768,7 +778,8 @@ cairn::SqliteArtifactStore& sqlite_store() {
     give_embedder(o);
     const std::string path = bench_dir() + "/cairn.db";
     s.sqlite_store = std::make_shared<cairn::SqliteArtifactStore>(path, o);
-    s.sqlite_store_build = build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.sqlite_store->store(record_of(d))); });
+    s.sqlite_store_build =
+        build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.sqlite_store->store(record_of(d))); });
     s.sqlite_store_build.bytes = static_cast<double>(file_bytes(path)) / artifact_count();
   }
   return *s.sqlite_store;
@@ -780,7 +791,8 @@ PgFloor& pg_floor() {
   if (!s.pg_floor) {
     s.pg_floor = std::make_unique<PgFloor>();
     const double before = s.pg_floor->pg().database_bytes();
-    s.pg_floor_build = build_all([&](int i, Doc& d) { s.pg_floor->add(i, d, embed_text(d.embedded_text())); }, Timing::wall);
+    s.pg_floor_build =
+        build_all([&](int i, Doc& d) { s.pg_floor->add(i, d, embed_text(d.embedded_text())); }, Timing::wall);
     s.pg_floor->pg().exec("CHECKPOINT");
     s.pg_floor_build.bytes = (s.pg_floor->pg().database_bytes() - before) / artifact_count();
   }
@@ -795,7 +807,8 @@ cairn::PostgresArtifactStore& pg_store() {
     cairn::PostgresOptions o;
     give_embedder(o);
     s.pg_store = std::make_shared<cairn::PostgresArtifactStore>(pg_bench_conninfo(), o);
-    s.pg_store_build = build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.pg_store->store(record_of(d))); }, Timing::wall);
+    s.pg_store_build =
+        build_all([&](int, Doc& d) { benchmark::DoNotOptimize(s.pg_store->store(record_of(d))); }, Timing::wall);
     admin.exec("CHECKPOINT");
     s.pg_store_build.bytes = (admin.database_bytes() - before) / artifact_count();
   }
@@ -899,10 +912,41 @@ bool skip_without_vectors(benchmark::State& state, const Store& store) {
 
 void BM_W6Words_Floor(benchmark::State& state) {
   auto& f = fts_floor();
-  each_query(state, [&](const Query& q) { auto rows = f.words(q, kLimit); benchmark::DoNotOptimize(rows); return rows.size(); });
+  each_query(state, [&](const Query& q) {
+    auto rows = f.words(q, kLimit);
+    benchmark::DoNotOptimize(rows);
+    return rows.size();
+  });
 }
+// A store makes an index of a tenant at the tenant's first query of a kind (`make`): the SQL stores their process's
+// vector index (docs/search.md, "The in-process index on SQL backends"), the in-memory store its word and vector
+// indexes. That first query of each tenant is timed apart, untimed in the row, which measures what a process that
+// has served the tenant before answers: `first_query_ms` is the mean of the tenants' first queries.
+template <class Store>
+void first_queries(benchmark::State& state, const Store& store, Timing timing,
+                   cairn::SearchQuery (*make)(const Query&) = similar_query) {
+  std::map<int, const Query*> first;
+  for (const auto& q : queries()) first.emplace(q.tenant, &q);
+  double seconds = 0;
+  for (const auto& [tenant, q] : first) {
+    const double t0 = now_seconds(timing);
+    auto page = store.search(q->tenant_name, make(*q));
+    benchmark::DoNotOptimize(page);
+    seconds += now_seconds(timing) - t0;
+  }
+  state.counters["first_query_ms"] = 1000 * seconds / static_cast<double>(std::max<std::size_t>(1, first.size()));
+}
+
 template <class Store>
 void words_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
+  // The in-memory store makes a tenant's word index at its first search by words: timed apart, as the similarity
+  // rows' first queries are (counter `first_query_ms`).
+  static std::map<const void*, double> first_ms;
+  if (!first_ms.count(&store)) {
+    first_queries(state, store, timing, words_query);
+    first_ms[&store] = state.counters["first_query_ms"];
+  }
+  state.counters["first_query_ms"] = first_ms[&store];
   each_query(state, [&](const Query& q) {
     auto page = store.search(q.tenant_name, words_query(q));
     benchmark::DoNotOptimize(page);
@@ -923,26 +967,12 @@ void BM_W6Similar_Floor(benchmark::State& state) {
 }
 void BM_W6Similar_Exact(benchmark::State& state) {
   const auto& f = mem_floor();
-  each_query(state, [&](const Query& q) { auto hits = f.exact(q.tenant, q.vector, kLimit); benchmark::DoNotOptimize(hits); return hits.size(); });
+  each_query(state, [&](const Query& q) {
+    auto hits = f.exact(q.tenant, q.vector, kLimit);
+    benchmark::DoNotOptimize(hits);
+    return hits.size();
+  });
 }
-// A store whose vectors live in a database builds its process's index of a tenant at the tenant's first similarity
-// query (docs/search.md, "The in-process index on SQL backends"). That first query of each tenant is timed apart,
-// untimed in the row, which measures what a process that has served the tenant before answers:
-// `first_query_ms` is the mean of the tenants' first queries.
-template <class Store>
-void first_queries(benchmark::State& state, const Store& store, Timing timing) {
-  std::map<int, const Query*> first;
-  for (const auto& q : queries()) first.emplace(q.tenant, &q);
-  double seconds = 0;
-  for (const auto& [tenant, q] : first) {
-    const double t0 = now_seconds(timing);
-    auto page = store.search(q->tenant_name, similar_query(*q));
-    benchmark::DoNotOptimize(page);
-    seconds += now_seconds(timing) - t0;
-  }
-  state.counters["first_query_ms"] = 1000 * seconds / static_cast<double>(std::max<std::size_t>(1, first.size()));
-}
-
 template <class Store>
 void similar_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
   if (skip_without_vectors(state, store)) return;
@@ -1230,8 +1260,14 @@ void BM_W6DiskPg_Postgres(benchmark::State& state) {
 }
 void BM_W6WordsPg_Floor(benchmark::State& state) {
   auto& f = pg_floor();
-  each_query(state, [&](const Query& q) { auto rows = f.words(q, kLimit); benchmark::DoNotOptimize(rows); return rows.size(); },
-             Timing::wall);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto rows = f.words(q, kLimit);
+        benchmark::DoNotOptimize(rows);
+        return rows.size();
+      },
+      Timing::wall);
 }
 void BM_W6WordsPg_Postgres(benchmark::State& state) { words_cairn(state, pg_store(), Timing::wall); }
 // A store whose rows are on a server answers with records it reads from there: its floor is the library's top 10

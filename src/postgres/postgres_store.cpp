@@ -155,13 +155,13 @@ BEGIN
 END
 $$;
 )sql",
-    // Words per tenant (docs/search.md, "The PostgreSQL store"), and a change sequence that is pruned (the changes
-    // up to pruned_through are deleted: PostgresOptions::search_changes_kept): each tenant gets a number (`no`, never reused; a
-    // tenant's row is never deleted), and its lexemes become "<no>:<word>", so the GIN index keeps one posting list
-    // per tenant and word instead of one per word across every tenant. The tenant's row also keeps BM25's
+    // Words per tenant (docs/search.md, "The PostgreSQL store"), and a change sequence that is pruned (the changes up
+    // to pruned_through are deleted: PostgresOptions::search_changes_kept): each tenant gets a number (`no`, never
+    // reused; a tenant's row is never deleted), and its lexemes become "<no>:<word>", so the GIN index keeps one
+    // posting list per tenant and word instead of one per word across every tenant. The tenant's row also keeps BM25's
     // statistics, updated by every write in its own statement: the latest versions with words (docs), their words
-    // (doc_words) and the latest versions without (docs_unindexed), and the same over every version. A head row
-    // keeps its latest version's word count (NULL: no words yet) and, after an update, the count it replaced
+    // (doc_words) and the latest versions without (docs_unindexed), and the same over every version. A head row keeps
+    // its latest version's word count (NULL: no words yet) and, after an update, the count it replaced
     // (prev_word_count), which the write's statement reads to update the statistics. The tenant row's lock orders
     // the tenant's writes; every write locks its head row first, so the two are always taken in one order.
     R"sql(
@@ -174,7 +174,8 @@ ALTER TABLE cairn_search_seq ADD COLUMN no bigint,
 INSERT INTO cairn_search_seq (tenant_id, seq) SELECT DISTINCT tenant_id, 0 FROM cairn_artifacts
   ON CONFLICT (tenant_id) DO NOTHING;
 UPDATE cairn_search_seq SET no = nextval('cairn_search_tenant_no');
-ALTER TABLE cairn_search_seq ALTER COLUMN no SET NOT NULL, ALTER COLUMN no SET DEFAULT nextval('cairn_search_tenant_no'),
+ALTER TABLE cairn_search_seq ALTER COLUMN no SET NOT NULL,
+  ALTER COLUMN no SET DEFAULT nextval('cairn_search_tenant_no'),
   ADD CONSTRAINT cairn_search_seq_no UNIQUE (no);
 ALTER TABLE cairn_heads ADD COLUMN word_count integer, ADD COLUMN prev_word_count integer;
 UPDATE cairn_heads h SET word_count = a.word_count FROM cairn_artifacts a
@@ -356,11 +357,12 @@ enum Stmt : std::size_t {
 };
 
 constexpr std::array<const char*, statement_count> statement_names = {
-    "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token", "cairn_fetch_latest", "cairn_fetch_version",
-    "cairn_versions", "cairn_remove", "cairn_list_bounded", "cairn_list_open", "cairn_search_latest",
-    "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes", "cairn_fetch_candidates",
-    "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector",
-    "cairn_vectors_latest", "cairn_vectors_all", "cairn_tenant_number", "cairn_tenant_create", "cairn_prune_changes", "cairn_all_vectors", "cairn_reindex_finish"};
+    "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token",
+    "cairn_fetch_latest", "cairn_fetch_version", "cairn_versions", "cairn_remove", "cairn_list_bounded",
+    "cairn_list_open", "cairn_search_latest", "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes",
+    "cairn_fetch_candidates", "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words",
+    "cairn_reindex_vector", "cairn_vectors_latest", "cairn_vectors_all", "cairn_tenant_number", "cairn_tenant_create",
+    "cairn_prune_changes", "cairn_all_vectors", "cairn_reindex_finish"};
 
 std::string statement_sql(Stmt s) {
   // One statement bumps (or creates) the head row and inserts the version it got: the head row's lock orders
@@ -415,7 +417,8 @@ std::string statement_sql(Stmt s) {
       "ON a.tenant_id = h.tenant_id AND a.id = h.id AND a.version = h.latest "
       "WHERE h.tenant_id = $1::text AND h.id >= $2::text AND ($3::text IS NULL OR h.id < $3::text)";
   const std::string scope_all =
-      "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text AND ($3::text IS NULL OR a.id < $3::text)";
+      "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text "
+      "AND ($3::text IS NULL OR a.id < $3::text)";
   // A word search is the function cairn_search_words (migration 5: why a function), its parameters this statement's.
   const auto search_sql = [](const char* all_versions) {
     return fmt::format("SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], "
@@ -598,7 +601,8 @@ std::string statement_sql(Stmt s) {
              "ELSE nextval('cairn_search_tenant_no') END, cardinality($6::text[]), $2::bigint, $3::bigint, "
              "-$2::bigint, $4::bigint, $5::bigint, -$4::bigint "
              "ON CONFLICT (tenant_id) DO UPDATE SET seq = s.seq + EXCLUDED.seq, docs = s.docs + EXCLUDED.docs, "
-             "doc_words = s.doc_words + EXCLUDED.doc_words, docs_unindexed = s.docs_unindexed + EXCLUDED.docs_unindexed, "
+             "doc_words = s.doc_words + EXCLUDED.doc_words, "
+             "docs_unindexed = s.docs_unindexed + EXCLUDED.docs_unindexed, "
              "versions = s.versions + EXCLUDED.versions, version_words = s.version_words + EXCLUDED.version_words, "
              "versions_unindexed = s.versions_unindexed + EXCLUDED.versions_unindexed RETURNING seq) "
              "INSERT INTO cairn_search_changes (tenant_id, seq, id, version, model, removed) "
@@ -891,7 +895,9 @@ std::int64_t binary_int64(const char* bytes) {
 std::optional<std::vector<float>> bytea_vector(std::string_view text) {
   if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || (text.size() - 2) % 8 != 0) return std::nullopt;
   const auto nibble = [](char c) -> int {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
   };
   std::vector<float> out((text.size() - 2) / 8);
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -1672,7 +1678,8 @@ ListPage PostgresArtifactStore::list(const std::string& tenant_id, const ListQue
         page.items.push_back(impl_->decode(res.get(), i));
         last_readable = true;
       } catch (const storage_error&) {
-        page.unreadable.emplace_back(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
+        page.unreadable.emplace_back(PQgetvalue(res.get(), i, 1),
+                                     static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
         last_readable = false;
       }
     }
@@ -1712,9 +1719,10 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   return page;
 }
 
-std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std::string& tenant_id, const SearchQuery& q,
-                                                        const detail::WordQuery& words,
-                                                        std::size_t* unindexed) const {
+std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std::string& tenant_id,
+                                                                     const SearchQuery& q,
+                                                                     const detail::WordQuery& words,
+                                                                     std::size_t* unindexed) const {
   std::vector<detail::SearchCandidate> hits;
   const auto& f = q.filter;
   const auto sql = sql_filter(tenant_id, f);
@@ -1768,8 +1776,9 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::word_hits(const std:
   return hits;
 }
 
-std::vector<detail::SearchCandidate> PostgresArtifactStore::vector_hits(const std::string& tenant_id, const SearchQuery& q,
-                                                          const Embedding& vector) const {
+std::vector<detail::SearchCandidate> PostgresArtifactStore::vector_hits(const std::string& tenant_id,
+                                                                       const SearchQuery& q,
+                                                                       const Embedding& vector) const {
   const auto& f = q.filter;
   const auto sql = sql_filter(tenant_id, f);
   if (!sql || !fits_pg_text(vector.model)) return {};  // nothing stored can match

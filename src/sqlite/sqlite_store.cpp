@@ -122,8 +122,9 @@ INSERT INTO cairn_search_pruned (through) VALUES (0);
     // version's type, so a word search filters by type without reading the versions' records.
     R"sql(
 ALTER TABLE cairn_search_docs ADD COLUMN type TEXT;
-UPDATE cairn_search_docs SET type = (SELECT a.type FROM cairn_artifacts a WHERE a.tenant_id = cairn_search_docs.tenant_id
-  AND a.id = cairn_search_docs.id AND a.version = cairn_search_docs.version);
+UPDATE cairn_search_docs SET type = (SELECT a.type FROM cairn_artifacts a
+  WHERE a.tenant_id = cairn_search_docs.tenant_id AND a.id = cairn_search_docs.id
+  AND a.version = cairn_search_docs.version);
 CREATE TABLE cairn_search_stats (
   tenant_id     TEXT    PRIMARY KEY,
   heads         INTEGER NOT NULL DEFAULT 0,
@@ -302,7 +303,8 @@ std::string statement_sql(Stmt s) {
     case words_done_get: return "SELECT words_done FROM cairn_search_state";
     case words_done_set: return "UPDATE cairn_search_state SET words_done = 1";
     case vector_insert:
-      return "INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+      return "INSERT INTO cairn_search_vectors (tenant_id, id, version, model, dim, vec) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
     case vector_get:
       return "SELECT model, vec FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2 AND version = ?3";
     case vectors_delete_id: return "DELETE FROM cairn_search_vectors WHERE tenant_id = ?1 AND id = ?2";
@@ -396,8 +398,9 @@ std::string statement_sql(Stmt s) {
       const std::size_t variant = (s - search_match) % 4;
       const bool keys = s >= search_match_keys;
       const std::string versions =
-          (variant & 1) != 0 ? ""
-                             : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version";
+          (variant & 1) != 0
+              ? ""
+              : "JOIN cairn_heads h ON h.tenant_id = d.tenant_id AND h.id = d.id AND h.latest = d.version";
       const std::string scope = fmt::format("{} WHERE d.tenant_id = ?2 AND d.id >= ?3 AND {}", versions,
                                             (variant & 2) != 0 ? "d.id < ?4" : "?4 IS NULL");
       if (keys) {
@@ -412,7 +415,8 @@ std::string statement_sql(Stmt s) {
             "WHERE a.tenant_id = d.tenant_id AND a.id = d.id AND a.version = d.version "
             "AND (?6 IS NULL OR a.mime_type = ?6) AND (?7 IS NULL OR a.created_by = ?7) "
             "AND (?8 IS NULL OR a.created_at >= ?8) AND (?9 IS NULL OR a.created_at < ?9))) "
-            "AND cairn_search_text.rowid NOT IN (SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
+            "AND cairn_search_text.rowid NOT IN "
+            "(SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
             scope);
       }
       // ... each with its record.
