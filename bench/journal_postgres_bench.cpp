@@ -128,7 +128,9 @@ void BM_PgAppendRoundTrips_Cairn(benchmark::State& state) {
       return e;
     };
     per_append = count_executes([&](int k) { seq = journal.append(tenant, "run", seq, {entry(k)}); });
-    per_batch = count_executes([&](int k) { seq = journal.append(tenant, "run", seq, {entry(k), entry(k), entry(k)}); });
+    per_batch = count_executes([&](int k) {
+      seq = journal.append(tenant, "run", seq, {entry(k), entry(k), entry(k)});
+    });
     per_conflict = count_executes([&](int k) {
       try {
         (void)journal.append(tenant, "run", 1, {entry(k)});
@@ -145,7 +147,9 @@ const bool registered = [] {
   if (!pg_conninfo()) return false;
   benchmark::RegisterBenchmark("BM_PgAppend_Floor", BM_PgAppend_Floor)->UseRealTime();
   benchmark::RegisterBenchmark("BM_PgAppend_Cairn", BM_PgAppend_Cairn)->UseRealTime();
-  benchmark::RegisterBenchmark("BM_PgAppendRoundTrips_Cairn", BM_PgAppendRoundTrips_Cairn)->Iterations(1)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_PgAppendRoundTrips_Cairn", BM_PgAppendRoundTrips_Cairn)
+      ->Iterations(1)
+      ->UseRealTime();
   return true;
 }();
 

@@ -28,7 +28,8 @@ const json& mb_schema() {
                  "properties": {"id": {"type": "integer", "minimum": 0},
                                 "name": {"$ref": "#/definitions/name"},
                                 "email": {"type": "string", "pattern": "^[^@ ]+@[^@ ]+\\.[a-z]+$"},
-                                "tags": {"type": "array", "uniqueItems": true, "items": {"$ref": "#/definitions/name"}}}}
+                                "tags": {"type": "array", "uniqueItems": true,
+                                         "items": {"$ref": "#/definitions/name"}}}}
     },
     "type": "object", "required": ["records", "ids"],
     "properties": {"records": {"type": "array", "items": {"$ref": "#/definitions/record"}},
@@ -60,7 +61,9 @@ const json& mb_input() {
 bool hand_check(const json& in) {
   static const re2::RE2 name_re("^[a-z][a-z0-9_]{0,31}$");
   static const re2::RE2 email_re("^[^@ ]+@[^@ ]+\\.[a-z]+$");
-  auto is_name = [&](const json& v) { return v.is_string() && re2::RE2::PartialMatch(v.get_ref<const std::string&>(), name_re); };
+  auto is_name = [&](const json& v) {
+    return v.is_string() && re2::RE2::PartialMatch(v.get_ref<const std::string&>(), name_re);
+  };
   if (!in.is_object()) return false;
   const auto records = in.find("records");
   const auto ids = in.find("ids");

@@ -46,7 +46,8 @@ std::string id_of(int i) {
   return buf;
 }
 json value_of(int i) {
-  return json{{"title", "Report " + std::to_string(i)}, {"rows", {1, 2, 3, i}}, {"ok", true}, {"text", std::string(200, 'x')}};
+  return json{
+      {"title", "Report " + std::to_string(i)}, {"rows", {1, 2, 3, i}}, {"ok", true}, {"text", std::string(200, 'x')}};
 }
 cairn::ArtifactPtr record_of(int i, json value) {
   return ArtifactRecord::builder().tenant_id(tenant_of(i)).id(id_of(i)).type("document").title("Report")

@@ -14,8 +14,8 @@
 // older versions kept, created_at read from the system clock, one std::shared_mutex. It builds the same strings and
 // shares (or copies) the value exactly as cairn does, and validates nothing.
 //
-// Times are this thread's CPU time per artifact touched (manual timing of the phase alone; the phases before it run untimed),
-// so the /N variants of one benchmark compare per-operation cost and ratios.py's "flat" line is meaningful.
+// Times are this thread's CPU time per artifact touched (manual timing of the phase alone; the phases before it run
+// untimed), so the /N variants of one benchmark compare per-operation cost and ratios.py's "flat" line is meaningful.
 // BM_W1Bytes*: heap bytes each stored artifact keeps (mallinfo2 deltas, malloc's own headers included), with the
 // compact JSON text of the value alongside. BM_W1BytesCopied_CairnPackedSearched: the packed store after one word
 // search of every tenant, so with every tenant's word index built (what a searched store keeps).

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
                                     .value({{"steps", {"export", "transform"}}, {"owner", "planner"}})
                                     .created_by("planner")
                                     .build());
-      (void)store->store(*plan->revise().value({{"steps", {"export", "transform", "import"}}, {"owner", "planner"}}).build());
+      (void)store->store(
+          *plan->revise().value({{"steps", {"export", "transform", "import"}}, {"owner", "planner"}}).build());
       id = plan->id();
       std::cout << "run 1: stored '" << id << "' versions 1 and 2 in " << url.substr(0, url.find(':') + 1) << "\n";
     }  // the store is gone, as if the process had crashed

@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
   std::cout << "orchestrator stored '" << draft_id << "'\n\n";
 
   // Steps 6-8: review, retried once when it fails.
-  Task review{"review", {cairn::ArtifactPart{draft_id, std::nullopt}, cairn::TextPart{"Review and improve this report"}}};
+  Task review{"review",
+              {cairn::ArtifactPart{draft_id, std::nullopt}, cairn::TextPart{"Review and improve this report"}}};
   cairn::HandoffResult review_out;
   bool survived = false;
   for (int attempt = 1; attempt <= 2 && !review_out.artifact; ++attempt) {

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
 
   // 7. Remove it: every version goes.
   store->remove("weekly-report", "acme");
-  std::cout << "removed 'weekly-report'; fetch now gives " << (store->fetch("weekly-report", "acme") ? "a record" : "null")
-            << "\n";
+  std::cout << "removed 'weekly-report'; fetch now gives "
+            << (store->fetch("weekly-report", "acme") ? "a record" : "null") << "\n";
   return 0;
 }

@@ -65,7 +65,8 @@ class TravelDeskInterpreter : public cairn::MessageInterpreter {
     const std::string key = args.value("key", "");
     if (key == "selectedTrain") {  // "the 10:31" or "ES9024": pick it from the timetable the goal can see
       for (const auto& train : evidence.value("trainList", json::array())) {
-        if (contains(message, train["departs"].get<std::string>()) || contains(message, train["id"].get<std::string>())) {
+        if (contains(message, train["departs"].get<std::string>()) ||
+            contains(message, train["id"].get<std::string>())) {
           return cairn::Interpretation::add_evidence(key, train);
         }
       }
@@ -92,9 +93,11 @@ class WeatherPlanner : public cairn::GoalPlanner {
     auto fetch = spec("Fetch the forecast", {"composite", json::object()});
     fetch.id = "fetch";
     fetch.kind = cairn::Decomposition::Kind::any;  // OR: the first service that answers
-    auto primary = spec("Ask the primary weather service", {"use_tool", {{"tool", "weather-primary"}, {"output", "forecast"}}});
+    auto primary =
+        spec("Ask the primary weather service", {"use_tool", {{"tool", "weather-primary"}, {"output", "forecast"}}});
     primary.parent = "fetch";
-    auto backup = spec("Ask the backup weather service", {"use_tool", {{"tool", "weather-backup"}, {"output", "forecast"}}});
+    auto backup =
+        spec("Ask the backup weather service", {"use_tool", {{"tool", "weather-backup"}, {"output", "forecast"}}});
     backup.parent = "fetch";
     plan.subgoals = {fetch, primary, backup, spec("The forecast", {"present_info", {{"key", "forecast"}}})};
     return plan;
@@ -127,18 +130,20 @@ void add_tools(cairn::ToolRegistry& tools) {
              [](const json& in) {
                std::string day = in["date"].get<std::string>();
                day.erase(std::remove(day.begin(), day.end(), '-'), day.end());
-               const std::string reference = fmt::format("CRN-{}-{}", in["selectedTrain"]["id"].get<std::string>(), day);
+               const std::string reference =
+                   fmt::format("CRN-{}-{}", in["selectedTrain"]["id"].get<std::string>(), day);
                return cairn::ToolResult::ok({{"reference", reference}, {"train", in["selectedTrain"]["id"]},
                                              {"departs", in["selectedTrain"]["departs"]}, {"date", in["date"]}});
              }});
   tools.add({"weather-primary", "Forecasts (primary service)",
              json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})"),
              [](const json&) { return cairn::ToolResult::failure("service unavailable (HTTP 503)"); }});
-  tools.add({"weather-backup", "Forecasts (backup service)",
-             json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})"),
-             [](const json& in) {
-               return cairn::ToolResult::ok({{"city", in["city"]}, {"today", "sunny, 21°C"}, {"tomorrow", "showers, 17°C"}});
-             }});
+  tools.add(
+      {"weather-backup", "Forecasts (backup service)",
+       json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})"),
+       [](const json& in) {
+         return cairn::ToolResult::ok({{"city", in["city"]}, {"today", "sunny, 21°C"}, {"tomorrow", "showers, 17°C"}});
+       }});
 }
 
 // A timetable reads better as a table than as JSON.
@@ -228,9 +233,9 @@ int main(int argc, char** argv) {
     }
   }
   // Default: the SOP next to this source file, so the example works from any working directory.
-  const std::string sop_file = !args.empty()
-                                   ? args[0]
-                                   : (std::filesystem::path(__FILE__).parent_path() / "sops" / "train-booking.json").string();
+  const std::string sop_file =
+      !args.empty() ? args[0]
+                    : (std::filesystem::path(__FILE__).parent_path() / "sops" / "train-booking.json").string();
   const std::filesystem::path out_dir =
       args.size() > 1 ? std::filesystem::path(args[1]) : std::filesystem::temp_directory_path();
   // Null unless --trace: then cairn times and reports nothing at all.

@@ -4,7 +4,9 @@
 import { InMemoryStore } from "@langchain/langgraph";
 function doc(seed) {
   const rows = [];
-  for (let r = 0; r < 16; ++r) rows.push({ id: seed * 16 + r, name: `row-${seed}-${r}`, score: 0.5 + r, tags: ["alpha", "beta"] });
+  for (let r = 0; r < 16; ++r) {
+    rows.push({ id: seed * 16 + r, name: `row-${seed}-${r}`, score: 0.5 + r, tags: ["alpha", "beta"] });
+  }
   return { rows };
 }
 const tenants = Array.from({ length: 100 }, (_, t) => `tenant-${String(t).padStart(3, "0")}`);
@@ -19,22 +21,55 @@ async function run(n) {
     const t1 = process.hrtime.bigint(); const c1 = process.cpuUsage(c0);
     out[name] = { cpu_us_per_op: (c1.user + c1.system) / count, wall_us_per_op: Number(t1 - t0) / 1000 / count };
   };
-  await phase("save", n, async () => { for (let i = 0; i < n; ++i) await store.put([tenants[i % 100]], ids[i], { type: "document", title: `artifact ${i}`, description: "a benchmark artifact", value: d }); });
+  await phase("save", n, async () => {
+    for (let i = 0; i < n; ++i) {
+      await store.put([tenants[i % 100]], ids[i],
+                      { type: "document", title: `artifact ${i}`, description: "a benchmark artifact", value: d });
+    }
+  });
   let sum = 0;
-  await phase("load", n, async () => { for (let i = 0; i < n; ++i) { const it = await store.get([tenants[i % 100]], ids[i]); sum += it.value.value.rows.length; } });
+  await phase("load", n, async () => {
+    for (let i = 0; i < n; ++i) {
+      const it = await store.get([tenants[i % 100]], ids[i]);
+      sum += it.value.value.rows.length;
+    }
+  });
   let listed = 0;
-  await phase("list", n, async () => { for (const t of tenants) { for (let off = 0; ; off += 100) { const page = await store.search([t], { limit: 100, offset: off }); listed += page.length; if (page.length < 100) break; } } });
+  await phase("list", n, async () => {
+    for (const t of tenants) {
+      for (let off = 0; ; off += 100) {
+        const page = await store.search([t], { limit: 100, offset: off });
+        listed += page.length;
+        if (page.length < 100) break;
+      }
+    }
+  });
   if (listed !== n) throw new Error(`listed ${listed}`);
-  await phase("resave", Math.ceil(n / 10), async () => { for (let i = 0; i < n; i += 10) await store.put([tenants[i % 100]], ids[i], { type: "document", title: `artifact ${i}`, description: "a benchmark artifact, revised", value: d }); });
+  await phase("resave", Math.ceil(n / 10), async () => {
+    for (let i = 0; i < n; i += 10) {
+      const description = "a benchmark artifact, revised";
+      const revised = { type: "document", title: `artifact ${i}`, description, value: d };
+      await store.put([tenants[i % 100]], ids[i], revised);
+    }
+  });
   let removed = 0; for (let i = 5; i < n; i += 10) ++removed;
-  await phase("delete", removed, async () => { for (let i = 5; i < n; i += 10) await store.delete([tenants[i % 100]], ids[i]); });
+  await phase("delete", removed, async () => {
+    for (let i = 5; i < n; i += 10) await store.delete([tenants[i % 100]], ids[i]);
+  });
   return out;
 }
 for (const n of [10000, 100000]) {
   let best = null;
   for (let rep = 0; rep < 3; ++rep) {
     const r = await run(n);
-    if (!best) best = r; else for (const k of Object.keys(r)) if (r[k].cpu_us_per_op < best[k].cpu_us_per_op) best[k] = r[k];
+    if (!best) {
+      best = r;
+    } else {
+      for (const k of Object.keys(r)) if (r[k].cpu_us_per_op < best[k].cpu_us_per_op) best[k] = r[k];
+    }
   }
-  for (const [k, v] of Object.entries(best)) console.log(`langgraph n=${n} ${k}: ${v.cpu_us_per_op.toFixed(3)} us cpu/op, ${v.wall_us_per_op.toFixed(3)} us wall/op`);
+  for (const [k, v] of Object.entries(best)) {
+    console.log(`langgraph n=${n} ${k}: ${v.cpu_us_per_op.toFixed(3)} us cpu/op, ` +
+                `${v.wall_us_per_op.toFixed(3)} us wall/op`);
+  }
 }

@@ -47,8 +47,8 @@ class ObservedArtifactStore final : public ArtifactStore {
   using ArtifactStore::store;
   [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override {
     return detail::observe_call(
-        observer_.get(), EventKind::store, "store", record.tenant_id(), record.id(), [&] { return inner_->store(record); },
-        [&](Event& e, const ArtifactPtr& r) { stored(e, record, r); });
+        observer_.get(), EventKind::store, "store", record.tenant_id(), record.id(),
+        [&] { return inner_->store(record); }, [&](Event& e, const ArtifactPtr& r) { stored(e, record, r); });
   }
   [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override {
     return detail::observe_call(
@@ -59,7 +59,8 @@ class ObservedArtifactStore final : public ArtifactStore {
   [[nodiscard]] ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                                   std::uint64_t version = latest) const override {
     return detail::observe_call(
-        observer_.get(), EventKind::store, "fetch", tenant_id, id, [&] { return inner_->fetch(id, tenant_id, version); },
+        observer_.get(), EventKind::store, "fetch", tenant_id, id,
+        [&] { return inner_->fetch(id, tenant_id, version); },
         [](Event& e, const ArtifactPtr& r) {
           e.items = r ? 1 : 0;
           e.bytes_out = detail::record_bytes(r);

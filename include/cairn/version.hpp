@@ -16,10 +16,10 @@
 #error "cairn: CAIRN_VERSION packs minor and patch into two decimal digits each; they must stay below 100"
 #endif
 
-/// The inline ABI namespace every cairn declaration lives in (cairn::v0::ArtifactRecord, spelled cairn::ArtifactRecord):
-/// it is part of every mangled name, so linking two cairn versions with different ABIs fails at link time instead of
-/// mixing them silently. It changes only when the ABI does. Headers open and close it with the two macros below, as
-/// fmt does with FMT_BEGIN_NAMESPACE. See docs/api.md.
+/// The inline ABI namespace every cairn declaration lives in (cairn::v0::ArtifactRecord, spelled
+/// cairn::ArtifactRecord): it is part of every mangled name, so linking two cairn versions with different ABIs fails
+/// at link time instead of mixing them silently. It changes only when the ABI does. Headers open and close it with
+/// the two macros below, as fmt does with FMT_BEGIN_NAMESPACE. See docs/api.md.
 #define CAIRN_ABI_NAMESPACE v0
 #define CAIRN_BEGIN_NAMESPACE \
   namespace cairn {           \

@@ -494,7 +494,8 @@ struct PostgresRunJournal::Impl {
   int read_schema_version(Connection& c) {
     auto exists = simple(c, "SELECT to_regclass('cairn_run_schema') IS NOT NULL", "reading the journal schema version");
     if (PQgetvalue(exists.get(), 0, 0)[0] != 't') return -1;
-    auto res = simple(c, "SELECT coalesce(max(version), -1) FROM cairn_run_schema", "reading the journal schema version");
+    auto res =
+        simple(c, "SELECT coalesce(max(version), -1) FROM cairn_run_schema", "reading the journal schema version");
     return static_cast<int>(std::strtol(PQgetvalue(res.get(), 0, 0), nullptr, 10));
   }
 

@@ -178,8 +178,9 @@ TEST_CASE("a cursor belongs to its query and cannot be forged into another posit
   REQUIRE(first.next_cursor);
   q.cursor = *first.next_cursor;
   CHECK(ids(store->search("acme", q)) == std::vector<std::string>{"d3"});
-  for (const std::string& bad : {std::string("x"), q.cursor.substr(0, 20), cairn::detail::search_fingerprint(q) + ".zz.1.d1",
-                                cairn::detail::search_fingerprint(q) + ".0000000000000000.x.d1"}) {
+  for (const std::string& bad :
+       {std::string("x"), q.cursor.substr(0, 20), cairn::detail::search_fingerprint(q) + ".zz.1.d1",
+        cairn::detail::search_fingerprint(q) + ".0000000000000000.x.d1"}) {
     SearchQuery b = q;
     b.cursor = bad;
     CHECK_THROWS_AS(store->search("acme", b), cairn::invalid_argument);

@@ -24,7 +24,8 @@ TEST_CASE("CAIRN_VERSION packs the three numbers like FMT_VERSION and agrees wit
 #endif
   // CAIRN_CMAKE_PROJECT_VERSION is ${PROJECT_VERSION}, passed by tests/artifact/CMakeLists.txt.
   CHECK(std::string(CAIRN_CMAKE_PROJECT_VERSION) == cairn::version_string());
-  const int from_cmake = CAIRN_CMAKE_VERSION_MAJOR * 10000 + CAIRN_CMAKE_VERSION_MINOR * 100 + CAIRN_CMAKE_VERSION_PATCH;
+  const int from_cmake =
+      CAIRN_CMAKE_VERSION_MAJOR * 10000 + CAIRN_CMAKE_VERSION_MINOR * 100 + CAIRN_CMAKE_VERSION_PATCH;
   CHECK(from_cmake == CAIRN_VERSION);
 }
 

@@ -120,7 +120,8 @@ TEST_CASE("journal reports appends, reads and failures for any backend") {
   auto rec = std::make_shared<Recorder>();
   cairn::InMemoryRunJournal journal;
   journal.set_observer(rec);
-  const std::uint64_t seq = journal.append("acme", "run-1", 0, {{0, "note", json{{"a", 1}}, 0}, {0, "note", json(2), 0}});
+  const std::uint64_t seq =
+      journal.append("acme", "run-1", 0, {{0, "note", json{{"a", 1}}, 0}, {0, "note", json(2), 0}});
   REQUIRE(seq == 2);
   REQUIRE_THROWS_AS((void)journal.append("acme", "run-1", 0, {{0, "note", json(3), 0}}), cairn::conflict);
   REQUIRE(journal.read("acme", "run-1").size() == 2);

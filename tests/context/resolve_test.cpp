@@ -238,7 +238,8 @@ TEST_CASE("the resolved size is limited: 2,048 references to a 1 MiB artifact fa
   CHECK_THROWS_WITH(ctx.resolve(json{"@small#/k", "@small#/k", "@small#/k"}, options),
                     cairn_test::ContainsSubstring("@small at /2 would make"));
   CHECK(ctx.resolve(json{"@small#/k", "@small#/k"}, options) == json{"v", "v"});  // 3 + 3 bytes fit
-  CHECK_THROWS_WITH(ctx.resolve(json("@big"), options), cairn_test::ContainsSubstring("@big at the top level would make"));
+  CHECK_THROWS_WITH(ctx.resolve(json("@big"), options),
+                    cairn_test::ContainsSubstring("@big at the top level would make"));
   // 0 means no limit.
   options.max_resolved_bytes = 0;
   options.max_depth = 256;

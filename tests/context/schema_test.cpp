@@ -221,8 +221,9 @@ TEST_CASE("schema: one compiled schema serves several threads at once") {
       for (int i = 0; i < 50; ++i) {
         const json port = (i + t) % 2 == 0 ? json(80) : json("eighty");
         try {
-          (void)cairn::execute(ToolCall::from_json({{"tool", "fetch_page"}, {"inputs", {{"url", "u"}, {"port", port}}}}), ctx,
-                         f.registry);
+          (void)cairn::execute(
+              ToolCall::from_json({{"tool", "fetch_page"}, {"inputs", {{"url", "u"}, {"port", port}}}}), ctx,
+              f.registry);
         } catch (const cairn::invalid_argument&) {
           ++refused;
         }
@@ -274,7 +275,8 @@ TEST_CASE("schema bounds: patternProperties run through RE2, and additionalPrope
       "patternProperties": {"^x-[a-z]+$": {"type": "string"}, "^n[0-9]+$": {"type": "integer"}}})")));
   CHECK(f.refusal({{"x-abc", "v"}, {"n12", 3}}, "tags").empty());
   CHECK(f.refusal({{"x-abc", 1}}, "tags") == "tags: input /x-abc: type: expected type string, got integer");
-  CHECK(f.refusal({{"x-ABC", "v"}}, "tags") == "tags: input (top level): additionalProperties: property 'x-ABC' is not allowed");
+  CHECK(f.refusal({{"x-ABC", "v"}}, "tags") ==
+        "tags: input (top level): additionalProperties: property 'x-ABC' is not allowed");
 }
 
 TEST_CASE("schema bounds: a pattern RE2 cannot run is refused at registration, naming the tool, the place and why") {

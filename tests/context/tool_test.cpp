@@ -297,12 +297,12 @@ TEST_CASE("execute throws before running anything for a bad call, and changes no
   REQUIRE_THROWS_WITH(cairn::execute(ToolCall::from_json({{"tool", "missing_tool"}}), ctx, reg),
                       "Tool not found: missing_tool");
   REQUIRE_THROWS_AS(
-      (void)cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"path", "@ghost"}}}, {"outputs", out}}),
-                     ctx, reg),
+      (void)cairn::execute(
+          ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"path", "@ghost"}}}, {"outputs", out}}), ctx, reg),
       cairn::artifact_not_found);
   REQUIRE_THROWS_WITH(
-      (void)cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"other", 1}}}, {"outputs", out}}), ctx,
-                     reg),
+      (void)cairn::execute(ToolCall::from_json({{"tool", "needs_path"}, {"inputs", {{"other", 1}}}, {"outputs", out}}),
+                           ctx, reg),
       "needs_path: input (top level): required: missing required property 'path'");
   ToolCall hand_made{"needs_path", {{"path", "/x"}}, {}};
   hand_made.outputs.push_back(cairn::OutputSpec{"bad name", cairn::ArtifactType::data, "d", ""});

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto split = text.find("\n---\n");
   const std::string_view schema_text = text.substr(0, split);
-  const std::string_view value_text = split == std::string_view::npos ? std::string_view("null") : text.substr(split + 5);
+  const std::string_view value_text =
+      split == std::string_view::npos ? std::string_view("null") : text.substr(split + 5);
   cairn::JsonLimits limits;
   limits.max_bytes = 1 << 16;
   limits.max_depth = 200;

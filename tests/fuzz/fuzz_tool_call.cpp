@@ -16,7 +16,9 @@ namespace {
 cairn::ExecutionContext& context() {
   static auto* ctx = [] {
     auto* c = new cairn::ExecutionContext(std::make_shared<cairn::InMemoryArtifactStore>(), "fuzz");
-    c->add_artifact("a", cairn::ArtifactRecord::builder().tenant_id("fuzz").type("data").title("a").value("/tmp/a.txt").build_value());
+    c->add_artifact(
+        "a",
+        cairn::ArtifactRecord::builder().tenant_id("fuzz").type("data").title("a").value("/tmp/a.txt").build_value());
     c->add_artifact("cfg", cairn::ArtifactRecord::builder().tenant_id("fuzz").type("config").title("cfg")
                                .value({{"port", 3000}, {"list", {1, 2, {{"x~/y", true}}}}}).build_value());
     return c;

@@ -38,10 +38,13 @@ TEST_CASE("the goal tree exports to DOT with statuses and decompositions") {
   REQUIRE_THAT(dot, ContainsSubstring(
                         R"("g1" [label="Book \"the\" train\\now\ncomposite · blocked\nwaiting for 2 subgoals", )"
                         R"(fillcolor="khaki", penwidth=2];)"));
-  REQUIRE_THAT(dot, ContainsSubstring(R"("g2" [label="Ask\ndate\ngather_info · pending", fillcolor="white", penwidth=3];)"));
-  REQUIRE_THAT(dot, ContainsSubstring(R"("g3" [label="Search\nexecute · abandoned\nnot needed", fillcolor="lightpink"];)"));
+  REQUIRE_THAT(dot,
+               ContainsSubstring(R"("g2" [label="Ask\ndate\ngather_info · pending", fillcolor="white", penwidth=3];)"));
+  REQUIRE_THAT(dot,
+               ContainsSubstring(R"("g3" [label="Search\nexecute · abandoned\nnot needed", fillcolor="lightpink"];)"));
   REQUIRE_THAT(dot, ContainsSubstring(R"("g1" -> "g2" [label="OR"];)"));
   REQUIRE_THAT(dot, ContainsSubstring(R"("g1" -> "g3" [label="OR"];)"));
-  REQUIRE(cairn::to_dot(GoalStack()) ==
-          "digraph \"goals\" {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n}\n");
+  REQUIRE(
+      cairn::to_dot(GoalStack()) ==
+      "digraph \"goals\" {\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n}\n");
 }

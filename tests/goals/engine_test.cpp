@@ -291,7 +291,8 @@ TEST_CASE("a QuestionWriter words gather_info questions, with suggestions") {
   });
   GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner, nullptr, writer});
   REQUIRE(engine.handle(R"(new: Reserve | {"train": "ES9024"})") == Strings{"Which seat?\nSuggestions: window, aisle"});
-  REQUIRE(writer->seen == json{{"goal", "g2"}, {"key", "seat"}, {"prompt", "Seat?"}, {"evidence", {{"train", "ES9024"}}}});
+  REQUIRE(writer->seen ==
+          json{{"goal", "g2"}, {"key", "seat"}, {"prompt", "Seat?"}, {"evidence", {{"train", "ES9024"}}}});
 }
 
 TEST_CASE("confirm asks and waits for yes or no, no abandons") {
@@ -345,7 +346,8 @@ TEST_CASE("present_info says and completes, a missing value blocks it") {
   }
   SECTION("nothing to present") {
     GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
-    REQUIRE(engine.handle("new: Empty") == Strings{"I have nothing to show for 'Nothing yet': missing is not known yet."});
+    REQUIRE(engine.handle("new: Empty") ==
+            Strings{"I have nothing to show for 'Nothing yet': missing is not known yet."});
     REQUIRE(status(engine, "g2") == GoalStatus::blocked);
     REQUIRE(engine.goals().find("g2")->reason == "there is nothing to present: no evidence 'missing'");
     // blocked goals are retried each turn
@@ -448,7 +450,8 @@ TEST_CASE("done_when: empty means done when the action is, satisfied means done 
   }));
   SECTION("a done_when already satisfied skips the action") {
     auto planner = planner_by_gloss([](const std::string&) {
-      return plan_of(AND, {sub("Count", "use_tool", {{"tool", "counter"}, {"output", "n"}}, {Condition::has_evidence("n")})});
+      return plan_of(
+          AND, {sub("Count", "use_tool", {{"tool", "counter"}, {"output", "n"}}, {Condition::has_evidence("n")})});
     });
     GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
     REQUIRE(engine.handle(R"(new: Go | {"n": 7})") == Strings{"Done: Go."});

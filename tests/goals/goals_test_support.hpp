@@ -108,7 +108,8 @@ inline cairn::Tool train_booking_tool(std::shared_ptr<std::vector<json>> calls) 
                      [calls](const json& in) {
                        calls->push_back(in);
                        return cairn::ToolResult::ok(
-                           {{"reference", "CRN-" + in["selectedTrain"]["id"].get<std::string>()}, {"train", in["selectedTrain"]}});
+                           {{"reference", "CRN-" + in["selectedTrain"]["id"].get<std::string>()},
+                            {"train", in["selectedTrain"]}});
                      }};
 }
 

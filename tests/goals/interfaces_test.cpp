@@ -183,7 +183,8 @@ TEST_CASE("a chain of max_subgoals subgoals gets its depths in one pass, a cycle
 TEST_CASE("GoalPlan::from_json refuses JSON nested deeper than the default depth limit") {
   // A host that parsed a model's reply without cairn's limits: copying provenance used to crash (SIGSEGV).
   const int n = 200000;
-  json j = {{"subgoals", json::array({{{"gloss", "g"}, {"predicate", {{"name", "execute"}, {"args", json::object()}}}}})}};
+  json j = {
+      {"subgoals", json::array({{{"gloss", "g"}, {"predicate", {{"name", "execute"}, {"args", json::object()}}}}})}};
   j["subgoals"][0]["provenance"] = json::object();
   j["subgoals"][0]["provenance"]["v"] = json::parse(std::string(n, '[') + std::string(n, ']'));  // moved, not copied
   REQUIRE_THROWS_AS(GoalPlan::from_json(j), cairn::limit_exceeded);

@@ -129,9 +129,11 @@ TEST_CASE("a second malformed reply is a clear error") {
           prefix + "interpret-message reply: goal.gloss: must not be empty");
   REQUIRE(fails_with({"{}", R"({"action": "new_goal", "goal": {"gloss": "x", "context": 1}, "reasoning": "x"})"}) ==
           prefix + "interpret-message reply: goal.context: expected an object, got number");
-  REQUIRE(fails_with({"{}", R"({"action": "add_evidence", "evidence": {"key": "a b", "value": 1}, "reasoning": "x"})"}) ==
-          prefix + "interpret-message reply: interpretation: evidence key 'a b' is not valid (expected "
-                   "[A-Za-z_][A-Za-z0-9_-]{0,127})");
+  REQUIRE(
+      fails_with({"{}", R"({"action": "add_evidence", "evidence": {"key": "a b", "value": 1}, "reasoning": "x"})"}) ==
+      prefix +
+          "interpret-message reply: interpretation: evidence key 'a b' is not valid (expected "
+          "[A-Za-z_][A-Za-z0-9_-]{0,127})");
   REQUIRE(fails_with({"{}", R"({"action": "add_evidence", "evidence": {"key": "a"}, "reasoning": "x"})"}) ==
           prefix + "interpret-message reply: evidence.value: missing");
   REQUIRE(fails_with({"{}", std::string(100, '[')}) ==
@@ -177,7 +179,8 @@ TEST_CASE("ModelConditionEvaluator renders check-completion and reads satisfied"
                                  "Evidence: {\"paid\":true}\nContext: the goal \"Gather date\""));
   REQUIRE(schema_in(s.prompts->at(0)) == cairn::check_completion_schema());
   REQUIRE_FALSE(evaluator.evaluate(p, g, json::object()));  // after one retry
-  REQUIRE_THAT(s.prompts->at(2), ContainsSubstring("check-completion reply: satisfied: expected a boolean, got string"));
+  REQUIRE_THAT(s.prompts->at(2),
+               ContainsSubstring("check-completion reply: satisfied: expected a boolean, got string"));
 }
 
 TEST_CASE("an engine runs on model adapters") {

@@ -225,8 +225,8 @@ TEST_CASE("SopPlanner: required inputs the evidence lacks become gather_info sub
   for (const auto& s : plan.subgoals) glosses.push_back(s.gloss);
   REQUIRE(glosses == Strings{"Gather origin", "Gather date", "Search for trains on that day",
                              "Present the available trains", "Ask which train the traveller wants",
-                             "Confirm the booking with the traveller", "Call the booking service for the selected train",
-                             "Show the booking reference"});
+                             "Confirm the booking with the traveller",
+                             "Call the booking service for the selected train", "Show the booking reference"});
   REQUIRE(plan.subgoals[0].predicate ==
           Predicate{"gather_info", {{"key", "origin"}, {"prompt", "Where are you travelling from?"}}});
   REQUIRE(plan.subgoals[0].provenance ==
@@ -234,7 +234,8 @@ TEST_CASE("SopPlanner: required inputs the evidence lacks become gather_info sub
   REQUIRE(plan.subgoals[2].predicate ==
           Predicate{"use_tool", {{"tool", "train-search-api"}, {"output", "trainList"}}});
   REQUIRE(plan.subgoals[4].predicate ==
-          Predicate{"gather_info", {{"key", "selectedTrain"}, {"prompt", "Which train would you like (its time or its id)?"}}});
+          Predicate{"gather_info",
+                    {{"key", "selectedTrain"}, {"prompt", "Which train would you like (its time or its id)?"}}});
   REQUIRE(plan.subgoals[6].predicate == Predicate{"use_tool", {{"tool", "train-booking-api"}, {"output", "booking"}}});
   REQUIRE(plan.subgoals[7].predicate == Predicate{"present_info", {{"key", "booking"}}});
   REQUIRE_NOTHROW(cairn::check_plan(plan, "g1"));

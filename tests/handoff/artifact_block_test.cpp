@@ -147,8 +147,9 @@ TEST_CASE("a reply over the size limit is rejected with the sizes named") {
 TEST_CASE("a summary over its limit is rejected naming the line") {
   ReplyLimits limits;
   limits.max_summary_chars = 10;
-  CHECK(parse_reply("ARTIFACT\nSUMMARY: \xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\nb",
-                    limits)
+  CHECK(parse_reply(
+            "ARTIFACT\nSUMMARY: \xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\nb",
+            limits)
             .artifact->summary.size() == 20);  // 10 two-byte characters fit: the limit counts characters
   CHECK_THROWS_AS(parse_reply("\nARTIFACT\n\nSUMMARY: eleven chars\nbody", limits), limit_exceeded);
   CHECK_THROWS_WITH(parse_reply("\nARTIFACT\n\nSUMMARY: eleven chars\nbody", limits),

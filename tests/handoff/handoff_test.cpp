@@ -38,7 +38,8 @@ TEST_CASE("the constructor rejects what can never work") {
   auto store = std::make_shared<InMemoryArtifactStore>();
   CHECK_THROWS_AS(Handoff(nullptr, "t"), invalid_argument);
   CHECK_THROWS_AS(Handoff(store, ""), invalid_argument);
-  for (const std::string& prefix : std::vector<std::string>{"", "dr aft", "_x", "-x", "x/y", "caf\xC3\xA9", std::string(65, 'p')}) {
+  for (const std::string& prefix :
+       std::vector<std::string>{"", "dr aft", "_x", "-x", "x/y", "caf\xC3\xA9", std::string(65, 'p')}) {
     INFO(prefix);
     CHECK_THROWS_AS(Handoff(store, "t", with_prefix(prefix)), invalid_argument);
   }
@@ -89,8 +90,9 @@ TEST_CASE("a taken id is retried, when every id is taken the error is clear and 
 
   Handoff full(store, "t", with_prefix("a", 1, 50));
   CHECK_THROWS_AS(full.accept_reply("ARTIFACT\nSUMMARY: s\nmore", "writer"), limit_exceeded);
-  CHECK_THROWS_WITH(full.accept_reply("ARTIFACT\nSUMMARY: s\nmore", "writer"), "handoff: no free artifact id 'a_' + 1 random characters after 50 attempts in "
-                                   "tenant 't'; raise HandoffOptions::id_length");
+  CHECK_THROWS_WITH(full.accept_reply("ARTIFACT\nSUMMARY: s\nmore", "writer"),
+                    "handoff: no free artifact id 'a_' + 1 random characters after 50 attempts in "
+                    "tenant 't'; raise HandoffOptions::id_length");
   CHECK(count(*store, "t") == 36);
   for (char c : alphabet) CHECK(store->versions(std::string("a_") + c, "t") == std::vector<std::uint64_t>{1});
   // Another tenant has all of its ids free.
@@ -184,7 +186,8 @@ TEST_CASE("the title is the summary's first line, cut to 500 characters, or the 
   const auto ref = handoff.accept_reply("ARTIFACT\n\n```\n\n  # Report title  \nrest\n```", "w").text;
   CHECK(ref == "<artifact id=\"" + find_references(ref).at(0).id + "\" />");
   // With no summary, the summary policy shows the title.
-  CHECK_THAT(handoff.reveal(ref, RevealPolicy::summary).text, cairn_test::ContainsSubstring("summary=\"# Report title\""));
+  CHECK_THAT(handoff.reveal(ref, RevealPolicy::summary).text,
+             cairn_test::ContainsSubstring("summary=\"# Report title\""));
 }
 
 TEST_CASE("bad replies and bad agent names are rejected and store nothing") {

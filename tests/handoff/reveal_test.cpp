@@ -91,7 +91,8 @@ TEST_CASE("unknown ids stay exactly as written and are reported once, in order")
     CHECK(r.unresolved == Ids{"missing-1", "missing-2"});
     CHECK(r.resolved == Ids{"known"});
     CHECK_THAT(r.text, cairn_test::ContainsSubstring("<artifact  id='missing-1' summary=\"s\"/> "));
-    CHECK_THAT(r.text, cairn_test::ContainsSubstring(" <artifact id=\"missing-2\">x</artifact> <artifact id='missing-1' />"));
+    CHECK_THAT(r.text,
+               cairn_test::ContainsSubstring(" <artifact id=\"missing-2\">x</artifact> <artifact id='missing-1' />"));
   }
   CHECK(expand_references(text, store, "acme").text ==
         "<artifact  id='missing-1' summary=\"s\"/> K <artifact id=\"missing-2\">x</artifact> "

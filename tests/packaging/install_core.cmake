@@ -30,7 +30,8 @@ file(GLOB_RECURSE _version_file "${_prefix}/*cairnConfigVersion.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/version_check.cmake")
 cairn_suits_32_bit("${_version_file}" _suits)
 if(NOT _suits)
-  message(FATAL_ERROR "the header-only core's cairnConfigVersion.cmake refuses a 32-bit consumer (not ARCH_INDEPENDENT)")
+  message(FATAL_ERROR "the header-only core's cairnConfigVersion.cmake refuses a 32-bit consumer "
+                      "(not ARCH_INDEPENDENT)")
 endif()
 
 # 2. find_package(cairn) works; asking for a part that was not built fails and says which option builds it.
@@ -49,8 +50,11 @@ foreach(_part compiled sqlite postgres yaml)
   if(_rc EQUAL 0)
     message(FATAL_ERROR "find_package(cairn COMPONENTS ${_part}) succeeded against an install without it")
   endif()
-  if(NOT _said MATCHES "cairn::${_part} was not built with this cairn .* rebuild and reinstall cairn with -DCAIRN_WITH_${_PART}=ON")
-    message(FATAL_ERROR "find_package(cairn COMPONENTS ${_part}) failed without naming the part and its option:\n${_out}\n${_err}")
+  string(CONCAT _expected "cairn::${_part} was not built with this cairn .* "
+                          "rebuild and reinstall cairn with -DCAIRN_WITH_${_PART}=ON")
+  if(NOT _said MATCHES "${_expected}")
+    message(FATAL_ERROR "find_package(cairn COMPONENTS ${_part}) failed without naming the part and its option:\n"
+                        "${_out}\n${_err}")
   endif()
 endforeach()
 

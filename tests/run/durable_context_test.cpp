@@ -323,16 +323,19 @@ TEST_CASE("a context for a conversation only needs no store: its run resumes, ar
     ctx.add_message(Role::assistant, "hi there");
     CHECK(ctx.store() == nullptr);
     CHECK_THROWS_AS(ctx.add_artifact("x", data(1)), state_error);
-    CHECK_THROWS_WITH(ctx.add_artifact("x", data(1)), cairn_test::ContainsSubstring("add_artifact: this ExecutionContext has no "
-                                                                      "artifact store"));
-    CHECK_THROWS_WITH(ctx.bind("x", nullptr), cairn_test::ContainsSubstring("bind: this ExecutionContext has no artifact store"));
+    CHECK_THROWS_WITH(ctx.add_artifact("x", data(1)),
+                      cairn_test::ContainsSubstring("add_artifact: this ExecutionContext has no "
+                                                    "artifact store"));
+    CHECK_THROWS_WITH(ctx.bind("x", nullptr),
+                      cairn_test::ContainsSubstring("bind: this ExecutionContext has no artifact store"));
     ToolRegistry tools;
     tools.add(Tool{"echo", "echo", json{{"type", "object"}}, [](const json& in) { return ToolResult::ok(in); }});
     ToolCall call;
     call.id = "c1";
     call.tool = "echo";
     call.outputs = {OutputSpec{"out", ArtifactType::data, "", ""}};
-    CHECK_THROWS_WITH(execute(call, ctx, tools), cairn_test::ContainsSubstring("execute: this ExecutionContext has no artifact store"));
+    CHECK_THROWS_WITH(execute(call, ctx, tools),
+                      cairn_test::ContainsSubstring("execute: this ExecutionContext has no artifact store"));
     CHECK(ctx.artifact_count() == 0);
     CHECK(ctx.message_count() == 2);  // nothing changed, nothing recorded by the refused calls
     CHECK(journal->read("acme", "chat").size() == 3);

@@ -136,7 +136,8 @@ json blind_ids(json v) {
     static const int groups[] = {8, 4, 4, 4, 12};
     for (const int n : groups) {
       for (int k = 0; k < n; ++k, ++i) {
-        if (i >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i])) || std::isupper(text[i])) return false;
+        if (i >= text.size() || !std::isxdigit(static_cast<unsigned char>(text[i])) || std::isupper(text[i]))
+          return false;
       }
       if (n != 12 && (i >= text.size() || text[i++] != '-')) return false;
     }
@@ -194,9 +195,9 @@ struct Tally {
     std::ostringstream o;
     o << backend << ": " << kills << " random-time kills over " << runs << " runs (" << workers << " workers), "
       << split_rounds << " split-brain rounds; runs whose final state differs: " << runs_differing << " of "
-      << runs + split_rounds << "; final states that differ: " << mismatches << " of the workers' (" << content_mismatches
-      << " beyond random ids); non-idempotent effect twice: " << effects_twice << "; worker errors: " << worker_errors
-      << "; journal gaps: " << gaps;
+      << runs + split_rounds << "; final states that differ: " << mismatches << " of the workers' ("
+      << content_mismatches << " beyond random ids); non-idempotent effect twice: " << effects_twice
+      << "; worker errors: " << worker_errors << "; journal gaps: " << gaps;
     for (const auto& [kind, k] : kinds) o << "\n  " << k.first << " x " << kind << "\n      first: " << k.second;
     return o.str();
   }

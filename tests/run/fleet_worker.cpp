@@ -101,7 +101,8 @@ void add_tools(cairn::ToolRegistry& tools) {
   const json any = {{"type", "object"}};
   auto text = [](const json& in, const char* key) { return in.at(key).dump(); };
   // The context's own calls.
-  add_tool(tools, "fetch", true, any, [](const json& in) { return json("page of " + in.at("url").get<std::string>()); });
+  add_tool(tools, "fetch", true, any,
+           [](const json& in) { return json("page of " + in.at("url").get<std::string>()); });
   add_tool(tools, "summarize", true, any, [text](const json& in) { return json("summary of " + text(in, "text")); });
   add_tool(tools, "translate", true, any, [text](const json& in) { return json("fr: " + text(in, "text")); });
   add_tool(tools, "publish", false, any, [text](const json& in) {
@@ -113,7 +114,8 @@ void add_tools(cairn::ToolRegistry& tools) {
   // The goal engine's (the train-booking SOP names them).
   add_tool(tools, "train-search-api", true,
            json::parse(R"({"type": "object", "properties": {"origin": {"type": "string"},
-             "destination": {"type": "string"}, "date": {"type": "string"}}, "required": ["origin", "destination", "date"]})"),
+             "destination": {"type": "string"}, "date": {"type": "string"}},
+             "required": ["origin", "destination", "date"]})"),
            [](const json& in) {
              const std::string d = in.at("date").get<std::string>();
              return json::array({{{"id", "ES9014-" + d}, {"departs", "09:01"}, {"price", 89}},
@@ -127,8 +129,10 @@ void add_tools(cairn::ToolRegistry& tools) {
                          {"train", in.at("selectedTrain")}};
            });
   // The workflow's.
-  add_tool(tools, "build", true, any, [](const json& in) { return json("built " + in.at("version").get<std::string>()); });
-  add_tool(tools, "package", true, any, [](const json& in) { return json("package " + in.at("task").get<std::string>()); });
+  add_tool(tools, "build", true, any,
+           [](const json& in) { return json("built " + in.at("version").get<std::string>()); });
+  add_tool(tools, "package", true, any,
+           [](const json& in) { return json("package " + in.at("task").get<std::string>()); });
   add_tool(tools, "deploy", false, any, [text](const json& in) { return json{{"deployed", text(in, "what")}}; });
   add_tool(tools, "smoke-test", true, any, [text](const json& in) { return json{{"passed", text(in, "what")}}; });
 }

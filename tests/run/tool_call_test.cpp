@@ -59,8 +59,9 @@ struct World {
 };
 
 ToolCall email(std::string to, std::string output, std::string id = {}) {
-  return ToolCall{"send_email", {{"to", std::move(to)}}, {OutputSpec{std::move(output), ArtifactType::data, "the receipt",
-                                                                     ""}},
+  return ToolCall{"send_email",
+                  {{"to", std::move(to)}},
+                  {OutputSpec{std::move(output), ArtifactType::data, "the receipt", ""}},
                   std::move(id)};
 }
 
@@ -387,9 +388,13 @@ TEST_CASE("done: a host that found the effect records the call as finished with 
     ctx.attach(run);
     ctx.record_call_intended("mail-1", "send_email", detail::input_hash(call.inputs));
     // The dead worker's tool had run and stored its output, unbound: an orphan under the call's output id.
-    (void)w.store->store(
-        *ArtifactRecord::builder().id(output_id).tenant_id("acme").type(ArtifactType::data).description("x").value(
-                                                                                                         "orphan").build());
+    (void)w.store->store(*ArtifactRecord::builder()
+                              .id(output_id)
+                              .tenant_id("acme")
+                              .type(ArtifactType::data)
+                              .description("x")
+                              .value("orphan")
+                              .build());
   }
   Run run(w.journal, "acme", "order-42");
   auto ctx = w.context();

@@ -113,7 +113,8 @@ TEST_CASE("open_store: postgres:<conninfo> and postgresql:// URIs") {
   }
 #else
   CHECK_THROWS_AS(open_store("postgres:host=x"), invalid_argument);
-  CHECK_THROWS_WITH(open_store("postgres:host=x password=hunter2"), cairn_test::ContainsSubstring("need cairn::postgres"));
+  CHECK_THROWS_WITH(open_store("postgres:host=x password=hunter2"),
+                    cairn_test::ContainsSubstring("need cairn::postgres"));
   CHECK_THROWS_WITH(open_store("postgres:host=x password=hunter2"), !cairn_test::ContainsSubstring("hunter2"));
   CHECK_THROWS_WITH(open_store("postgresql://h/db"), cairn_test::ContainsSubstring("CAIRN_WITH_POSTGRES=ON"));
 #endif
@@ -129,7 +130,8 @@ TEST_CASE("open_run_journal: one URL opens the journal next to the store, on eve
   auto memory = open_run_journal("memory:");
   CHECK(dynamic_cast<InMemoryRunJournal*>(memory.get()) != nullptr);
   CHECK(memory->append("t", "r", 0, entry("a")) == 1);
-  CHECK_THROWS_WITH(open_run_journal("nope:x"), cairn_test::ContainsSubstring("open_run_journal: unknown store URL scheme 'nope'"));
+  CHECK_THROWS_WITH(open_run_journal("nope:x"),
+                    cairn_test::ContainsSubstring("open_run_journal: unknown store URL scheme 'nope'"));
   CHECK_THROWS_WITH(open_run_journal("memory:x"), cairn_test::ContainsSubstring("'memory:' takes nothing"));
 #if defined(CAIRN_HAS_SQLITE)
   store_test::TempDir dir;
@@ -186,7 +188,8 @@ TEST_CASE("open_store(url, options): the host's embedder reaches whichever store
     auto store = open_store(url, options);
     REQUIRE(store->embedder() == embedder);
     const auto put = [&](const std::string& id, const std::string& text) {
-      (void)store->store(*ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title(id).value(text).build());
+      (void)store->store(
+          *ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title(id).value(text).build());
     };
     put("cats", "cats purr on the mat");
     put("invoices", "quarterly invoices and receipts");

@@ -66,7 +66,8 @@ class RawPg {
       throw std::runtime_error(sql + ": " + msg);
     }
     std::string out;
-    if (status == PGRES_TUPLES_OK && PQntuples(res) > 0) out = PQgetisnull(res, 0, 0) ? "<null>" : PQgetvalue(res, 0, 0);
+    if (status == PGRES_TUPLES_OK && PQntuples(res) > 0)
+      out = PQgetisnull(res, 0, 0) ? "<null>" : PQgetvalue(res, 0, 0);
     PQclear(res);
     return out;
   }
@@ -167,7 +168,8 @@ class CuttableProxy {
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
       for (const auto& p : pairs_) {
         fds.push_back({p.client, static_cast<short>(p.client >= 0 ? POLLIN : 0), 0});
-        fds.push_back({p.server, static_cast<short>(p.client >= 0 ? POLLIN : 0), 0});  // a cut pair's server side is left be
+        // A cut pair's server side is left be.
+        fds.push_back({p.server, static_cast<short>(p.client >= 0 ? POLLIN : 0), 0});
       }
       if (::poll(fds.data(), fds.size(), 1000) <= 0) continue;
       if (fds[1].revents) {

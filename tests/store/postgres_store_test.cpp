@@ -64,7 +64,8 @@ class RawPg {
       throw std::runtime_error(sql + ": " + msg);
     }
     std::string out;
-    if (status == PGRES_TUPLES_OK && PQntuples(res) > 0) out = PQgetisnull(res, 0, 0) ? "<null>" : PQgetvalue(res, 0, 0);
+    if (status == PGRES_TUPLES_OK && PQntuples(res) > 0)
+      out = PQgetisnull(res, 0, 0) ? "<null>" : PQgetvalue(res, 0, 0);
     PQclear(res);
     return out;
   }
@@ -173,8 +174,14 @@ TEST_CASE("postgres: records survive a reopen bit for bit, values are jsonb") {
   CHECK(raw.scalar("SELECT value::text FROM cairn_artifacts WHERE id = 'scalars' AND version = 3") == "-1.5");
   CHECK(raw.scalar("SELECT value_text FROM cairn_artifacts WHERE id = 'scalars' AND version = 3") == "-1.5");
   CHECK(raw.scalar("SELECT metadata->>'tool_name' FROM cairn_artifacts WHERE id = 'tricky/äöü 1'") == "<null>");
-  (void)store.store(*ArtifactRecord::builder().tenant_id("t1").id("queryable").type("data").title("q")
-                   .value(json{{"n", 9007199254740993ULL}, {"s", "Grüße"}}).metadata({{"tool_name", "collect"}}).build());
+  (void)store.store(*ArtifactRecord::builder()
+                         .tenant_id("t1")
+                         .id("queryable")
+                         .type("data")
+                         .title("q")
+                         .value(json{{"n", 9007199254740993ULL}, {"s", "Grüße"}})
+                         .metadata({{"tool_name", "collect"}})
+                         .build());
   CHECK(raw.scalar("SELECT value->>'n' FROM cairn_artifacts WHERE id = 'queryable'") == "9007199254740993");
   CHECK(raw.scalar("SELECT value->>'s' FROM cairn_artifacts WHERE id = 'queryable'") == "Grüße");
   CHECK(raw.scalar("SELECT metadata->>'tool_name' FROM cairn_artifacts WHERE id = 'queryable'") == "collect");
@@ -331,7 +338,8 @@ TEST_CASE("postgres list: prefixes are ranges in byte order, whatever the databa
   CHECK(ids({"\xc3\xa9", {}, {}, 100, ""}) == std::vector<std::string>{"\xc3\xa9t\xc3\xa9", "\xc3\xa9z"});
   CHECK(ids({"\xf4\x8f\xbf\xbf", {}, {}, 100, ""}) ==
         std::vector<std::string>{"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "a"});
-  CHECK(ids({"\xed\x9f\xbf", {}, {}, 100, ""}) == std::vector<std::string>{"\xed\x9f\xbf" "x"});  // U+D7FF: next is U+E000
+  // U+D7FF: next is U+E000
+  CHECK(ids({"\xed\x9f\xbf", {}, {}, 100, ""}) == std::vector<std::string>{"\xed\x9f\xbf" "x"});
   CHECK(ids({"b", {}, {}, 100, "a"}) == std::vector<std::string>{"b"});
   CHECK(ids({"a", {}, {}, 100, "zz"}).empty());
   CHECK(ids({"", {}, {}, 2, "a_b"}) == std::vector<std::string>{"ab", "b"});
@@ -933,7 +941,8 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
                                                "(", ")", "<->", "\"'"};
   const auto words = [&](std::size_t n) {
     std::string s;
-    for (std::size_t i = 0; i < n; ++i) s += (i ? separators[pick(separators.size())] : "") + vocabulary[pick(vocabulary.size())];
+    for (std::size_t i = 0; i < n; ++i)
+      s += (i ? separators[pick(separators.size())] : "") + vocabulary[pick(vocabulary.size())];
     return s;
   };
   const std::vector<std::string> prefixes = {"a/", "b/", "ab", ""};
@@ -948,7 +957,9 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
     switch (pick(3)) {
       case 0: b.value(words(pick(30))); break;
       case 1: b.value(json{{"k", words(pick(10))}, {words(1), json::array({words(3), 7, nullptr})}}); break;
-      default: b.value(json(pick(100))).storage_url("s3://bucket/" + std::to_string(pick(9))); break;  // no text in the value
+      default:  // no text in the value
+        b.value(json(pick(100))).storage_url("s3://bucket/" + std::to_string(pick(9)));
+        break;
     }
     const ArtifactPtr r = b.build();
     (void)store.store(*r);
@@ -1115,9 +1126,13 @@ TEST_CASE("postgres search: similarity through the approximate index gives the e
   // approximate answer must be the exact one.
   for (std::size_t i = 0; i < 40; ++i) {
     const std::string id = std::to_string(pick(25));
-    (void)store.store(*ArtifactRecord::builder().tenant_id(t).id(id).type(i % 2 ? ArtifactType::document
-                                                                                  : ArtifactType::dataset)
-                           .title(words(1 + pick(3))).value(words(pick(6))).created_at(1000 + static_cast<std::int64_t>(i))
+    (void)store.store(*ArtifactRecord::builder()
+                           .tenant_id(t)
+                           .id(id)
+                           .type(i % 2 ? ArtifactType::document : ArtifactType::dataset)
+                           .title(words(1 + pick(3)))
+                           .value(words(pick(6)))
+                           .created_at(1000 + static_cast<std::int64_t>(i))
                            .build());
     if (pick(8) == 0) {
       try {
@@ -1173,7 +1188,8 @@ TEST_CASE("postgres search: two store objects on one database, one writing and o
   q.limit = 100;
   const auto found = [&] {
     std::set<std::string> out;
-    for (const auto& h : reader.search("t", q).hits) out.insert(h.record->id() + "@" + std::to_string(h.record->version()));
+    for (const auto& h : reader.search("t", q).hits)
+      out.insert(h.record->id() + "@" + std::to_string(h.record->version()));
     return out;
   };
   CHECK(found().empty());  // the reader's index is built now, empty
@@ -1440,7 +1456,8 @@ TEST_CASE("postgres search: two writers on their own connections and a searcher:
   CHECK(found == live);
 }
 
-TEST_CASE("postgres: a record whose distinct words pass PostgreSQL's tsvector size is refused whole, naming the limit") {
+TEST_CASE(
+    "postgres: a record whose distinct words pass PostgreSQL's tsvector size is refused whole, naming the limit") {
   PostgresArtifactStore store(base_conninfo());
   const std::string t = random_name("sl_");
   std::string description;
@@ -1469,7 +1486,8 @@ TEST_CASE("postgres search: another process's writes reach this process's approx
     int status = 0;
     try {
       PostgresArtifactStore there(db.conninfo(), with_embedder(std::make_shared<HashEmbedder>()));
-      for (int i = 0; i < 20; ++i) (void)there.store(*note("t", "n" + std::to_string(i), "cats purr " + std::to_string(i)));
+      for (int i = 0; i < 20; ++i)
+        (void)there.store(*note("t", "n" + std::to_string(i), "cats purr " + std::to_string(i)));
       there.remove("old", "t");
       for (int i = 0; i < 20; i += 5) there.remove("n" + std::to_string(i), "t");
     } catch (...) {
@@ -1543,12 +1561,12 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
   CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE words @@ 'common'::tsquery") == "0");
   CHECK(raw.scalar("SELECT count(DISTINCT no) FROM cairn_search_seq") == "2");
   for (const char* tenant : {"t", "u"}) CHECK(kept_statistics(raw, tenant) == counted_statistics(raw, tenant));
-  CHECK(kept_statistics(raw, "t") == "39 " + raw.scalar("SELECT sum(word_count) FROM cairn_heads WHERE tenant_id = 't'") +
-                                         " 0 58 " +
-                                         raw.scalar("SELECT sum(word_count) FROM cairn_artifacts WHERE tenant_id = 't'") +
-                                         " 0");
+  CHECK(kept_statistics(raw, "t") ==
+        "39 " + raw.scalar("SELECT sum(word_count) FROM cairn_heads WHERE tenant_id = 't'") + " 0 58 " +
+            raw.scalar("SELECT sum(word_count) FROM cairn_artifacts WHERE tenant_id = 't'") + " 0");
   for (std::size_t i = 0; i < queries.size(); ++i) {
-    INFO(queries[i].first << ": " << queries[i].second.text << (queries[i].second.all_versions ? " (all versions)" : ""));
+    INFO(queries[i].first << ": " << queries[i].second.text
+                          << (queries[i].second.all_versions ? " (all versions)" : ""));
     CHECK(!before[i].hits.empty());
     require_same_page(store.search(queries[i].first, queries[i].second), before[i]);
     require_same_search(store, queries[i].first, queries[i].second);
@@ -1565,7 +1583,8 @@ TEST_CASE("postgres search: the kept statistics agree with a count of the rows a
   const std::size_t ops = env_count("CAIRN_PG_SEARCH_OPS", 60);
   {
     PostgresArtifactStore old(db.conninfo());
-    for (int i = 0; i < 48; ++i) (void)old.store(*note("t", fmt::format("k{}", i % 12), fmt::format("alpha old {}", i)));
+    for (int i = 0; i < 48; ++i)
+      (void)old.store(*note("t", fmt::format("k{}", i % 12), fmt::format("alpha old {}", i)));
   }
   RawPg raw(db.conninfo());
   back_to_schema_2(raw);  // 12 ids of 4 versions, none with words: reindex has work while the writers run
@@ -1691,7 +1710,8 @@ TEST_CASE("postgres search: hybrid on the approximate index gives the in-memory 
   INFO("seed " << seed);
   std::mt19937 rng(seed);
   const std::size_t hits = store_test::compare_hybrid_with_memory(
-      writer, reader, rng, "hash-16", 16, 3, 25, [](const SearchPage& got, const SearchPage& want, const std::string& what) {
+      writer, reader, rng, "hash-16", 16, 3, 25,
+      [](const SearchPage& got, const SearchPage& want, const std::string& what) {
         INFO(what);
         require_same_page(got, want);
       });

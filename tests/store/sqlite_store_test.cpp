@@ -513,7 +513,8 @@ TEST_CASE("threads of two processes storing versions of the same ids get distinc
   }
   // Both processes' writes are there.
   std::set<std::string> writers;
-  for (auto ver : store.versions("shared-a", "t")) writers.insert(store.fetch("shared-a", "t", ver)->value()["who"].get<std::string>());
+  for (auto ver : store.versions("shared-a", "t"))
+    writers.insert(store.fetch("shared-a", "t", ver)->value()["who"].get<std::string>());
   CHECK(writers == std::set<std::string>{"child", "parent"});
 }
 
@@ -624,7 +625,10 @@ TEST_CASE("store_if: threads of two processes racing on one id, exactly one wins
   const auto path = dir.file("cond.db");
   { SqliteArtifactStore init(path); }
   store_test::check_store_if_race_across_processes(
-      [&] { return std::make_unique<SqliteArtifactStore>(path, SqliteOptions{30000, 4, SqliteOptions::Synchronous::normal, {}}); },
+      [&] {
+        return std::make_unique<SqliteArtifactStore>(path,
+                                                     SqliteOptions{30000, 4, SqliteOptions::Synchronous::normal, {}});
+      },
       "t", dir.file("child.txt"));
 }
 
@@ -1501,7 +1505,9 @@ TEST_CASE("reindex racing a writer that removes and stores ids again: every vect
   TempDir dir;
   const auto path = dir.file("race.db");
   SqliteArtifactStore writer(path);  // keeps no vectors: reindex has every version to embed
-  const auto text = [](int id, int round) { return fmt::format("note {} round {} word{} other{}", id, round, id, round); };
+  const auto text = [](int id, int round) {
+    return fmt::format("note {} round {} word{} other{}", id, round, id, round);
+  };
   for (int i = 0; i < 100; ++i) (void)writer.store(*note("t", "n" + std::to_string(i), text(i, 0)));
   SqliteArtifactStore store(path, with_embedder());
   std::atomic<bool> done{false};
@@ -1539,7 +1545,8 @@ TEST_CASE("indexing progress goes to SqliteOptions::observer: reindex per batch,
   }
   {
     RawDb raw(path);  // every word lost behind the store's back, as a file from before search has none
-    raw.exec("DELETE FROM cairn_search_text; DELETE FROM cairn_search_docs; UPDATE cairn_search_state SET words_done = 0");
+    raw.exec(
+        "DELETE FROM cairn_search_text; DELETE FROM cairn_search_docs; UPDATE cairn_search_state SET words_done = 0");
   }
   struct Seen {
     std::string operation, tenant;

@@ -90,8 +90,12 @@ inline std::vector<cairn::ArtifactPtr> tricky_records(const std::string& tenant)
                     .schema_url("https://example.com/s.json")
                     .created_by("agent-ü")
                     .created_at(1700000000123)
-                    .metadata({{"tool_name", "collect"}, {"success", false}, {"score", 0.1}, {"n", 18446744073709551615ULL},
-                               {"input_artifacts", {"a", "b"}}, {std::string("nul key\0", 8), std::string("x\0y", 3)}})
+                    .metadata({{"tool_name", "collect"},
+                               {"success", false},
+                               {"score", 0.1},
+                               {"n", 18446744073709551615ULL},
+                               {"input_artifacts", {"a", "b"}},
+                               {std::string("nul key\0", 8), std::string("x\0y", 3)}})
                     .build());
   out.push_back(cairn::ArtifactRecord::builder()
                     .tenant_id(tenant)
@@ -162,7 +166,8 @@ inline void check_tenant_isolation(cairn::ArtifactStore& s) {
     CHECK(s.list(intruder, ListQuery{"", {}, {}, 10, id}).items.empty());
   }
   CHECK(s.list(intruder).items.empty());
-  CHECK(s.list(intruder, ListQuery{"", cairn::ArtifactType::document, std::string("owner-agent"), 10, ""}).items.empty());
+  CHECK(
+      s.list(intruder, ListQuery{"", cairn::ArtifactType::document, std::string("owner-agent"), 10, ""}).items.empty());
 
   // The intruder storing the same id gets its own version 1 and changes nothing of the owner's.
   auto mine = s.store(*cairn::ArtifactRecord::builder().tenant_id(intruder).id("report").type("code").title("mine")

@@ -55,7 +55,8 @@ std::map<Key, Expected> hammer(ArtifactStore& store, const std::vector<std::stri
         if (err.size() < 20) err.push_back("thread " + std::to_string(t) + ": " + what);
       };
       for (int k = 0; k < ops; ++k) {
-        const Key key{tenants[rng() % tenants.size()], "t" + std::to_string(t) + "-" + std::to_string(rng() % ids_per_thread)};
+        const Key key{tenants[rng() % tenants.size()],
+                      "t" + std::to_string(t) + "-" + std::to_string(rng() % ids_per_thread)};
         Expected& e = model[key];
         const unsigned op = rng() % 10;
         try {
@@ -63,7 +64,8 @@ std::map<Key, Expected> hammer(ArtifactStore& store, const std::vector<std::stri
             const json value = {{"thread", t}, {"op", k}};
             auto r = store.store(*ArtifactRecord::builder().tenant_id(key.tenant).id(key.id).type("data")
                                       .title(key.id).value(value).build());
-            if (r->version() != e.versions + 1) fail("store " + key.id + " got version " + std::to_string(r->version()));
+            if (r->version() != e.versions + 1)
+              fail("store " + key.id + " got version " + std::to_string(r->version()));
             e.versions = r->version();
             e.last = value;
           } else if (op < 7) {  // fetch
@@ -170,7 +172,8 @@ TEST_CASE("stress: InMemoryArtifactStore under 8 threads of mixed operations mat
 
 #if defined(CAIRN_HAS_SQLITE)
 TEST_CASE("stress: SqliteArtifactStore under 8 threads of mixed operations matches the model") {
-  const auto path = std::filesystem::temp_directory_path() / ("cairn-stress-" + detail::random_string(8, "abcdef0123456789") + ".db");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("cairn-stress-" + detail::random_string(8, "abcdef0123456789") + ".db");
   {
     SqliteOptions options;
     options.synchronous = SqliteOptions::Synchronous::normal;  // the point is interleaving, not fsync

@@ -333,7 +333,8 @@ std::string whole_run() {
                         {{"type", "object"}, {"properties", {{"topic", {{"type", "string"}}}}}},
                         [&handoff](const json& in) {
                           const auto r = handoff.accept_reply(
-                              "ARTIFACT\nSUMMARY: about " + in.at("topic").get<std::string>() + "\nLong text.", "writer");
+                              "ARTIFACT\nSUMMARY: about " + in.at("topic").get<std::string>() + "\nLong text.",
+                              "writer");
                           return cairn::ToolResult::ok(r.text);
                         }});
   auto interpreter = std::make_shared<cairn::testing::ScriptedInterpreter>();
@@ -363,7 +364,8 @@ std::string whole_run() {
 
 }  // namespace
 
-TEST_CASE("a whole run (store, context, goals, handoff) with ManualClock and SequentialIds is reproducible byte for byte") {
+TEST_CASE(
+    "a whole run (store, context, goals, handoff) with ManualClock and SequentialIds is reproducible byte for byte") {
   const std::string first = whole_run();
   const std::string second = whole_run();
   CHECK(first == second);

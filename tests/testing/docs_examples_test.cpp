@@ -1,6 +1,6 @@
 // The C++ snippets of docs/testing.md that are not from the example agent's tests: each lies between
-// `// [docs:<name>]` and `// [docs:end]` in a test below, so ctest compiles and runs it (tests/docs/check_snippets.cmake
-// checks that the document shows exactly these lines).
+// `// [docs:<name>]` and `// [docs:end]` in a test below, so ctest compiles and runs it
+// (tests/docs/check_snippets.cmake checks that the document shows exactly these lines).
 #include <memory>
 #include <string>
 #include <vector>

@@ -145,8 +145,20 @@ TEST_CASE("RunDump: the store with every version, the recorded calls, the contex
   auto store = std::make_shared<ct::RecordingStore>(std::make_shared<cairn::InMemoryArtifactStore>(options));
   cairn::ExecutionContext ctx(store, "acme", clock);
   ctx.add_message(cairn::Role::user, "invoice 17");
-  ctx.add_artifact("decision", *cairn::ArtifactRecord::builder().tenant_id("acme").id("decision").type("document").title("d").value("hold").build());
-  ctx.add_artifact("decision", *cairn::ArtifactRecord::builder().tenant_id("acme").id("decision").type("document").title("d").value("pay").build());
+  ctx.add_artifact("decision", *cairn::ArtifactRecord::builder()
+                                    .tenant_id("acme")
+                                    .id("decision")
+                                    .type("document")
+                                    .title("d")
+                                    .value("hold")
+                                    .build());
+  ctx.add_artifact("decision", *cairn::ArtifactRecord::builder()
+                                    .tenant_id("acme")
+                                    .id("decision")
+                                    .type("document")
+                                    .title("d")
+                                    .value("pay")
+                                    .build());
   ct::ScriptedModel model("classifier");
   model.reply("invoice");
   model("Classify: invoice 17");

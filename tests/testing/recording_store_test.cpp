@@ -82,7 +82,8 @@ TEST_CASE("RecordingStore records operation, tenant, id, version and outcome of 
 
 TEST_CASE("a store call the store picks the id for is recorded under the id it got") {
   RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
-  const auto stored = store.store(*cairn::ArtifactRecord::builder().tenant_id("acme").type("document").title("t").value(1).build());
+  const auto stored =
+      store.store(*cairn::ArtifactRecord::builder().tenant_id("acme").type("document").title("t").value(1).build());
   CHECK(store.calls().front().id == stored->id());
   CHECK(store.count(StoreOperation::store, "acme", stored->id()) == 1);
 }
@@ -179,8 +180,9 @@ TEST_CASE("start_counting() numbers calls from 1 again, for the record and for t
 
 TEST_CASE("RecordingStore fails calls that match a predicate, as often as asked") {
   RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
-  store.fail_when([](const cairn::testing::StoreCall& c) { return c.operation == StoreOperation::store && c.tenant_id == "flaky"; },
-                  Fault::storage_error, 2);
+  store.fail_when(
+      [](const cairn::testing::StoreCall& c) { return c.operation == StoreOperation::store && c.tenant_id == "flaky"; },
+      Fault::storage_error, 2);
   CHECK_THROWS_AS(store.store(note("a", "flaky")), cairn::storage_error);
   (void)store.store(note("a", "acme"));
   CHECK_THROWS_AS(store.store(note("a", "flaky")), cairn::storage_error);
@@ -200,8 +202,9 @@ TEST_CASE("a lost connection after the write was applied: the caller sees an err
   auto inner = std::make_shared<cairn::InMemoryArtifactStore>();
   RecordingStore store(inner);
   store.fail_nth(StoreOperation::store, 1, Fault::lost_connection_after_apply);
-  CHECK_THROWS_WITH(store.store(note("report")),
-                    "RecordingStore: simulated lost connection after call 1 (store #1, tenant 'acme', id 'report') was applied");
+  CHECK_THROWS_WITH(
+      store.store(note("report")),
+      "RecordingStore: simulated lost connection after call 1 (store #1, tenant 'acme', id 'report') was applied");
   REQUIRE(inner->fetch("report", "acme"));
   CHECK(store.calls().front().outcome == CallOutcome::lost_after_apply);
   CHECK(store.calls().front().version == 1);
@@ -228,17 +231,18 @@ TEST_CASE("RecordingStore under ExecutionContext and execute: the tool output wa
   tools.add(cairn::Tool{"double", "doubles", {{"type", "object"}}, [](const nlohmann::json& in) {
                           return cairn::ToolResult::ok(in.at("x").get<int>() * 2);
                         }});
-  const auto result = cairn::execute(cairn::ToolCall{"double", {{"x", 21}}, {{"doubled", cairn::ArtifactType::data, "twice x", ""}}},
-                                     ctx, tools);
+  const auto result = cairn::execute(
+      cairn::ToolCall{"double", {{"x", 21}}, {{"doubled", cairn::ArtifactType::data, "twice x", ""}}}, ctx, tools);
   REQUIRE(result.success);
   const auto id = ctx.get_artifact("doubled")->id();
   CHECK(store->count(StoreOperation::store, "acme", id) == 1);
 
   SECTION("a failed store makes the tool call fail and binds nothing") {
     store->fail_nth(StoreOperation::store, 2);
-    CHECK_THROWS_AS(cairn::execute(cairn::ToolCall{"double", {{"x", 1}}, {{"again", cairn::ArtifactType::data, "x", ""}}},
-                                   ctx, tools),
-                    cairn::storage_error);
+    CHECK_THROWS_AS(
+        cairn::execute(cairn::ToolCall{"double", {{"x", 1}}, {{"again", cairn::ArtifactType::data, "x", ""}}}, ctx,
+                       tools),
+        cairn::storage_error);
     CHECK_FALSE(ctx.has_artifact("again"));
   }
 }

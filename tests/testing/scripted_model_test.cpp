@@ -98,7 +98,8 @@ TEST_CASE("ScriptedModel checks expectations on prompts") {
   SECTION("a predicate that throws") {
     ScriptedModel m("m");
     m.reply("x", {prompt_satisfies("parse", [](const std::string& p) { return json::parse(p).is_object(); })});
-    CHECK_THAT(error_of([&] { m("not json"); }), ContainsSubstring("call 1: the expectation that the prompt would parse threw"));
+    CHECK_THAT(error_of([&] { m("not json"); }),
+               ContainsSubstring("call 1: the expectation that the prompt would parse threw"));
     CHECK_THROWS_AS(m.verify(), script_error);
     model.disarm();
   }
@@ -195,7 +196,8 @@ TEST_CASE("answer(): a reply for any matching prompt, in any order, a bounded nu
     CHECK_NOTHROW(model.verify());
   }
   SECTION("at_least(n) and an answer that throws") {
-    model.answer_error({prompt_contains("down")}, cairn::storage_error("model unavailable"), cairn::testing::at_least(1));
+    model.answer_error({prompt_contains("down")}, cairn::storage_error("model unavailable"),
+                       cairn::testing::at_least(1));
     CHECK_THROWS_WITH(model("down?"), "model unavailable");
     CHECK_THROWS_WITH(model("down again?"), "model unavailable");
     CHECK_NOTHROW(model.verify());
@@ -280,7 +282,8 @@ TEST_CASE("ScriptedInterpreter, ScriptedPlanner, ScriptedEvaluator and ScriptedQ
   check.done_when = {cairn::Condition::predicate_true(cairn::Predicate{"date_is_valid", json::object()})};
   plan.subgoals = {ask, check};
   planner->reply(plan, {prompt_contains("Plan goal g1: Plan a trip")});
-  writer->reply(cairn::Question{"When do you leave?", {"today", "tomorrow"}}, {prompt_contains("Information needed: date")});
+  writer->reply(cairn::Question{"When do you leave?", {"today", "tomorrow"}},
+                {prompt_contains("Information needed: date")});
   evaluator->reply(true, {prompt_contains("date_is_valid"), prompt_contains("tomorrow")}).otherwise(true);
 
   cairn::GoalEngine engine(ctx, tools, {interpreter, planner, evaluator, writer});

@@ -212,7 +212,8 @@ TEST_CASE("RunWorkflowState: writers on their own SQLite connections never lose 
         RunWorkflowState state(std::make_shared<SqliteRunJournal>(db), "acme", "count", ws.path(),
                                RunOptions{16});
         for (int i = 0; i < per_writer; ++i) {
-          state.update([&](WorkflowMachine& m) { return m.advance("w" + std::to_string(w) + "-" + std::to_string(i)); });
+          state.update(
+              [&](WorkflowMachine& m) { return m.advance("w" + std::to_string(w) + "-" + std::to_string(i)); });
         }
       } catch (const std::exception& e) {
         ++failures;

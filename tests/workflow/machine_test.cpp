@@ -244,7 +244,8 @@ TEST_CASE("on_fail abort fails the workflow with a reason, action and ralph step
   m.set_tasks("work", {task("a")});
   auto s = m.advance("fatal", StepResult::failed);
   CHECK(s.status == WorkflowStatus::failed);
-  CHECK(s.failure_reason == std::optional<std::string>("sub-step 'do' of task 'a' in loop 'work' failed (on_fail: abort)"));
+  CHECK(s.failure_reason ==
+        std::optional<std::string>("sub-step 'do' of task 'a' in loop 'work' failed (on_fail: abort)"));
   CHECK(s.instructions == "Workflow failed: sub-step 'do' of task 'a' in loop 'work' failed (on_fail: abort)");
   CHECK_THROWS_AS(m.advance("x"), state_error);
   CHECK_THROWS_AS(m.set_tasks("work", {}), state_error);

@@ -495,7 +495,8 @@ TEST_CASE("a change that would make the state larger or deeper than loading acce
   JsonLimits limits;
   limits.max_bytes = before.size() + 100;
   StateFile file(ws.path(), StateFile::default_name, limits);
-  const std::string error = error_of([&] { file.update([](WorkflowMachine& m) { m.advance(std::string(200, 'x')); }); });
+  const std::string error =
+      error_of([&] { file.update([](WorkflowMachine& m) { m.advance(std::string(200, 'x')); }); });
   CHECK_THAT(error, ContainsSubstring("saving workflow state file '" + file.path().string() + "': the new state is "));
   CHECK_THAT(error, ContainsSubstring("bytes, more than the limit of " + std::to_string(limits.max_bytes) +
                                       " bytes that loading accepts; nothing was saved"));

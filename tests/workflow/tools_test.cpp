@@ -115,8 +115,9 @@ TEST_CASE("bad arguments come back as error results that say what is wrong") {
   CHECK(error_text(tools.call("workflow_advance", {{"output", 1}})) == "workflow_advance: output must be a string");
   CHECK(error_text(tools.call("workflow_advance", {{"output", "x"}, {"success", "no"}})) ==
         "workflow_advance: success must be true or false");
-  CHECK_THAT(error_text(tools.call("workflow_advance", {{"output", std::string(WorkflowTools::max_output_bytes + 1, 'x')}})),
-             ContainsSubstring("more than the limit"));
+  CHECK_THAT(
+      error_text(tools.call("workflow_advance", {{"output", std::string(WorkflowTools::max_output_bytes + 1, 'x')}})),
+      ContainsSubstring("more than the limit"));
   CHECK(error_text(tools.call("workflow_set_tasks", {{"tasks", json::array()}})) ==
         "workflow_set_tasks: loop_id is required");
   CHECK(error_text(tools.call("workflow_set_tasks", {{"loop_id", "implement"}})) ==

@@ -119,7 +119,8 @@ TEST_CASE("YAML limits: size, depth, and alias expansion") {
   YamlLimits small;
   small.max_bytes = 10;
   CHECK_THROWS_AS(load_template_yaml(feature_yaml, small), limit_exceeded);
-  CHECK_THROWS_WITH(yaml_to_json(std::string(100000, '[') + std::string(100000, ']')), ContainsSubstring("nesting is deeper than the limit of 64"));
+  CHECK_THROWS_WITH(yaml_to_json(std::string(100000, '[') + std::string(100000, ']')),
+                    ContainsSubstring("nesting is deeper than the limit of 64"));
   std::string block;
   for (int i = 0; i < 200; ++i) block += std::string(static_cast<std::size_t>(i) * 2, ' ') + "k:\n";
   CHECK_THROWS_AS(yaml_to_json(block), limit_exceeded);

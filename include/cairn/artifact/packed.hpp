@@ -148,7 +148,9 @@ inline std::size_t json_heap_estimate(const nlohmann::json& value) {
         for (const auto& child : arr) todo.push_back(&child);
         break;
       }
-      case json::value_t::string: total += chunk(sizeof(std::string)) + string_heap(node->get_ref<const std::string&>()); break;
+      case json::value_t::string:
+        total += chunk(sizeof(std::string)) + string_heap(node->get_ref<const std::string&>());
+        break;
       case json::value_t::binary: {
         const auto& bin = node->get_binary();
         total += chunk(sizeof(json::binary_t)) + (bin.capacity() == 0 ? 0 : chunk(bin.capacity()));

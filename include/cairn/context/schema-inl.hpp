@@ -423,7 +423,8 @@ class Compiler {
   }
   std::string base_of_root(const nlohmann::json& s) const {
     if (s.is_object()) {
-      if (const auto id = s.find("$id"); id != s.end() && id->is_string()) return resolve_uri("", id->get<std::string>());
+      if (const auto id = s.find("$id"); id != s.end() && id->is_string())
+        return resolve_uri("", id->get<std::string>());
     }
     return "";
   }
@@ -436,7 +437,8 @@ class Compiler {
 
   int compile(const nlohmann::json& s, const std::string& at, std::string base, std::size_t depth) {
     if (const auto it = index_.find(&s); it != index_.end()) return it->second;
-    if (!s.is_object() && !s.is_boolean()) refuse(at, fmt::format("a schema must be an object or a boolean, got {}", s.type_name()));
+    if (!s.is_object() && !s.is_boolean())
+      refuse(at, fmt::format("a schema must be an object or a boolean, got {}", s.type_name()));
     const int me = static_cast<int>(c_.nodes.size());
     index_.emplace(&s, me);
     c_.nodes.emplace_back();
@@ -557,7 +559,8 @@ class Compiler {
     if (const auto it = s.find("contains"); it != s.end()) n.contains = sub(*it, "contains");
     if (const auto it = s.find("properties"); it != s.end()) {
       need(*it, it->is_object(), "properties", "an object");
-      for (auto p = it->begin(); p != it->end(); ++p) n.properties.emplace_back(&p.key(), sub2(*p, "properties", p.key()));
+      for (auto p = it->begin(); p != it->end(); ++p)
+        n.properties.emplace_back(&p.key(), sub2(*p, "properties", p.key()));
     }
     if (const auto it = s.find("patternProperties"); it != s.end()) {
       need(*it, it->is_object(), "patternProperties", "an object");
@@ -607,7 +610,8 @@ class Compiler {
     if (const auto it = s.find("if"); it != s.end()) n.if_ = sub(*it, "if");
     if (const auto it = s.find("then"); it != s.end()) n.then_ = sub(*it, "then");
     if (const auto it = s.find("else"); it != s.end()) n.else_ = sub(*it, "else");
-    std::sort(n.properties.begin(), n.properties.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+    std::sort(n.properties.begin(), n.properties.end(),
+              [](const auto& a, const auto& b) { return *a.first < *b.first; });
     c_.nodes[me] = std::move(n);
     (void)depth;
     return me;
@@ -626,7 +630,8 @@ class Compiler {
     options.set_log_errors(false);
     options.set_max_mem(8 << 20);
     auto re = std::make_unique<re2::RE2>(translated, options);
-    if (!re->ok()) refuse(at, fmt::format("the pattern '{}' is not one RE2 accepts: {}", excerpt(pattern), re->error()));
+    if (!re->ok())
+      refuse(at, fmt::format("the pattern '{}' is not one RE2 accepts: {}", excerpt(pattern), re->error()));
     c_.regexes.push_back(std::move(re));
     return static_cast<int>(c_.regexes.size() - 1);
 #else
@@ -727,7 +732,8 @@ class Compiler {
             bool in = false;
             for (const auto& frame : stack) {
               in = in || frame.first == w;
-              if (in) loop += fmt::format("{} -> ", c_.nodes[frame.first].at.empty() ? "#" : "#" + c_.nodes[frame.first].at);
+              if (in)
+                loop += fmt::format("{} -> ", c_.nodes[frame.first].at.empty() ? "#" : "#" + c_.nodes[frame.first].at);
             }
             loop += c_.nodes[w].at.empty() ? "#" : "#" + c_.nodes[w].at;
             refuse(c_.nodes[w].at, fmt::format("a loop of $ref / in-place subschemas that never moves into the "
@@ -866,7 +872,9 @@ class Checker {
         }
       }
       if (steps_ > budget_) throw BudgetExceeded{};
-      if (!found) CAIRN_SCHEMA_FAIL("enum", fmt::format("expected one of {}, got {}", excerpt(n.enum_values->dump()), got_value(v)));
+      if (!found)
+        CAIRN_SCHEMA_FAIL("enum",
+                          fmt::format("expected one of {}, got {}", excerpt(n.enum_values->dump()), got_value(v)));
     }
     if (n.const_value && json_compare(*n.const_value, v, steps_) != 0) {
       CAIRN_SCHEMA_FAIL("const", fmt::format("expected {}, got {}", excerpt(n.const_value->dump()), got_value(v)));
@@ -887,7 +895,8 @@ class Checker {
                           fmt::format("expected a number < {}, got {}", n.exclusive_maximum->dump(), v.dump()));
       }
       if (n.multiple_of && !is_multiple(v, *n.multiple_of)) {
-        CAIRN_SCHEMA_FAIL("multipleOf", fmt::format("expected a multiple of {}, got {}", n.multiple_of->dump(), v.dump()));
+        CAIRN_SCHEMA_FAIL("multipleOf",
+                          fmt::format("expected a multiple of {}, got {}", n.multiple_of->dump(), v.dump()));
       }
     }
     if (bits & t_string) {
@@ -906,7 +915,9 @@ class Checker {
                                                  excerpt(n.pattern_text->get_ref<const std::string&>())));
       }
       if (n.format != Format::none) {
-        const bool good = n.format == Format::date ? is_date(s) : n.format == Format::time ? is_time(s) : is_date_time(s);
+        const bool good = n.format == Format::date   ? is_date(s)
+                          : n.format == Format::time ? is_time(s)
+                                                     : is_date_time(s);
         if (!good) {
           CAIRN_SCHEMA_FAIL("format", fmt::format("{} is not a valid {}", got_value(v),
                                                   n.format == Format::date ? "date (RFC 3339 full-date)"
@@ -933,7 +944,8 @@ class Checker {
         if (n.items_is_list) schema = i < n.item_list.size() ? n.item_list[i] : n.additional_items;
         if (schema < 0) continue;
         if (n.items_is_list && i >= n.item_list.size() && c_.nodes[static_cast<std::size_t>(schema)].boolean == 0) {
-          CAIRN_SCHEMA_FAIL("additionalItems", fmt::format("expected at most {} items, got {}", n.item_list.size(), size));
+          CAIRN_SCHEMA_FAIL("additionalItems",
+                            fmt::format("expected at most {} items, got {}", n.item_list.size(), size));
           break;
         }
         if (!at_index(schema, i, v[i], collect)) {
@@ -949,20 +961,24 @@ class Checker {
     }
     if (bits & t_object) {
       if (n.min_properties && v.size() < *n.min_properties) {
-        CAIRN_SCHEMA_FAIL("minProperties", fmt::format("expected at least {} properties, got {}", *n.min_properties, v.size()));
+        CAIRN_SCHEMA_FAIL("minProperties",
+                          fmt::format("expected at least {} properties, got {}", *n.min_properties, v.size()));
       }
       if (n.max_properties && v.size() > *n.max_properties) {
-        CAIRN_SCHEMA_FAIL("maxProperties", fmt::format("expected at most {} properties, got {}", *n.max_properties, v.size()));
+        CAIRN_SCHEMA_FAIL("maxProperties",
+                          fmt::format("expected at most {} properties, got {}", *n.max_properties, v.size()));
       }
       for (const std::string* key : n.required) {
-        if (!v.contains(*key)) CAIRN_SCHEMA_FAIL("required", fmt::format("missing required property '{}'", excerpt(*key)));
+        if (!v.contains(*key))
+          CAIRN_SCHEMA_FAIL("required", fmt::format("missing required property '{}'", excerpt(*key)));
       }
       for (const auto& dependency : n.dependent_required) {
         const std::string& key = *dependency.first;
         if (!v.contains(key)) continue;
         for (const std::string* other : dependency.second) {
           if (!v.contains(*other)) {
-            CAIRN_SCHEMA_FAIL("dependencies", fmt::format("property '{}' requires property '{}'", excerpt(key), excerpt(*other)));
+            CAIRN_SCHEMA_FAIL("dependencies",
+                              fmt::format("property '{}' requires property '{}'", excerpt(key), excerpt(*other)));
           }
         }
       }
@@ -981,7 +997,8 @@ class Checker {
           if (n.property_names >= 0) {
             nlohmann::json name = key;
             if (!check(n.property_names, name, false)) {
-              CAIRN_SCHEMA_FAIL("propertyNames", fmt::format("the member name '{}' is not allowed by propertyNames", excerpt(key)));
+              CAIRN_SCHEMA_FAIL("propertyNames",
+                                fmt::format("the member name '{}' is not allowed by propertyNames", excerpt(key)));
             }
           }
           const auto p = std::lower_bound(n.properties.begin(), n.properties.end(), key,
@@ -1020,7 +1037,8 @@ class Checker {
     if (!n.any_of.empty()) {
       bool any = false;
       for (std::size_t i = 0; i < n.any_of.size() && !any; ++i) any = check(n.any_of[i], v, false);
-      if (!any) CAIRN_SCHEMA_FAIL("anyOf", fmt::format("the value matches none of the {} schemas of anyOf", n.any_of.size()));
+      if (!any)
+        CAIRN_SCHEMA_FAIL("anyOf", fmt::format("the value matches none of the {} schemas of anyOf", n.any_of.size()));
     }
     if (!n.one_of.empty()) {
       std::vector<std::size_t> matching;
@@ -1149,7 +1167,8 @@ CAIRN_INLINE const CompiledSchema& draft7_meta() {
 
 /// The JSON pointer of the first place in `j` nested deeper than `limit` levels, if any (without recursion).
 CAIRN_INLINE std::optional<std::string> deeper_than(const nlohmann::json& j, std::size_t limit) {
-  if (json_depth(j, static_cast<int>(std::min<std::size_t>(limit, 1 << 30))) <= static_cast<int>(limit)) return std::nullopt;
+  if (json_depth(j, static_cast<int>(std::min<std::size_t>(limit, 1 << 30))) <= static_cast<int>(limit))
+    return std::nullopt;
   std::vector<std::pair<const nlohmann::json*, std::string>> todo{{&j, ""}};
   std::vector<std::size_t> depth{0};
   while (!todo.empty()) {

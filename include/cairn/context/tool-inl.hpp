@@ -400,7 +400,8 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
   if (durable) {
     std::vector<Message> messages;
     for (const auto& o : out.outputs) {
-      messages.push_back(Message{Role::assistant, fmt::format("Executed {} and stored output as @{}", call.tool, o.name),
+      messages.push_back(Message{Role::assistant,
+                                 fmt::format("Executed {} and stored output as @{}", call.tool, o.name),
                                  detail::now_ms(ctx.clock().get())});
     }
     ctx.record_call_finished(out.call_id, call.tool, hash, out.outputs, messages);

@@ -67,7 +67,8 @@ inline std::array<unsigned char, 32> sha256(std::string_view data) {
   }
   std::array<unsigned char, 32> out{};
   for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) out[static_cast<std::size_t>(i * 4 + j)] = static_cast<unsigned char>(h[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j)
+      out[static_cast<std::size_t>(i * 4 + j)] = static_cast<unsigned char>(h[i] >> (24 - 8 * j));
   }
   return out;
 }

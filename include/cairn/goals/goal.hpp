@@ -96,7 +96,9 @@ struct Decomposition {
   }
 };
 
-inline std::string_view to_string(Decomposition::Kind k) noexcept { return k == Decomposition::Kind::all ? "AND" : "OR"; }
+inline std::string_view to_string(Decomposition::Kind k) noexcept {
+  return k == Decomposition::Kind::all ? "AND" : "OR";
+}
 CAIRN_DETAIL_ENUM_OSTREAM(Decomposition::Kind)
 
 /// The kind named "AND" or "OR", or nothing.

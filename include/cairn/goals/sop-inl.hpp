@@ -320,7 +320,8 @@ CAIRN_INLINE SopMatch lexical_match(std::string_view gloss, const SopRegistry& r
   if (goal_words.empty()) return best;
   for (const auto& sop : registry.list()) {
     std::unordered_set<std::string> words;
-    for (std::string& w : detail::sop_words(sop->title + " " + sop->intent)) words.insert(detail::sop_stem(std::move(w)));
+    for (std::string& w : detail::sop_words(sop->title + " " + sop->intent))
+      words.insert(detail::sop_stem(std::move(w)));
     std::size_t shared = 0;
     for (const std::string& w : goal_words) shared += words.count(w);
     const double score = static_cast<double>(shared) / static_cast<double>(goal_words.size());

@@ -104,9 +104,10 @@ CAIRN_INLINE ParsedReply parse_reply(std::string_view reply, const ReplyLimits& 
     }
     block.summary = std::string(detail::handoff::trim_blanks(rest));
     if (const auto n = detail::utf8_length(block.summary); n > limits.max_summary_chars) {
-      throw limit_exceeded(fmt::format(
-          "agent reply, line {}: the summary is {} characters, more than the limit of {} (ReplyLimits::max_summary_chars)",
-          cursor.line_number(), n, limits.max_summary_chars));
+      throw limit_exceeded(
+          fmt::format("agent reply, line {}: the summary is {} characters, more than the limit of {} "
+                      "(ReplyLimits::max_summary_chars)",
+                      cursor.line_number(), n, limits.max_summary_chars));
     }
     content_start = cursor.pos();
     break;

@@ -108,7 +108,8 @@ CAIRN_INLINE ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, con
   if (block.content.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw invalid_argument("handoff: an artifact's content must not be blank");
   }
-  const std::string_view title_line = detail::handoff::first_line(block.summary.empty() ? block.content : block.summary);
+  const std::string_view title_line =
+      detail::handoff::first_line(block.summary.empty() ? block.content : block.summary);
   auto builder = ArtifactRecord::builder();
   builder.tenant_id(tenant_id_)
       .type(ArtifactType::document)

@@ -92,7 +92,7 @@ CAIRN_INLINE nlohmann::json ArtifactTools::summary(const ArtifactRecord& r) {
 CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
   // Long string literals in these JSON initializer lists are written +"..." so that they decay to const char*:
   // nlohmann instantiates its constructors once per char-array length, and every distinct length costs each
-  // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Include cost").
+  // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Cost of including cairn").
   const nlohmann::json id_schema = {{"type", "string"},
                                     {"minLength", 1},
                                     {"maxLength", ArtifactRecord::max_id_length},

@@ -37,7 +37,7 @@ enum class EventKind : int {
   goal_transition = 5,      ///< a goal changed status (payload: Event::goal)
   workflow_transition = 6,  ///< a WorkflowMachine start, advance, set_tasks or fail (payload: Event::workflow)
   artifact_registered = 7,  ///< a workflow artifact registration, once committed (payload: Event::artifact)
-  index = 8,                ///< search indexing progress (ArtifactStore::reindex, an index built on open): items of total
+  index = 8,                ///< search indexing (ArtifactStore::reindex, an index built on open): items of total
 };
 
 /// The kind's name, spelled as its enumerator ("tool_call"); "unknown" for a value this version does not know.

@@ -108,7 +108,8 @@ inline StoreUrl parse_store_url(const std::string& url, const char* call) {
       parse_sqlite_url_options(url, std::string_view(rest).substr(question + 1), call, out);
       rest.erase(question);
     }
-    if (rest.empty()) throw invalid_argument(fmt::format("{}: 'sqlite:' needs a file path, as in sqlite:agents.db", call));
+    if (rest.empty())
+      throw invalid_argument(fmt::format("{}: 'sqlite:' needs a file path, as in sqlite:agents.db", call));
     out.target = std::move(rest);
     return out;
   }
@@ -176,7 +177,8 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 #if defined(CAIRN_HAS_SQLITE)
     {
       SqliteOptions options;
-      if (parsed.synchronous == detail::StoreUrl::Synchronous::normal) options.synchronous = SqliteOptions::Synchronous::normal;
+      if (parsed.synchronous == detail::StoreUrl::Synchronous::normal)
+        options.synchronous = SqliteOptions::Synchronous::normal;
       options.embedder = open_options.embedder;
       return std::make_shared<SqliteArtifactStore>(parsed.target, options);
     }

@@ -266,7 +266,8 @@ inline int race_fork_and_prune(RunJournal& a, RunJournal& b, int rounds, const s
     const json tricky = {{"big", 18446744073709551615ULL}, {"neg", -9007199254740993LL}, {"pi", 3.141592653589793},
                          {"text", "Grüße 世界 🚀 \"q\" \\ \n\t"}, {"nested", {{"z", {1, {2, {}}}}, {"a", nullptr}}},
                          {"empty", json::object()}, {"one_point_zero", 1.0}};
-    CAIRN_JCONFORM(j.append(t, "run", 1, entries({{"context.message", tricky}, {"tool.intended", {{"call", "c1"}}}})) == 3);
+    CAIRN_JCONFORM(
+        j.append(t, "run", 1, entries({{"context.message", tricky}, {"tool.intended", {{"call", "c1"}}}})) == 3);
     const auto all = j.read(t, "run");
     CAIRN_JCONFORM((seqs(all) == std::vector<std::uint64_t>{1, 2, 3}));
     CAIRN_JCONFORM(all[1].kind == "context.message");
@@ -334,25 +335,27 @@ inline int race_fork_and_prune(RunJournal& a, RunJournal& b, int rounds, const s
     CAIRN_JCONFORM_THROWS(not_found, j.read(a, "secret"));
     CAIRN_JCONFORM_THROWS(not_found, j.fork(a, "secret", 1, "mine"));
     CAIRN_JCONFORM_THROWS(not_found, j.remove(a, "secret"));
-    CAIRN_JCONFORM(detail::conflict_of([&] { (void)j.append(a, "secret", 1, entries({{"x", 1}})); }, __LINE__).actual() == 0);
+    CAIRN_JCONFORM(
+        detail::conflict_of([&] { (void)j.append(a, "secret", 1, entries({{"x", 1}})); }, __LINE__).actual() == 0);
     CAIRN_JCONFORM(j.append(a, "secret", 0, entries({{"a", "a's"}})) == 1);  // a's own run of that name
     CAIRN_JCONFORM(j.read(b, "secret")[0].data == "b's");
     CAIRN_JCONFORM(j.sweep(a, std::numeric_limits<std::int64_t>::max()).size() == 1);
     CAIRN_JCONFORM(j.info(b, "secret").has_value());
   }});
 
-  checks.push_back({"read_for_restore starts at the newest snapshot at or before the point asked for", [](RunJournal& j) {
-    const auto t = fresh_tenant("jsnap");
-    (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{1, 2}));
-    (void)j.append(t, "r", 2, entries({{snapshot_kind, {{"state", 2}}}, {"c", 4}, {"d", 5}}));
-    (void)j.append(t, "r", 5, entries({{snapshot_kind, {{"state", 5}}}, {"e", 7}}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{6, 7}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 5)) == std::vector<std::uint64_t>{3, 4, 5}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 3)) == std::vector<std::uint64_t>{3}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 2)) == std::vector<std::uint64_t>{1, 2}));
-    CAIRN_JCONFORM(j.read_for_restore(t, "r", 0).empty());
-  }});
+  checks.push_back({"read_for_restore starts at the newest snapshot at or before the point asked for",
+                    [](RunJournal& j) {
+                      const auto t = fresh_tenant("jsnap");
+                      (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
+                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{1, 2}));
+                      (void)j.append(t, "r", 2, entries({{snapshot_kind, {{"state", 2}}}, {"c", 4}, {"d", 5}}));
+                      (void)j.append(t, "r", 5, entries({{snapshot_kind, {{"state", 5}}}, {"e", 7}}));
+                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{6, 7}));
+                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 5)) == std::vector<std::uint64_t>{3, 4, 5}));
+                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 3)) == std::vector<std::uint64_t>{3}));
+                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 2)) == std::vector<std::uint64_t>{1, 2}));
+                      CAIRN_JCONFORM(j.read_for_restore(t, "r", 0).empty());
+                    }});
 
   checks.push_back({"fork starts a run from any past point of another; both go their own way", [](RunJournal& j) {
     const auto t = fresh_tenant("jfork");
@@ -362,7 +365,8 @@ inline int race_fork_and_prune(RunJournal& a, RunJournal& b, int rounds, const s
     CAIRN_JCONFORM(alt && alt->forked_from == std::optional<std::string>("main") && alt->fork_seq == 3);
     CAIRN_JCONFORM(alt->last_seq == 3);
     CAIRN_JCONFORM((seqs(j.read(t, "alt")) == std::vector<std::uint64_t>{1, 2, 3}));
-    CAIRN_JCONFORM(detail::conflict_of([&] { (void)j.append(t, "alt", 4, entries({{"x", 0}})); }, __LINE__).actual() == 3);
+    CAIRN_JCONFORM(
+        detail::conflict_of([&] { (void)j.append(t, "alt", 4, entries({{"x", 0}})); }, __LINE__).actual() == 3);
     CAIRN_JCONFORM(j.append(t, "alt", 3, entries({{"alt-d", 40}})) == 4);
     (void)j.append(t, "main", 4, entries({{"e", 5}}));
     const auto main_entries = j.read(t, "main");

@@ -30,7 +30,8 @@ namespace testing {
 class ScriptedInterpreter final : public MessageInterpreter,
                                   public script_detail::ScriptedBase<ScriptedInterpreter, Interpretation> {
  public:
-  explicit ScriptedInterpreter(std::string name = "interpreter") : ScriptedBase("scripted interpreter", std::move(name)) {}
+  explicit ScriptedInterpreter(std::string name = "interpreter")
+      : ScriptedBase("scripted interpreter", std::move(name)) {}
 
   Interpretation interpret(const std::string& message, const Goal* current, const nlohmann::json& evidence) override {
     return next(render_interpret_prompt(message, current, evidence));
@@ -69,7 +70,8 @@ class ScriptedQuestionWriter final : public QuestionWriter,
   explicit ScriptedQuestionWriter(std::string name = "question writer")
       : ScriptedBase("scripted question writer", std::move(name)) {}
 
-  Question write(const Goal&, const std::string& key, const std::string& prompt, const nlohmann::json& evidence) override {
+  Question write(const Goal&, const std::string& key, const std::string& prompt,
+                 const nlohmann::json& evidence) override {
     return next(render_gather_prompt(key, prompt, evidence));
   }
 };

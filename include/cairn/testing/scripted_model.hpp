@@ -152,7 +152,8 @@ inline std::string show_prompt(const std::string& prompt, const std::optional<Pr
     while (true) {
       const std::size_t end = prompt.find('\n', start);
       starts.push_back(start);
-      lines.push_back(std::string_view(prompt).substr(start, end == std::string::npos ? std::string::npos : end - start));
+      lines.push_back(
+          std::string_view(prompt).substr(start, end == std::string::npos ? std::string::npos : end - start));
       if (end == std::string::npos) break;
       start = end + 1;
     }
@@ -234,7 +235,8 @@ inline PromptExpectation prompt_contains(std::string text) {
                                    script_detail::quoted(p.substr(at + lo), 20));
     return PromptMark{at, lo, std::move(note)};
   };
-  return {std::move(description), [text = std::move(text)](const std::string& p) { return p.find(text) != std::string::npos; },
+  return {std::move(description),
+          [text = std::move(text)](const std::string& p) { return p.find(text) != std::string::npos; },
           std::move(locate)};
 }
 
@@ -246,7 +248,8 @@ inline PromptExpectation prompt_lacks(std::string text) {
     if (at == std::string::npos) return std::nullopt;
     return PromptMark{at, text.size(), "here"};
   };
-  return {std::move(description), [text = std::move(text)](const std::string& p) { return p.find(text) == std::string::npos; },
+  return {std::move(description),
+          [text = std::move(text)](const std::string& p) { return p.find(text) == std::string::npos; },
           std::move(locate)};
 }
 
@@ -486,8 +489,8 @@ class Script {
     if (!changed) return problems;
     if (!steps_.empty()) {
       problems.push_back(fmt::format("{}: {} scripted repl{} never used (the next one was for call {}; {} call{} made)",
-                                     who(), steps_.size(), steps_.size() == 1 ? "y was" : "ies were", prompts_.size() + 1,
-                                     prompts_.size(), prompts_.size() == 1 ? " was" : "s were"));
+                                     who(), steps_.size(), steps_.size() == 1 ? "y was" : "ies were",
+                                     prompts_.size() + 1, prompts_.size(), prompts_.size() == 1 ? " was" : "s were"));
     }
     for (std::size_t i = 0; i < answers_.size(); ++i) {
       const Answer& a = answers_[i];

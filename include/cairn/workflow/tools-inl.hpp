@@ -151,7 +151,7 @@ CAIRN_INLINE void WorkflowTools::build() {
   const auto impl = impl_;
   // Long string literals in these JSON initializer lists are written +"..." so that they decay to const char*:
   // nlohmann instantiates its constructors once per char-array length, and every distinct length costs each
-  // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Include cost").
+  // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Cost of including cairn").
   const nlohmann::json no_args = {{"type", "object"}, {"properties", nlohmann::json::object()},
                                   {+"additionalProperties", false}};
   // What the tools return (outputSchema): a StatusReport, as status, start and advance give it.

@@ -5,7 +5,7 @@
 //
 //   node client-auth.mjs <path-to-cairn-mcp> <path-to-openssl> <workspace-dir>
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,10 +14,12 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 
-const [server, openssl, dirArg] = process.argv.slice(2);
-fs.rmSync(dirArg, { recursive: true, force: true });
-fs.mkdirSync(dirArg, { recursive: true });
-const dir = fs.realpathSync(dirArg);
+import { commandLine, freshDir, modernBody, modernHeaders, startHttpServer, stopServer, tally, toolCalls }
+  from './support.mjs';
+
+const [server, openssl, dirArg] = commandLine('client-auth.mjs', 'path-to-cairn-mcp', 'path-to-openssl',
+                                              'workspace-dir');
+const dir = freshDir(dirArg);
 const file = (name) => path.join(dir, name);
 const ssl = (...args) => execFileSync(openssl, args, { stdio: ['ignore', 'ignore', 'pipe'] });
 ssl('genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', file('rsa.key'));
@@ -47,32 +49,18 @@ const claims = (extra = {}) => ({ iss: issuer, aud: audience, exp: now + 600, ia
 const tokenA = sign('RS256', file('rsa.key'), claims({ tenant: 'tenant-a' }));
 const tokenB = sign('ES256', file('ec.key'), claims({ tenant: 'tenant-b', aud: ['other', audience] }));
 
-const child = spawn(server, ['--http', '127.0.0.1:0', '--workspace', dir, '--auth-key', file('rsa.pub'),
-                             '--auth-key', file('ec.pub'), '--auth-audience', audience, '--auth-issuer', issuer,
-                             '--authorization-server', issuer], { stdio: ['ignore', 'pipe', 'pipe'] });
-process.on('exit', () => child.kill('SIGKILL'));
-let err = '';
-const url = await new Promise((resolve, reject) => {
-  child.stderr.on('data', (d) => {
-    err += d.toString();
-    const m = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
-    if (m) resolve(m[1]);
-  });
-  child.on('exit', (code) => reject(new Error(`cairn-mcp exited with ${code}: ${err}`)));
-});
-assert.match(err, /to the tenant of each token/);
+const srv = await startHttpServer(server, ['--workspace', dir, '--auth-key', file('rsa.pub'), '--auth-key',
+                                           file('ec.pub'), '--auth-audience', audience, '--auth-issuer', issuer,
+                                           '--authorization-server', issuer]);
+const { url } = srv;
+assert.match(srv.stderr(), /to the tenant of each token/);
 
-let checks = 0;
-const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-               'io.modelcontextprotocol/clientCapabilities': {} };
 async function post(token, method, params = {}, extraHeaders = {}) {
-  const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-                    'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method, ...extraHeaders };
+  const headers = modernHeaders({ 'Mcp-Method': method, ...extraHeaders });
   if (params.name) headers['Mcp-Name'] = params.name;
   if (token) headers.Authorization = `Bearer ${token}`;
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } });
-  const r = await fetch(url, { method: 'POST', headers, body });
-  checks++;
+  const r = await fetch(url, { method: 'POST', headers, body: modernBody(method, params) });
+  tally.checks++;
   return { status: r.status, auth: r.headers.get('www-authenticate'), body: await r.json() };
 }
 const metadataUrl = 'https://cairn.test/.well-known/oauth-protected-resource/mcp';
@@ -85,7 +73,7 @@ assert.equal(r.auth, `Bearer resource_metadata="${metadataUrl}"`);
 const prm = await (await fetch(url.replace('/mcp', '/.well-known/oauth-protected-resource/mcp'))).json();
 assert.deepEqual(prm, { resource: audience, authorization_servers: [issuer], bearer_methods_supported: ['header'],
                         scopes_supported: ['cairn:read', 'cairn:write', 'cairn:delete'], resource_name: 'cairn' });
-checks++;
+tally.checks++;
 // Every bad token is 401 invalid_token, saying why.
 const refused = [
   ['expired', sign('RS256', file('rsa.key'), claims({ tenant: 'a', exp: now - 3600 })), /expired/],
@@ -111,7 +99,7 @@ r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/j
                        body: '{}' });
 assert.equal(r.status, 401);
 assert.match(r.headers.get('www-authenticate'), /error="invalid_request"/);
-checks++;
+tally.checks++;
 
 // Too few scopes: a read-only token lists only the read tools and gets 403 insufficient_scope for a write.
 const reader = sign('ES256', file('ec.key'), claims({ tenant: 'tenant-a', scope: 'cairn:read' }));
@@ -135,19 +123,15 @@ const ta = new HttpV1(new URL(url), { requestInit: { headers: { Authorization: `
 await a.connect(ta);
 const b = new ClientV2({ name: 'tenant-b', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
 await b.connect(new HttpV2(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${tokenB}` } } }));
-const call = async (client, name, args) => (await client.callTool({ name, arguments: args }));
-assert.equal((await call(a, 'artifact_store', { id: 'plan', type: 'document', title: 'A', value: 'secret of a' }))
-  .isError, false);
-let got = await call(b, 'artifact_fetch', { id: 'plan' });
-assert.equal(got.isError, true);
-assert.match(JSON.parse(got.content[0].text).error, /not found in tenant 'tenant-b'/);
-assert.deepEqual((await call(b, 'artifact_list', {})).structuredContent.artifacts, []);
-assert.deepEqual((await call(b, 'search_artifacts', { query: 'secret' })).structuredContent.hits, []);
-assert.equal((await call(b, 'artifact_store', { id: 'plan', type: 'document', title: 'B', value: 'of b' }))
-  .structuredContent.version, 1);
-assert.equal((await call(a, 'artifact_fetch', { id: 'plan' })).structuredContent.value, 'secret of a');
-assert.equal((await call(b, 'artifact_fetch', { id: 'plan' })).structuredContent.value, 'of b');
-checks += 7;
+const ca = toolCalls(a, 'tenant-a');
+const cb = toolCalls(b, 'tenant-b');
+await ca.call('artifact_store', { id: 'plan', type: 'document', title: 'A', value: 'secret of a' });
+await cb.fails('artifact_fetch', { id: 'plan' }, /not found in tenant 'tenant-b'/);
+assert.deepEqual((await cb.call('artifact_list', {})).artifacts, []);
+assert.deepEqual((await cb.call('search_artifacts', { query: 'secret' })).hits, []);
+assert.equal((await cb.call('artifact_store', { id: 'plan', type: 'document', title: 'B', value: 'of b' })).version, 1);
+assert.equal((await ca.call('artifact_fetch', { id: 'plan' })).value, 'secret of a');
+assert.equal((await cb.call('artifact_fetch', { id: 'plan' })).value, 'of b');
 // tenant-a's session, presented with tenant-b's token, reads like an unknown session.
 const hijack = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json',
                                                               Accept: 'application/json, text/event-stream',
@@ -156,8 +140,8 @@ const hijack = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'ap
                                                               Authorization: `Bearer ${tokenB}` },
                                   body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }) });
 assert.equal(hijack.status, 404);
-checks++;
+tally.checks++;
 await a.close();
 await b.close();
-child.kill('SIGTERM');
-console.log(`ok: ${checks} checks of cairn-mcp --http --auth-key`);
+await stopServer(srv);
+console.log(`ok: ${tally.checks} checks of cairn-mcp --http --auth-key`);

@@ -5,89 +5,42 @@
 //
 //   CAIRN_TEST_PG_CONNINFO=... node client-cluster.mjs <path-to-cairn-mcp> <workspace-dir>
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
-const [server, workspaceArg] = process.argv.slice(2);
+import { commandLine, freshDir, startHttpServer, stopServer, tally, toolCalls, writeTemplate } from './support.mjs';
+
+const [server, workspaceArg] = commandLine('client-cluster.mjs', 'path-to-cairn-mcp', 'workspace-dir');
 const conninfo = process.env.CAIRN_TEST_PG_CONNINFO;
-if (!server || !workspaceArg) {
-  console.error('usage: node client-cluster.mjs <path-to-cairn-mcp> <workspace-dir>');
-  process.exit(2);
-}
 if (!conninfo) {  // fails, never skips: scripts/test starts a PostgreSQL server and sets it
   console.error('CAIRN_TEST_PG_CONNINFO is not set: run the tests with scripts/test, which starts a PostgreSQL server');
   process.exit(1);
 }
-fs.rmSync(workspaceArg, { recursive: true, force: true });
-fs.mkdirSync(workspaceArg, { recursive: true });
-const ws = fs.realpathSync(workspaceArg);
-const templatePath = path.join(ws, 'feature.json');
-fs.writeFileSync(templatePath, JSON.stringify({
-  name: 'feature',
-  loops: { implement: [{ id: 'code', instructions: 'Implement {task.title}' },
-                       { id: 'test', instructions: 'Test {task.title}', on_fail: 'retry' }] },
-  steps: [
-    { id: 'plan', type: 'action', instructions: 'Write the plan to plan.md.', artefacts: true },
-    { id: 'define_tasks', type: 'action', instructions: 'Split the plan into tasks.' },
-    { id: 'implement', type: 'loop' },
-    { id: 'review', type: 'ralph', n: 2, instructions: 'Review the change.' },
-  ],
-}));
+const ws = freshDir(workspaceArg);
+const templatePath = writeTemplate(ws);
 // A tenant of this run alone: the database may hold earlier runs' artifacts and workflows.
 const tenant = `cluster-${process.pid}-${Date.now()}`;
 
-let checks = 0;
-const children = [];
-process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
-
 async function startServer() {
-  const child = spawn(server, ['--http', '127.0.0.1:0', '--store', `postgres:${conninfo}`,
-                               '--workflow-state', 'journal', '--workflow', templatePath, '--workspace', ws,
-                               '--tenant', tenant],
-                      { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(child);
-  let err = '';
-  const url = await new Promise((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      err += d.toString();
-      const m = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`cairn-mcp exited with ${code}: ${err}`)));
-  });
-  // A server that dies mid-test (a crash, a sanitizer report) says why, instead of its clients' "other side closed".
-  child.on('exit', (code, signal) => {
-    if (code || (signal && signal !== 'SIGTERM' && signal !== 'SIGKILL')) {
-      console.error(`cairn-mcp exited with ${code ?? signal}:\n${err}`);
-    }
-  });
+  const srv = await startHttpServer(server, ['--store', `postgres:${conninfo}`, '--workflow-state', 'journal',
+                                             '--workflow', templatePath, '--workspace', ws, '--tenant', tenant],
+                                    { stdout: 'ignore' });
   const client = new Client({ name: 'cairn-cluster', version: '1.0.0' },
                             { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(srv.url)));
   assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
-  return { url, child, client };
+  return { ...srv, client };
 }
 
 const a = await startServer();
 const b = await startServer();
 assert.notEqual(a.url, b.url);
-const servers = { a: a.client, b: b.client };
 
-const call = async (on, name, args = {}) => {
-  const r = await servers[on].callTool({ name, arguments: args });
-  assert.equal(r.isError, false, `${on}: ${name} failed: ${JSON.stringify(r.content)}`);
-  checks++;
-  return r.structuredContent;
-};
-const fails = async (on, name, args, pattern) => {
-  const r = await servers[on].callTool({ name, arguments: args });
-  assert.equal(r.isError, true, `${on}: ${name} should fail`);
-  assert.match(JSON.parse(r.content[0].text).error, pattern);
-  checks++;
-};
+const calls = { a: toolCalls(a.client, 'a'), b: toolCalls(b.client, 'b') };
+const call = (on, name, args = {}) => calls[on].call(name, args);
+const fails = (on, name, args, pattern) => calls[on].fails(name, args, pattern);
 // Both processes report the same workflow position.
 const sameStatus = async (expected) => {
   const [sa, sb] = [await call('a', 'workflow_status'), await call('b', 'workflow_status')];
@@ -163,5 +116,6 @@ assert.equal(written.size, 2 * perServer, 'each write is one version');
 
 await a.client.close();
 await b.client.close();
-for (const c of children) c.kill('SIGTERM');
-console.log(`client-cluster: ${checks} checks passed (tenant ${tenant})`);
+await stopServer(a);
+await stopServer(b);
+console.log(`client-cluster: ${tally.checks} checks passed (tenant ${tenant})`);

@@ -9,7 +9,6 @@
 //
 //   node client-http.mjs <path-to-cairn-mcp> <workspace-dir>
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -17,73 +16,25 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 
-const [server, workspaceArg] = process.argv.slice(2);
-if (!server || !workspaceArg) {
-  console.error('usage: node client-http.mjs <path-to-cairn-mcp> <workspace-dir>');
-  process.exit(2);
-}
-fs.rmSync(workspaceArg, { recursive: true, force: true });
-fs.mkdirSync(workspaceArg, { recursive: true });
-const root = fs.realpathSync(workspaceArg);
-const templatePath = path.join(root, 'feature.json');
-fs.writeFileSync(templatePath, JSON.stringify({
-  name: 'feature',
-  loops: { implement: [{ id: 'code', instructions: 'Implement {task.title}' },
-                       { id: 'test', instructions: 'Test {task.title}', on_fail: 'retry' }] },
-  steps: [
-    { id: 'plan', type: 'action', instructions: 'Write the plan to plan.md.', artefacts: true },
-    { id: 'define_tasks', type: 'action', instructions: 'Split the plan into tasks.' },
-    { id: 'implement', type: 'loop' },
-    { id: 'review', type: 'ralph', n: 2, instructions: 'Review the change.' },
-  ],
-}));
+import { commandLine, freshDir, modernBody as modern, modernHeaders as headers, modernMeta as meta, startHttpServer,
+         stopServer, tally, toolCalls, writeTemplate } from './support.mjs';
 
-let checks = 0;
-const children = [];
-process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+const [server, workspaceArg] = commandLine('client-http.mjs', 'path-to-cairn-mcp', 'workspace-dir');
+const root = freshDir(workspaceArg);
+const templatePath = writeTemplate(root);
 
-// Starts cairn-mcp --http on a free port; resolves with its URL once it says where it listens.
+// Starts cairn-mcp --http on a free port with a workspace of its own.
 async function startServer(name, extra = []) {
   const ws = path.join(root, name);
   fs.mkdirSync(ws);
-  const child = spawn(server, ['--http', '127.0.0.1:0', '--workspace', ws, '--workflow', templatePath,
-                               '--tenant', 'acme', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let err = '';
-  const url = await new Promise((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      err += d.toString();
-      const m = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`cairn-mcp exited with ${code}: ${err}`)));
-  });
-  // A server that dies mid-test (a crash, a sanitizer report) says why, instead of its clients' "other side closed".
-  child.on('exit', (code, signal) => {
-    if (code || (signal && signal !== 'SIGTERM' && signal !== 'SIGKILL')) {
-      console.error(`cairn-mcp (${name}) exited with ${code ?? signal}:\n${err}`);
-    }
-  });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d.toString(); });
-  return { url, ws, child, stdout: () => out, stderr: () => err };
+  const srv = await startHttpServer(server, ['--workspace', ws, '--workflow', templatePath, '--tenant', 'acme',
+                                             ...extra], { name: `cairn-mcp (${name})` });
+  return { ...srv, ws };
 }
 
 // The whole workflow and every artifact tool through `client`.
 async function everyTool(client, ws, label) {
-  const call = async (name, args = {}) => {
-    const r = await client.callTool({ name, arguments: args });
-    assert.equal(r.isError, false, `${label} ${name} failed: ${JSON.stringify(r.content)}`);
-    assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent);
-    checks++;
-    return r.structuredContent;
-  };
-  const fails = async (name, args, pattern) => {
-    const r = await client.callTool({ name, arguments: args });
-    assert.equal(r.isError, true, `${label} ${name} should fail`);
-    assert.match(JSON.parse(r.content[0].text).error, pattern);
-    checks++;
-  };
+  const { call, fails } = toolCalls(client, label);
   const { tools } = await client.listTools();
   assert.equal(tools.length, 12, label);
   for (const t of tools) assert.equal(t.outputSchema?.type, 'object', `${label} ${t.name}`);
@@ -124,7 +75,7 @@ assert.match(t1.sessionId, /^[0-9a-f]{32}$/);
 await everyTool(v1, a.ws, 'v1');
 await t1.terminateSession();  // DELETE ends the session
 await v1.close();
-checks++;
+tally.checks++;
 
 // --- v2 SDK pinned to 2026-07-28: stateless ----------------------------------------------------------------------
 const b = await startServer('v2');
@@ -135,7 +86,7 @@ assert.equal(v2.getProtocolEra(), 'modern');
 assert.equal(v2.getNegotiatedProtocolVersion(), '2026-07-28');
 await everyTool(v2, b.ws, 'v2');
 await v2.close();
-checks++;
+tally.checks++;
 
 // --- 32 clients at once on one server -------------------------------------------------------------------------------
 const c = await startServer('many');
@@ -167,15 +118,9 @@ assert.equal(listed.length, 32 * perClient, 'every write is there');
 assert.equal(new Set(listed.map((r) => r.id)).size, 32 * perClient, 'no write doubled');
 assert.ok(listed.every((r) => r.version === 1), 'each stored once');
 await Promise.all(clients.map((cl) => cl.close()));
-checks++;
+tally.checks++;
 
 // --- raw HTTP: hostile and malformed requests ----------------------------------------------------------------------
-const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-               'io.modelcontextprotocol/clientCapabilities': {} };
-const modern = (method, params = {}) =>
-  JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta } });
-const headers = (extra = {}) => ({ 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-                                   'MCP-Protocol-Version': '2026-07-28', ...extra });
 async function post(body, hdrs, expectStatus, code, pattern) {
   const r = await fetch(c.url, { method: 'POST', headers: hdrs, body });
   const text = await r.text();
@@ -185,7 +130,7 @@ async function post(body, hdrs, expectStatus, code, pattern) {
     assert.equal(j.error?.code, code, text);
     if (pattern) assert.match(j.error.message, pattern);
   }
-  checks++;
+  tally.checks++;
   return text;
 }
 // DNS rebinding: a foreign Origin is refused; loopback origins pass.
@@ -239,14 +184,13 @@ assert.match(sse, /^event: message\ndata: \{.*"supportedVersions".*\}\n\n$/s);
 assert.equal((await fetch(c.url)).status, 405);
 assert.equal((await fetch(c.url, { method: 'DELETE' })).status, 405);
 assert.equal((await fetch(c.url.replace('/mcp', '/other'), { method: 'POST' })).status, 404);
-checks += 3;
+tally.checks += 3;
 // Still serving, and stdout stayed empty.
 await post(modern('server/discover'), headers({ 'Mcp-Method': 'server/discover' }), 200);
 for (const srv of [a, b, c]) assert.equal(srv.stdout(), '');
 
 for (const srv of [a, b, c]) {
-  srv.child.kill('SIGTERM');
-  await new Promise((resolve) => srv.child.on('exit', resolve));
+  await stopServer(srv);
   assert.match(srv.stderr(), /stopped; bye/);
 }
-console.log(`ok: ${checks} checks against cairn-mcp --http with the v1 and v2 SDKs`);
+console.log(`ok: ${tally.checks} checks against cairn-mcp --http with the v1 and v2 SDKs`);

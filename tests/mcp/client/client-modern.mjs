@@ -16,35 +16,14 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-const [server, workspaceArg] = process.argv.slice(2);
-if (!server || !workspaceArg) {
-  console.error('usage: node client-modern.mjs <path-to-cairn-mcp> <workspace-dir>');
-  process.exit(2);
-}
-assert.ok(fs.existsSync(server), `cairn-mcp not found at ${server}`);
+import { check, commandLine, freshDir, tally, toolCalls, writeTemplate } from './support.mjs';
 
-fs.rmSync(workspaceArg, { recursive: true, force: true });
-fs.mkdirSync(path.join(workspaceArg, 'work'), { recursive: true });
-const workspace = fs.realpathSync(path.join(workspaceArg, 'work'));
-const templatePath = path.join(fs.realpathSync(workspaceArg), 'feature.json');
-fs.writeFileSync(templatePath, JSON.stringify({
-  name: 'feature',
-  loops: { implement: [{ id: 'code', instructions: 'Implement {task.title}' },
-                       { id: 'test', instructions: 'Test {task.title}', on_fail: 'retry' }] },
-  steps: [
-    { id: 'plan', type: 'action', instructions: 'Write the plan to plan.md.', artefacts: true },
-    { id: 'define_tasks', type: 'action', instructions: 'Split the plan into tasks.' },
-    { id: 'implement', type: 'loop' },
-    { id: 'review', type: 'ralph', n: 2, instructions: 'Review the change.' },
-  ],
-}));
+const [server, workspaceArg] = commandLine('client-modern.mjs', 'path-to-cairn-mcp', 'workspace-dir');
+assert.ok(fs.existsSync(server), `cairn-mcp not found at ${server}`);
+const workspace = freshDir(workspaceArg, 'work');
+const templatePath = writeTemplate(fs.realpathSync(workspaceArg));
 const serverArgs = ['--workspace', workspace, '--workflow', templatePath, '--tenant', 'acme'];
 
-let checks = 0;
-function check(cond, message) {
-  assert.ok(cond, message);
-  checks++;
-}
 
 async function connect(mode) {
   const transport = new StdioClientTransport({ command: server, args: serverArgs, stderr: 'ignore' });
@@ -72,20 +51,7 @@ for (const t of tools) {
   check(typeof t.annotations?.readOnlyHint === 'boolean', `${t.name}: annotations`);
 }
 
-async function call(name, args = {}) {
-  const r = await client.callTool({ name, arguments: args });
-  assert.equal(r.isError, false, `${name} failed: ${JSON.stringify(r.content)}`);
-  assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent);
-  checks++;
-  return r.structuredContent;
-}
-async function callFails(name, args, pattern) {
-  const r = await client.callTool({ name, arguments: args });
-  assert.equal(r.isError, true, `${name} should fail`);
-  assert.equal(r.structuredContent, undefined);
-  assert.match(JSON.parse(r.content[0].text).error, pattern);
-  checks++;
-}
+const { call, fails: callFails } = toolCalls(client);
 
 await callFails('workflow_status', {}, /not started/);
 let s = await call('workflow_start', { summary: 'Add CSV export' });
@@ -134,7 +100,7 @@ assert.equal((await call('artifact_delete', { id: stored.id })).versions_removed
 await callFails('artifact_delete', { id: stored.id }, /not found/);
 // An unknown tool is a protocol error, not a result.
 await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), /unknown tool 'no_such_tool'/);
-checks++;
+tally.checks++;
 await client.close();
 
 // --- the SDK's auto mode probes with server/discover and chooses 2026-07-28 ---------------------------------------
@@ -143,7 +109,7 @@ assert.equal(auto.getProtocolEra(), 'modern');
 assert.equal(auto.getNegotiatedProtocolVersion(), '2026-07-28');
 assert.equal((await auto.callTool({ name: 'workflow_status', arguments: {} })).structuredContent.status, 'complete');
 await auto.close();
-checks++;
+tally.checks++;
 
 // --- the same SDK as a legacy (2025-11-25) client against the same server ----------------------------------------
 const legacy = await connect(undefined);
@@ -153,6 +119,7 @@ assert.equal((await legacy.listTools()).tools.length, 12);
 assert.equal((await legacy.callTool({ name: 'workflow_status', arguments: {} })).structuredContent.status,
              'complete');
 await legacy.close();
-checks++;
+tally.checks++;
 
-console.log(`ok: ${checks} checks against cairn-mcp with @modelcontextprotocol/client (2026-07-28 and 2025-11-25)`);
+console.log(`ok: ${tally.checks} checks against cairn-mcp with @modelcontextprotocol/client ` +
+            '(2026-07-28 and 2025-11-25)');

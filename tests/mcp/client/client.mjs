@@ -16,16 +16,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpError, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
-const [server, workspaceArg] = process.argv.slice(2);
-if (!server || !workspaceArg) {
-  console.error('usage: node client.mjs <path-to-cairn-mcp> <workspace-dir>');
-  process.exit(2);
-}
+import { check, commandLine, freshDir, tally, toolCalls, writeTemplate } from './support.mjs';
+
+const [server, workspaceArg] = commandLine('client.mjs', 'path-to-cairn-mcp', 'workspace-dir');
 assert.ok(fs.existsSync(server), `cairn-mcp not found at ${server}`);
 
 // A fresh workspace each run; the state file and the files the "agents" write live in it.
-fs.rmSync(workspaceArg, { recursive: true, force: true });
-fs.mkdirSync(path.join(workspaceArg, 'work', 'src'), { recursive: true });
+freshDir(workspaceArg, 'work', 'src');
 const workspace = fs.realpathSync(path.join(workspaceArg, 'work'));
 const templates = fs.realpathSync(workspaceArg);
 
@@ -47,14 +44,7 @@ const featureTemplate = {
     { id: 'review', type: 'ralph', n: 2, instructions: 'Review the whole change.' },
   ],
 };
-const templatePath = path.join(templates, 'feature.json');
-fs.writeFileSync(templatePath, JSON.stringify(featureTemplate, null, 2));
-
-let checks = 0;
-function check(cond, message) {
-  assert.ok(cond, message);
-  checks++;
-}
+const templatePath = writeTemplate(templates, featureTemplate);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Part 1: the official client over stdio.
@@ -104,27 +94,8 @@ for (const name of ['workflow_status', 'workflow_context', 'artifact_fetch', 'ar
 }
 assert.deepEqual(tools.find((t) => t.name === 'register_artefacts').inputSchema.required, ['paths']);
 
-// Calls a tool; the result must be a successful CallToolResult whose text content is its structuredContent.
-async function call(name, args = {}) {
-  const r = await client.callTool({ name, arguments: args });
-  assert.equal(r.isError, false, `${name} failed: ${JSON.stringify(r.content)}`);
-  assert.equal(r.content.length, 1);
-  assert.equal(r.content[0].type, 'text');
-  assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent);
-  checks++;
-  return r.structuredContent;
-}
-// Calls a tool that must fail with isError: true and an error message matching `pattern`.
-// The tool has an outputSchema, which {"error": ...} does not follow, so the error is text only.
-async function callFails(name, args, pattern) {
-  const r = await client.callTool({ name, arguments: args });
-  assert.equal(r.isError, true, `${name} ${JSON.stringify(args).slice(0, 200)} should fail`);
-  assert.equal(r.structuredContent, undefined, `${name}: a failed call carries no structuredContent`);
-  const { error } = JSON.parse(r.content[0].text);
-  assert.match(error, pattern);
-  checks++;
-  return error;
-}
+// Calls a tool that must succeed (call) or fail with an error matching a pattern (callFails): support.mjs.
+const { call, fails: callFails } = toolCalls(client);
 
 // --- the workflow ------------------------------------------------------------------------------------------------
 await callFails('workflow_status', {}, /not started/);
@@ -172,8 +143,8 @@ for (const [index, id] of ['parser', 'writer', 'docs'].entries()) {
   assert.equal(s.sub_step, 'code');
   assert.equal(s.agent, 'coder');
   assert.equal(s.delegate, true);
-  assert.ok(s.instructions.startsWith(`SPAWN the 'coder' sub-agent to handle this step:\n\nImplement ${id}: ${titles[id]}`),
-            s.instructions);
+  const spawn = `SPAWN the 'coder' sub-agent to handle this step:\n\nImplement ${id}: ${titles[id]}`;
+  assert.ok(s.instructions.startsWith(spawn), s.instructions);
   const rel = `src/${id}.cpp`;
   fs.writeFileSync(path.join(workspace, rel), `// ${titles[id]}\n`);
   reg = await call('register_artefacts', { paths: [rel] });
@@ -213,7 +184,8 @@ assert.equal(state.artefacts.length, 4);
 // Registered files were also stored as `file` artifacts of the tenant.
 const files = await call('artifact_list', { type: 'file' });
 assert.deepEqual(files.artifacts.map((a) => a.value), [undefined, undefined, undefined, undefined]);
-assert.deepEqual(files.artifacts.map((a) => a.title).sort(), ['plan.md', 'src/docs.cpp', 'src/parser.cpp', 'src/writer.cpp']);
+assert.deepEqual(files.artifacts.map((a) => a.title).sort(),
+                 ['plan.md', 'src/docs.cpp', 'src/parser.cpp', 'src/writer.cpp']);
 for (const a of files.artifacts) assert.equal(a.tenant_id, 'acme');
 
 // --- the artifact tools ------------------------------------------------------------------------------------------
@@ -344,8 +316,9 @@ await callFails('search_artifacts', {}, /search_artifacts: search: nothing to se
 
 // --- error paths -------------------------------------------------------------------------------------------------
 await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
-                     (e) => e instanceof McpError && e.code === -32602 && /unknown tool 'no_such_tool'/.test(e.message));
-checks++;
+                     (e) => e instanceof McpError && e.code === -32602 &&
+                            /unknown tool 'no_such_tool'/.test(e.message));
+tally.checks++;
 await callFails('workflow_advance', { output: 5 }, /workflow_advance: output must be a string/);
 await callFails('workflow_advance', {}, /output is required/);
 await callFails('workflow_set_tasks', { loop_id: 'implement', tasks: 'all of them' }, /tasks must be an array/);
@@ -440,7 +413,7 @@ function expectError(reply, id, code, pattern) {
   assert.equal(reply.error?.code, code, JSON.stringify(reply));
   if (pattern) assert.match(reply.error.message, pattern);
   assert.equal(reply.result, undefined);
-  checks++;
+  tally.checks++;
 }
 
 const raw = new Raw(['--workspace', workspace, '--workflow', templatePath, '--tenant', 'acme']);
@@ -448,12 +421,14 @@ const init = (id, version) => ({ jsonrpc: '2.0', id, method: 'initialize',
                                  params: { protocolVersion: version, capabilities: {},
                                            clientInfo: { name: 'raw', version: '0' } } });
 // Before initialize: only ping works.
-assert.deepEqual(await raw.request({ jsonrpc: '2.0', id: 'p', method: 'ping' }), { jsonrpc: '2.0', id: 'p', result: {} });
+assert.deepEqual(await raw.request({ jsonrpc: '2.0', id: 'p', method: 'ping' }),
+                 { jsonrpc: '2.0', id: 'p', result: {} });
 expectError(await raw.request({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), 1, -32600, /not initialized/);
 expectError(await raw.request({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'workflow_status' } }),
             2, -32600, /not initialized/);
 expectError(await raw.request('[{"jsonrpc":"2.0","id":3,"method":"ping"}]'), null, -32600, /batch/);
-expectError(await raw.request({ jsonrpc: '2.0', id: 4, method: 'initialize', params: {} }), 4, -32602, /protocolVersion/);
+expectError(await raw.request({ jsonrpc: '2.0', id: 4, method: 'initialize', params: {} }), 4, -32602,
+            /protocolVersion/);
 // Garbage and bad shapes.
 expectError(await raw.request('this is not json'), null, -32700, /invalid JSON/);
 expectError(await raw.request('{"jsonrpc":"2.0","id":5,"method":'), null, -32700);
@@ -466,7 +441,8 @@ expectError(await raw.request({ jsonrpc: '2.0', id: 7, method: 42 }), 7, -32600,
 expectError(await raw.request({ jsonrpc: '2.0', id: 8 }), 8, -32600, /method is missing/);
 expectError(await raw.request('['.repeat(100000) + ']'.repeat(100000)), null, -32600, /deeper than/);
 // A 50 MB line is refused without stopping the server; the next line is served.
-await raw.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping', params: { pad: 'x'.repeat(50 * 1024 * 1024) } }));
+await raw.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping',
+                               params: { pad: 'x'.repeat(50 * 1024 * 1024) } }));
 expectError(await raw.next(), null, -32600, /longer than the limit of 16777216 bytes/);
 // Initialize with a version from the future: the server offers its newest.
 let reply = await raw.request(init(10, '2099-01-01'));
@@ -546,21 +522,22 @@ assert.deepEqual(reply.result.tools.map((t) => t.name),
                  ['artifact_store', 'artifact_fetch', 'artifact_list', 'artifact_versions', 'artifact_delete',
                   'search_artifacts']);
 await old.close();
-checks++;
+tally.checks++;
 
 // A YAML template, when cairn-mcp was built with cairn::yaml.
 if (process.env.CAIRN_MCP_YAML === '1') {
   const yamlWs = path.join(templates, 'yaml-ws');
   fs.mkdirSync(yamlWs);
   const yamlPath = path.join(templates, 'fix.yaml');
-  fs.writeFileSync(yamlPath, 'name: fix\nsteps:\n  - id: fix\n    type: action\n    artefacts: true\n    instructions: |\n      Fix the bug.\n');
+  fs.writeFileSync(yamlPath, 'name: fix\nsteps:\n  - id: fix\n    type: action\n    artefacts: true\n' +
+                             '    instructions: |\n      Fix the bug.\n');
   const y = new Raw(['--workspace', yamlWs, '--workflow', yamlPath, '--tenant', 't']);
   await y.request(init(1, '2025-06-18'));
   reply = await y.request({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'workflow_start' } });
   assert.equal(reply.result.structuredContent.step, 'fix');
   assert.match(reply.result.structuredContent.instructions, /^Fix the bug\.\n\n/);
   await y.close();
-  checks++;
+  tally.checks++;
 }
 
 // Two cairn-mcp processes for two tenants on one SQLite file (when built with cairn::sqlite): each sees only its
@@ -572,11 +549,13 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   const b = new Raw(['--store', `sqlite:${db}`, '--tenant', 'tenant-b']);
   await a.request(init(1, '2025-06-18'));
   await b.request(init(1, '2025-06-18'));
-  reply = await a.request(tool(2, 'artifact_store', { id: 'plan', type: 'document', title: 'A plan', value: 'from a' }));
+  reply = await a.request(tool(2, 'artifact_store',
+                               { id: 'plan', type: 'document', title: 'A plan', value: 'from a' }));
   assert.equal(reply.result.isError, false, JSON.stringify(reply));
   reply = await b.request(tool(2, 'artifact_fetch', { id: 'plan' }));
   assert.equal(reply.result.isError, true, 'tenant-b must not see tenant-a\'s artifact');
-  reply = await b.request(tool(3, 'artifact_store', { id: 'plan', type: 'document', title: 'B plan', value: 'from b' }));
+  reply = await b.request(tool(3, 'artifact_store',
+                               { id: 'plan', type: 'document', title: 'B plan', value: 'from b' }));
   assert.equal(reply.result.structuredContent.version, 1, JSON.stringify(reply.result));
   reply = await a.request(tool(3, 'artifact_list', {}));
   assert.deepEqual(reply.result.structuredContent.artifacts.map((r) => r.title), ["A plan"]);
@@ -589,7 +568,7 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   reply = await a2.request(tool(2, 'artifact_fetch', { id: 'plan' }));
   assert.equal(reply.result.structuredContent.value, 'from a', JSON.stringify(reply.result));
   await a2.close();
-  checks++;
+  tally.checks++;
 
   // Two workflow servers on one SQLite store share the workflow through the store's run journal: what one does,
   // the other sees; no state file is written. `--workflow-state file` keeps the file instead.
@@ -637,7 +616,7 @@ if (process.env.CAIRN_MCP_SQLITE === '1') {
   assert.equal(reply.result.isError, false);
   await f.close();
   check(fs.existsSync(path.join(sharedWs, 'workflow-state.json')), '--workflow-state file writes the file');
-  checks++;
+  tally.checks++;
 }
 
 // Two workflow servers on one PostgreSQL database (the test server of scripts/test) serve one workflow through the
@@ -672,7 +651,8 @@ for (const [args, pattern] of [
   [['--tenant', ''], /--tenant must not be empty/],
   [['--workspace', path.join(templates, 'no-such-dir')], /workspace/i],
   [['--workflow', path.join(templates, 'outside.md')], /outside\.md/],
-  [['--workflow', templatePath, '--workflow-state', 'journal'], /--workflow-state journal needs a sqlite: or postgres:/],
+  [['--workflow', templatePath, '--workflow-state', 'journal'],
+   /--workflow-state journal needs a sqlite: or postgres:/],
   [['--workflow', templatePath, '--run', 'r1'], /--run is only used with a journal/],
   [['--workflow-state', 'cloud'], /workflow-state/],
 ]) {
@@ -680,7 +660,7 @@ for (const [args, pattern] of [
   assert.notEqual(r.status, 0, `${args.join(' ')} should fail`);
   assert.equal(r.stdout, '', `${args.join(' ')} wrote to stdout`);
   assert.match(r.stderr, pattern);
-  checks++;
+  tally.checks++;
 }
 
-console.log(`mcp client test: ${checks} checks passed (SDK ${LATEST_PROTOCOL_VERSION}, tools ${tools.length})`);
+console.log(`mcp client test: ${tally.checks} checks passed (SDK ${LATEST_PROTOCOL_VERSION}, tools ${tools.length})`);

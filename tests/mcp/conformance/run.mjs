@@ -5,34 +5,25 @@
 //
 //   node run.mjs <path-to-cairn-mcp> <workspace-dir>     (run by ctest with this folder's node_modules/.bin/node)
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const [server, workspace] = process.argv.slice(2);
+import { commandLine, freshDir, startHttpServer, stopServer } from '../client/support.mjs';
+
+const [server, workspaceArg] = commandLine('run.mjs', 'path-to-cairn-mcp', 'workspace-dir');
 const here = path.dirname(fileURLToPath(import.meta.url));
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 22) {
   console.error(`the conformance suite needs Node >= 22 (this is ${process.version})`);
   process.exit(2);
 }
-fs.rmSync(workspace, { recursive: true, force: true });
-fs.mkdirSync(workspace, { recursive: true });
+const workspace = freshDir(workspaceArg);
 
-const child = spawn(server, ['--http', '127.0.0.1:0', '--workspace', workspace, '--tenant', 'conformance'],
-                    { stdio: ['ignore', 'inherit', 'pipe'] });
-let err = '';
-const url = await new Promise((resolve, reject) => {
-  child.stderr.on('data', (d) => {
-    err += d.toString();
-    const m = /on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
-    if (m) resolve(m[1]);
-  });
-  child.on('exit', (code) => reject(new Error(`cairn-mcp exited with ${code}: ${err}`)));
-});
+const srv = await startHttpServer(server, ['--workspace', workspace, '--tenant', 'conformance'],
+                                  { stdout: 'inherit' });
 const cli = path.join(here, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
-const suite = spawn(process.execPath, [cli, 'server', '--url', url, '--expected-failures',
+const suite = spawn(process.execPath, [cli, 'server', '--url', srv.url, '--expected-failures',
                                        path.join(here, 'expected-failures.yml')], { stdio: 'inherit' });
 const code = await new Promise((resolve) => suite.on('exit', (c) => resolve(c ?? 1)));
-child.kill('SIGTERM');
+await stopServer(srv);
 process.exit(code);

@@ -88,7 +88,8 @@ class WeatherAgent {
 
   cairn::ToolResult write_report(const nlohmann::json& forecast) {
     const cairn::HandoffTarget writer{"writer", parts_.writer_model, cairn::RevealPolicy::summary};
-    const auto result = handoff_.transfer(writer, {{"manager", "Write a short weather report for: " + forecast.dump()}});
+    const auto result =
+        handoff_.transfer(writer, {{"manager", "Write a short weather report for: " + forecast.dump()}});
     if (!result.artifact) return cairn::ToolResult::failure("the writer did not hand back a report");
     return cairn::ToolResult::ok(result.text, {{"report_id", result.artifact->id()}});
   }

@@ -72,7 +72,8 @@ TEST_CASE("a lost connection while storing the forecast stops the turn and reach
   CHECK_THROWS_AS(f.agent.handle("Oslo"), cairn::storage_error);
   CHECK_FALSE(f.agent.context().has_artifact("forecast"));
   // The write did happen: the record is in the store, unbound. A host that retries must look for it first.
-  const auto lost = f.store->calls([](const ct::StoreCall& c) { return c.outcome == ct::CallOutcome::lost_after_apply; });
+  const auto lost =
+      f.store->calls([](const ct::StoreCall& c) { return c.outcome == ct::CallOutcome::lost_after_apply; });
   REQUIRE(lost.size() == 1);
   CHECK(f.store->inner()->fetch(lost[0].id, "acme"));
   CHECK(f.writer.calls() == 0);
