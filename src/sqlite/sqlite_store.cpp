@@ -232,6 +232,7 @@ enum Stmt : std::size_t {
   changes_prune,
   pruned_set,
   vectors_current,
+  heads_count,
   candidate_get,
   unindexed_vectors,
   unembedded_next,
@@ -338,6 +339,9 @@ std::string statement_sql(Stmt s) {
              "ON h.tenant_id = v.tenant_id AND h.id = v.id AND h.latest = v.version "
              "JOIN cairn_artifacts a ON a.tenant_id = v.tenant_id AND a.id = v.id AND a.version = v.version "
              "WHERE v.tenant_id = ?1 AND v.model = ?2";
+    case heads_count:
+      // The tenant's ids (its heads: small rows), what a first read makes room for (as many latest versions).
+      return "SELECT count(*) FROM cairn_heads WHERE tenant_id = ?1";
     case candidate_get:
       // A candidate of the vector index checked against the rows: still the latest version (no newer one of
       // the id: a probe next to its own row, where cairn_heads would be another page to read), with its record and
@@ -709,6 +713,15 @@ struct SqliteArtifactStore::Impl {
         if (q.step() && !q.is_null(0)) last = static_cast<std::uint64_t>(q.int64(0));
       }
       if (last == 0) return false;
+      {
+        Query n(conn, heads_count);
+        n.bind(1, tenant);
+        if (n.step() && n.int64(0) > 0) {
+          c.coming = static_cast<std::size_t>(n.int64(0));
+          sink(c);
+          c.coming = 0;
+        }
+      }
       Query q(conn, vectors_current);
       q.bind(1, tenant).bind(2, model);
       bool any = false;
