@@ -488,8 +488,8 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
   }
 }
 
-TEST_CASE("vector index: bounds on columns are checked before accept, which sees only the versions that pass them; "
-          "the page is the exact filtered one, through adds, removals and compaction") {
+TEST_CASE("vector index: bounds on columns are checked before accept, which sees only the versions that pass them, "
+          "and the page is the exact filtered one, through adds, removals and compaction") {
   std::mt19937 rng(31);
   const std::size_t dim = 16;
   for (const std::size_t ef : {std::size_t{0}, std::size_t{64}}) {  // the scan, and the graph where it answers

@@ -441,7 +441,16 @@ class VectorIndex {
 #else
     (void)ef;
 #endif
-    return scan(query, query_squares, k, accept, near, newest_only, passed, bounded);
+    if (columns.empty()) return scan(query, query_squares, k, accept, near, newest_only, passed, nullptr);
+    // The labels that pass the bounds, from the columns' arrays alone (a tight loop, no call a label): the scan
+    // looks at those only.
+    std::vector<std::size_t> within_bounds;
+    for (std::size_t label = 0; label < entries_.size(); ++label) {
+      bool in = true;
+      for (std::size_t i = 0; in && i < columns.size(); ++i) in = columns[i]->passes(label, bounds[i]);
+      if (in) within_bounds.push_back(label);
+    }
+    return scan(query, query_squares, k, accept, near, newest_only, passed, &within_bounds);
   }
 
  private:
@@ -576,12 +585,13 @@ class VectorIndex {
   static constexpr double rounding_slack = 1e-9;
 
   // The scan (exact_scan_below): every live version's bound on its cosine from the 16-bit copies (16 bytes of
-  // each vector read per 8 dimensions, not 32), then, from the highest bound down, `accept` and the exact cosine
+  // each vector read per 8 dimensions, not 32; with `only`, of those labels alone: the ones a search's bounds pass),
+  // then, from the highest bound down, `accept` and the exact cosine
   // from the full copy, until the next bound is below the k-th best cosine taken less `near`. A version not looked
   // at cannot rank at or above that; the hits are those of the exact scan.
   std::vector<VectorHit> scan(const std::vector<float>& query, double query_squares, std::size_t k,
                               const Accept& accept, double near, bool newest_only, std::size_t& passed,
-                              const Within* within) const {
+                              const std::vector<std::size_t>* only) const {
     const Coarse q = coarse_copy(query);
     constexpr double inverse_squared_scale = 1 / (coarse_scale * coarse_scale);
     struct Candidate {
@@ -589,13 +599,18 @@ class VectorIndex {
       std::size_t label;
     };
     std::vector<Candidate> all;
-    all.reserve(live_);
-    for (std::size_t label = 0; label < entries_.size(); ++label) {
+    all.reserve(only ? only->size() : live_);
+    const auto bound_of = [&](std::size_t label) {
       const Entry& e = entries_[label];
-      if (!e.live || (within && !(*within)(label))) continue;
+      if (!e.live) return;
       const auto dot = static_cast<double>(dot_i16(q.values.data(), coarse_.data() + label * dimension_, dimension_));
       const double bound = q.length * e.coarse_error + q.error * e.coarse_length + q.error * e.coarse_error;
       all.push_back(Candidate{(dot + bound * (1 + 1e-9)) * inverse_squared_scale + rounding_slack, label});
+    };
+    if (only) {
+      for (const std::size_t label : *only) bound_of(label);
+    } else {
+      for (std::size_t label = 0; label < entries_.size(); ++label) bound_of(label);
     }
     // The bounds as a max-heap: made in linear time, each version walked then costs O(log n), so a selective
     // filter's long walk costs O(n + walked log n) and an unfiltered search's short one little more than O(n).
