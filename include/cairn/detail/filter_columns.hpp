@@ -65,12 +65,17 @@ inline std::vector<VectorIndex::Bound> filter_bounds(const SearchFilter& f) {
     if (!number) continue;
     const double v = c.value.get<double>();
     // Typed comparisons (condition_holds): a number matches only a number, and x < v implies double(x) <= double(v).
+    // Strictly less where v is below 2^53 in magnitude (exact, and every integer between it and 0 too): then
+    // x < v implies double(x) < v, so `lt` and `gt` leave v itself out.
+    constexpr double below_exact = 9007199254740992.0;  // 2^53
+    const bool strict = (c.op == FieldOp::lt || c.op == FieldOp::gt) && std::fabs(v) < below_exact;
+    const double inf = std::numeric_limits<double>::infinity();
     switch (c.op) {
       case FieldOp::eq: exactly("n" + c.pointer, v); break;
-      case FieldOp::lt:
-      case FieldOp::le: out.push_back({"n" + c.pointer, -std::numeric_limits<double>::infinity(), v}); break;
-      case FieldOp::gt:
-      case FieldOp::ge: out.push_back({"n" + c.pointer, v, std::numeric_limits<double>::infinity()}); break;
+      case FieldOp::lt: out.push_back({"n" + c.pointer, -inf, strict ? std::nextafter(v, -inf) : v}); break;
+      case FieldOp::le: out.push_back({"n" + c.pointer, -inf, v}); break;
+      case FieldOp::gt: out.push_back({"n" + c.pointer, strict ? std::nextafter(v, inf) : v, inf}); break;
+      case FieldOp::ge: out.push_back({"n" + c.pointer, v, inf}); break;
       default: break;
     }
   }
