@@ -425,15 +425,15 @@ class VectorIndex {
     std::shared_lock lock(mutex_);
     if (live_ == 0) return {};
     const std::vector<std::shared_ptr<const Column>> columns = columns_of(bounds);
-    const Within within = [&columns, &bounds](std::size_t label) {
-      for (std::size_t i = 0; i < columns.size(); ++i) {
-        if (!columns[i]->passes(label, bounds[i])) return false;
-      }
-      return true;
-    };
-    const Within* bounded = columns.empty() ? nullptr : &within;
 #if defined(CAIRN_DETAIL_HNSWLIB)
     if (ef > 0 && live_ >= exact_scan_below && graph_holds_all()) {
+      const Within within = [&columns, &bounds](std::size_t label) {
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+          if (!columns[i]->passes(label, bounds[i])) return false;
+        }
+        return true;
+      };
+      const Within* bounded = columns.empty() ? nullptr : &within;
       std::vector<VectorHit> hits =
           search_graph(query, query_squares, k, accept, near, ef, newest_only, passed, bounded);
       if (hits.size() >= k) return hits;
