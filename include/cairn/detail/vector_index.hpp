@@ -277,7 +277,7 @@ class VectorIndex {
   void add(const std::string& id, std::uint64_t version, const float* values, std::size_t size,
            const void* tag = nullptr, std::shared_ptr<const void> owned = nullptr) {
     if (size != dimension_) return;  // callers check dimensions; a stray vector is never indexed
-    const double squares = squares_of(values);
+    const double squares = dot_of(values, values, dimension_);  // for the scale only
     if (!std::isfinite(squares)) return;  // not finite: stores refuse such vectors before they get here
     std::unique_lock lock(mutex_);
     auto& versions = labels_[id];
@@ -565,18 +565,6 @@ class VectorIndex {
     }
     length = std::sqrt(length);
     error = std::sqrt(error);
-  }
-
-  // A vector's sum of squares, for its scale (four sums, so that the adds overlap: not detail::cosine's order, which
-  // only the copy's own sum, fill_copy's, must keep).
-  double squares_of(const float* v) const noexcept {
-    double sums[4] = {0, 0, 0, 0};
-    std::size_t i = 0;
-    for (; i + 4 <= dimension_; i += 4) {
-      for (std::size_t j = 0; j < 4; ++j) sums[j] += static_cast<double>(v[i + j]) * v[i + j];
-    }
-    for (; i < dimension_; ++i) sums[0] += static_cast<double>(v[i]) * v[i];
-    return (sums[0] + sums[1]) + (sums[2] + sums[3]);
   }
 
   // How far the exact cosine the stores compute (detail::cosine, in doubles) may be from the real-number one the
