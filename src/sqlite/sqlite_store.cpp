@@ -234,6 +234,7 @@ enum Stmt : std::size_t {
   vectors_current,
   heads_count,
   candidate_get,
+  candidate_record,
   unindexed_vectors,
   unembedded_next,
   vector_upsert,
@@ -349,6 +350,13 @@ std::string statement_sql(Stmt s) {
       return fmt::format("SELECT {}, v.vec FROM cairn_artifacts a JOIN cairn_search_vectors v "
                          "ON v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
                          "WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 AND v.model = ?4 "
+                         "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
+                         "AND n.version > ?3)",
+                         artifact_columns);
+    case candidate_record:
+      // ... its record alone, for a hit whose exact score the index gave: the vector's row (past SQLite's 1 KB of a
+      // WITHOUT ROWID row kept in its page, a second page) is not read.
+      return fmt::format("SELECT {} FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 "
                          "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
                          "AND n.version > ?3)",
                          artifact_columns);
@@ -1245,17 +1253,20 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
     ArtifactPtr record;         // null: accepted by its kept fields, its row read after the walk
     std::vector<float> vector;  // the row's, for a hit whose index copy cannot give the exact cosine
   };
-  // A candidate's row: still the latest version, with its record and a vector of the model.
-  const auto read_row = [&](const std::string& id, std::uint64_t version, Accepted& out) {
+  // A candidate's row: still the latest version, with its record and (unless `record_only`: its exact score is
+  // known) a vector of the model.
+  const auto read_row = [&](const std::string& id, std::uint64_t version, Accepted& out, bool record_only = false) {
     if (version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
-    Query row(conn, candidate_get);
-    row.bind(1, tenant).bind(2, id).bind(3, static_cast<std::int64_t>(version)).bind(4, query.model);
+    Query row(conn, record_only ? candidate_record : candidate_get);
+    row.bind(1, tenant).bind(2, id).bind(3, static_cast<std::int64_t>(version));
+    if (!record_only) row.bind(4, query.model);
     if (!row.step()) return false;  // removed or replaced since the index saw it: never comes back
     try {
       out.record = record(row);
     } catch (const storage_error&) {
       return false;  // unreadable: the scan skips it too
     }
+    if (record_only) return true;
     const std::string_view v = row.blob(15);
     if (v.size() != dimension * sizeof(float)) return false;
     out.vector = floats_of(v);
@@ -1301,7 +1312,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
     for (const auto& hit : hits) {
       Accepted& a = accepted.at(hit.accepted);
       if (a.record) continue;
-      if (!read_row(hit.id, hit.version, a) || !detail::matches_filter(*a.record, q.filter)) {
+      const bool record_only = hit.exact.has_value();
+      if (!read_row(hit.id, hit.version, a, record_only) || !detail::matches_filter(*a.record, q.filter)) {
         accepted.clear();
         hits = walk(false, accepted, before);
         break;
