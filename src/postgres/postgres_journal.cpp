@@ -1,7 +1,8 @@
 // PostgresRunJournal: the SQL, connecting and waiting with deadlines, reconnecting, and the schema migrations.
 //
-// The connection code is a small private copy of the artifact store's (src/postgres/postgres_store.cpp), with
-// deadlines on every connect and every reply; the two may be merged once both have settled.
+// What it shares with the artifact store's connection code (the result and parameter types, the lost connection and
+// which failures count as one, checking the conninfo) is src/common/postgres_connection.hpp. Connecting, waiting for
+// replies and reconnecting are its own: it has a deadline on every connect and every reply.
 #include "cairn/store/postgres_journal.hpp"
 
 #include <libpq-fe.h>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "../common/connection_pool.hpp"
+#include "../common/postgres_connection.hpp"
 #include "cairn/detail/text.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -194,11 +196,7 @@ std::string statement_sql(Stmt s) {
   return {};
 }
 
-/// The connection broke, or no reply came in time: whether the statement took effect is unknown.
-class connection_lost : public storage_error {
- public:
-  using storage_error::storage_error;
-};
+using detail::pg::connection_lost;
 
 /// A foreign key refused the statement (a fork's source is gone, or a run being removed has a fork).
 class foreign_key_violation : public storage_error {
@@ -206,18 +204,10 @@ class foreign_key_violation : public storage_error {
   using storage_error::storage_error;
 };
 
-using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+using detail::pg::fits_pg_text;
+using detail::pg::Result;
+using detail::pg::trimmed;
 using steady = std::chrono::steady_clock;
-
-bool fits_pg_text(std::string_view s) noexcept {
-  return s.find('\0') == std::string_view::npos && detail::is_valid_utf8(s);
-}
-
-std::string trimmed(const char* msg) {
-  std::string s = msg ? msg : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // A PostgreSQL array literal of text elements: {"a","b\"c"}.
 void append_array_element(std::string& out, std::string_view s) {
@@ -259,18 +249,7 @@ struct PostgresRunJournal::Impl {
   };
 
   /// Up to 9 text parameters; null pointers are SQL NULLs.
-  struct Params {
-    std::array<const char*, 9> values{};
-    int count = 0;
-    Params& add(const std::string& s) {
-      values[static_cast<std::size_t>(count++)] = s.c_str();
-      return *this;
-    }
-    Params& add(const char* s) {
-      values[static_cast<std::size_t>(count++)] = s;
-      return *this;
-    }
-  };
+  using Params = detail::pg::Params<9>;
 
   Impl(std::string c, PostgresJournalOptions o)
       : conninfo(std::move(c)), options(std::move(o)), pool(options.pool_size, [this] { return connect_lazily(); },
@@ -306,8 +285,7 @@ struct PostgresRunJournal::Impl {
       }
       state = PQconnectPoll(c.conn);
     }
-    // Server notices ("relation already exists, skipping") are not errors; libpq would print them to stderr.
-    PQsetNoticeProcessor(c.conn, [](void*, const char*) {}, nullptr);
+    detail::pg::ignore_notices(c.conn);
     if (PQsetnonblocking(c.conn, 1) != 0) {
       throw connection_lost(fmt::format("{}: cannot make the connection non-blocking", where));
     }
@@ -366,8 +344,8 @@ struct PostgresRunJournal::Impl {
     const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     const std::string_view code = state ? state : "";
     const std::string msg = trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(c.conn));
-    const bool lost = !c.conn || PQstatus(c.conn) == CONNECTION_BAD || code.empty() || code.substr(0, 2) == "08" ||
-                      code == "57P01" || code == "57P02" || code == "57P03";
+    const bool lost =
+        !c.conn || PQstatus(c.conn) == CONNECTION_BAD || code.empty() || detail::pg::connection_gone(code);
     const std::string text = fmt::format("{}: {}: {}", where, what, msg.empty() ? "no reply from the server" : msg);
     if (lost) throw connection_lost(text);
     if (code == "57014") {
@@ -533,15 +511,7 @@ struct PostgresRunJournal::Impl {
 
 PostgresRunJournal::PostgresRunJournal(std::string conninfo, PostgresJournalOptions options)
     : RunJournal(options.clock) {
-  // A malformed conninfo is reported without libpq's message, which can quote the text (and a password in it).
-  char* parse_error = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &parse_error);
-  if (!parsed) {
-    PQfreemem(parse_error);
-    throw invalid_argument("postgres journal: the conninfo is not valid libpq connection info "
-                           "(expected \"key=value ...\" or a postgresql:// URI)");
-  }
-  PQconninfoFree(parsed);
+  detail::pg::check_conninfo(conninfo, "postgres journal");
   for (const auto& [name, value] : {std::pair<const char*, int>{"connect_timeout_ms", options.connect_timeout_ms},
                                     {"statement_timeout_ms", options.statement_timeout_ms},
                                     {"reconnect_timeout_ms", options.reconnect_timeout_ms},

@@ -123,16 +123,6 @@ class PostgresArtifactStore final : public ArtifactStore {
  private:
   std::optional<Embedding> embed(const ArtifactRecord& record) const;
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, const std::optional<Embedding>& vector);
-  std::vector<detail::SearchCandidate> word_hits(const std::string& tenant_id, const SearchQuery& query,
-                                   const detail::WordQuery& words, std::size_t* unindexed) const;
-  std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
-                                     const Embedding& vector) const;
-  /// The versions this process's vector index finds nearest that pass the rows and the filters, scored by
-  /// their stored vectors, best first: until `want` pass (hybrid's list), or, with `page`, until the ranked page
-  /// (written there) is full, or the index has no more.
-  std::vector<detail::SearchCandidate> near_hits(const std::string& tenant_id, const SearchQuery& query,
-                                                 const detail::PreparedSearch& prepared, std::size_t want,
-                                                 SearchPage* page) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -68,7 +68,7 @@ class WordHashEmbedder final : public Embedder {
   std::vector<float> vector_of(const std::string& text) const {
     std::vector<float> v(dimension_, 0.0f);
     v[dimension_ - 1] = 0.01f;
-    detail::for_each_word(text, [this, &v](const std::string& w) {
+    cairn::detail::for_each_word(text, [this, &v](const std::string& w) {
       std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: the same on every platform
       for (const char c : w) {
         h ^= static_cast<unsigned char>(c);
