@@ -163,20 +163,20 @@ std::string statement_sql(Stmt s) {
              "WHERE c.tenant_id = $1::text AND c.seq > $2::bigint AND (c.model = $3::text OR c.removed) "
              "ORDER BY c.seq LIMIT 1000) c ON true WHERE s.tenant_id = $1::text ORDER BY c.seq";
     case fetch_candidates:
-      // The versions an approximate index proposed ($2 ids, $3 versions) that are still there, still the latest
-      // unless every version is searched ($5), and have a vector of the model $4: the rows decide, not the index.
-      // The vector itself only where $7 asks for it (the index's copy gives the rest their exact cosine).
+      // The versions an index proposed ($2 ids, $3 versions) that are still there and still the latest unless
+      // every version is searched ($5): the rows decide, not the index. The vector of the model $4 only where $7
+      // asks for it (the index's copy gives the rest their exact cosine; a version it has no vector of is dropped
+      // by the caller): the vectors' table is not read for the others.
       // And, from the same snapshot, whether the (tenant, model) changed after $6, the change the index has seen
       // (column 16, on every row; one row with NULL record columns when no candidate is there): when it did not,
       // the index held every change committed before this statement, and one round trip answers the query.
       return fmt::format(
           "SELECT f.*, ch.changed FROM (SELECT EXISTS (SELECT 1 FROM cairn_search_changes x "
           "WHERE x.tenant_id = $1::text AND x.seq > $6::bigint AND (x.model = $4::text OR x.removed)) AS changed) ch "
-          "LEFT JOIN (SELECT {}, CASE WHEN c.read THEN v.vec END FROM "
+          "LEFT JOIN (SELECT {}, CASE WHEN c.read THEN (SELECT v.vec FROM cairn_search_vectors v "
+          "WHERE v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id AND v.version = c.version) END FROM "
           "unnest($2::text[], $3::bigint[], $7::boolean[]) AS c(id, version, read) "
           "JOIN cairn_artifacts a ON a.tenant_id = $1::text AND a.id = c.id AND a.version = c.version "
-          "JOIN cairn_search_vectors v ON v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id "
-          "AND v.version = c.version "
           "WHERE $5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text AND h.id = a.id "
           "AND h.latest = a.version)) f ON true",
           "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
