@@ -30,6 +30,8 @@
 //                                filtered float scan (+ the raw row read on SQL); `recall_at_10` against its truth
 //   W6Hybrid / W6HybridPg        words and vector fused (reciprocal rank fusion of the top 40 of each, k 60): cairn's
 //                                search(mode hybrid) against the raw full text + hnswlib + the same fusion
+//   W6HybridOr[Pg]               the same with four other words of the artifact joined by OR (as a user types a
+//                                query: "a OR b OR c OR d"; FTS5 `"a" OR "b" ...`, tsquery 'a' | 'b' ...)
 //   W6Bytes                      heap bytes per artifact kept by the in-memory store and by the in-memory floor
 //                                (mallinfo2 deltas over the build, malloc's headers included)
 //   W6IndexBytes/<n>             heap bytes per version of one tenant's vector index holding n of W6's vectors:
@@ -232,6 +234,7 @@ int bucket_of(int i) { return (i / kTenants) % 100; }
 struct Query {
   int tenant = 0;
   std::string tenant_name, type, words;  // words: two of the source artifact's, both required
+  std::string any_words;                 // four more of its words, any of them (W6HybridOr: joined by OR)
   std::vector<float> vector;            // 12 of its words, embedded
 };
 
@@ -254,6 +257,7 @@ const std::vector<Query>& queries() {
       std::string text;
       for (int k = 0; k < 12; ++k) (text.empty() ? text : text += ' ') += pick();
       x.vector = embed_text(text);
+      for (int k = 0; k < 4; ++k) (x.any_words.empty() ? x.any_words : x.any_words += ' ') += pick();
       out.push_back(std::move(x));
     }
     return out;
@@ -491,8 +495,9 @@ class FtsFloor {
     return out;
   }
   // The word list of hybrid: the top `limit` of the tenant, best first (bm25() is lower for better).
-  std::vector<Hit> ranked(const Query& q, std::size_t limit) {
-    bind(ranked_, 1, match_of(q.words));
+  // `any`: of q.any_words, any of them (OR).
+  std::vector<Hit> ranked(const Query& q, std::size_t limit, bool any = false) {
+    bind(ranked_, 1, any ? match_of(q.any_words, " OR ") : match_of(q.words));
     bind(ranked_, 2, q.tenant_name);
     sqlite3_bind_int64(ranked_, 3, static_cast<sqlite3_int64>(limit));
     std::vector<Hit> out;
@@ -512,9 +517,9 @@ class FtsFloor {
   std::uintmax_t bytes() const { return file_bytes(path_); }
 
  private:
-  static std::string match_of(const std::string& words) {
+  static std::string match_of(const std::string& words, const char* join = " ") {
     std::string m;
-    for (const auto& w : cairn::detail::words_of(words)) m += (m.empty() ? "\"" : " \"") + w + "\"";
+    for (const auto& w : cairn::detail::words_of(words)) (m.empty() ? m : m += join) += "\"" + w + "\"";
     return m;
   }
   static std::string text(sqlite3_stmt* s, int c) {
@@ -643,8 +648,8 @@ class PgFloor {
     PQclear(r);
     return out;
   }
-  std::vector<Hit> ranked(const Query& q, std::size_t limit) {
-    const std::string tsq = tsquery_of(q.words), lim = std::to_string(limit);
+  std::vector<Hit> ranked(const Query& q, std::size_t limit, bool any = false) {
+    const std::string tsq = any ? tsquery_of(q.any_words, " | ") : tsquery_of(q.words), lim = std::to_string(limit);
     PGresult* r = pg_.call("ranked", {tsq.c_str(), q.tenant_name.c_str(), lim.c_str()});
     std::vector<Hit> out;
     for (int k = 0; k < PQntuples(r); ++k)
@@ -666,9 +671,10 @@ class PgFloor {
   Pg& pg() { return pg_; }
 
  private:
-  static std::string tsquery_of(const std::string& words) {  // quoted lexemes joined by &: no syntax reaches it
+  // Quoted lexemes joined by & (or `join`): no syntax reaches it.
+  static std::string tsquery_of(const std::string& words, const char* join = " & ") {
     std::string t;
-    for (const auto& w : cairn::detail::words_of(words)) t += (t.empty() ? "'" : " & '") + w + "'";
+    for (const auto& w : cairn::detail::words_of(words)) (t.empty() ? t : t += join) += "'" + w + "'";
     return t;
   }
   Pg pg_;
@@ -900,6 +906,13 @@ cairn::SearchQuery hybrid_query(const Query& q) {
   cairn::SearchQuery s = similar_query(q);
   s.text = q.words;
   s.mode = cairn::SearchMode::hybrid;
+  return s;
+}
+// Hybrid as a user types it: four words, any of them ("a OR b OR c OR d").
+cairn::SearchQuery hybrid_or_query(const Query& q) {
+  cairn::SearchQuery s = hybrid_query(q);
+  s.text.clear();
+  for (const auto& w : cairn::detail::words_of(q.any_words)) (s.text.empty() ? s.text : s.text += " OR ") += w;
   return s;
 }
 
@@ -1167,28 +1180,32 @@ void BM_W6Restart_Sqlite(benchmark::State& state) {
   });
 }
 
-void BM_W6Hybrid_Floor(benchmark::State& state) {
+void hybrid_floor(benchmark::State& state, bool any) {
   auto& fts = fts_floor();
   const auto& mem = mem_floor();
   each_query(state, [&](const Query& q) {
-    const auto fused = fuse(fts.ranked(q, kFused), mem.similar(q.tenant, q.vector, kFused), kLimit);
+    const auto fused = fuse(fts.ranked(q, kFused, any), mem.similar(q.tenant, q.vector, kFused), kLimit);
     std::vector<Row> rows;
     for (const auto& h : fused) rows.push_back(fts.row(h.index, h.score));
     benchmark::DoNotOptimize(rows);
     return rows.size();
   });
 }
+void BM_W6Hybrid_Floor(benchmark::State& state) { hybrid_floor(state, false); }
+void BM_W6HybridOr_Floor(benchmark::State& state) { hybrid_floor(state, true); }
 template <class Store>
-void hybrid_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
+void hybrid_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu, bool any = false) {
   if (skip_without_vectors(state, store)) return;
   each_query(state, [&](const Query& q) {
-    auto page = store.search(q.tenant_name, hybrid_query(q));
+    auto page = store.search(q.tenant_name, any ? hybrid_or_query(q) : hybrid_query(q));
     benchmark::DoNotOptimize(page);
     return page.hits.size();
   }, timing);
 }
 void BM_W6Hybrid_Memory(benchmark::State& state) { hybrid_cairn(state, mem_store()); }
 void BM_W6Hybrid_Sqlite(benchmark::State& state) { hybrid_cairn(state, sqlite_store()); }
+void BM_W6HybridOr_Memory(benchmark::State& state) { hybrid_cairn(state, mem_store(), Timing::cpu, true); }
+void BM_W6HybridOr_Sqlite(benchmark::State& state) { hybrid_cairn(state, sqlite_store(), Timing::cpu, true); }
 
 // recall@10 against the exact top 10 over all queries (the truth: MemFloor::exact, every vector scanned).
 template <class Answer>
@@ -1283,16 +1300,19 @@ void BM_W6SimilarPg_Floor(benchmark::State& state) {
   }, Timing::wall);
 }
 void BM_W6SimilarPg_Postgres(benchmark::State& state) { similar_cairn(state, pg_store(), Timing::wall); }
-void BM_W6HybridPg_Floor(benchmark::State& state) {
+void hybrid_pg_floor(benchmark::State& state, bool any) {
   auto& pg = pg_floor();
   const auto& mem = mem_floor();
   each_query(state, [&](const Query& q) {
-    auto rows = pg.rows(fuse(pg.ranked(q, kFused), mem.similar(q.tenant, q.vector, kFused), kLimit));
+    auto rows = pg.rows(fuse(pg.ranked(q, kFused, any), mem.similar(q.tenant, q.vector, kFused), kLimit));
     benchmark::DoNotOptimize(rows);
     return rows.size();
   }, Timing::wall);
 }
+void BM_W6HybridPg_Floor(benchmark::State& state) { hybrid_pg_floor(state, false); }
 void BM_W6HybridPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_store(), Timing::wall); }
+void BM_W6HybridOrPg_Floor(benchmark::State& state) { hybrid_pg_floor(state, true); }
+void BM_W6HybridOrPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_store(), Timing::wall, true); }
 void BM_W6Recall_Postgres(benchmark::State& state) { recall_cairn(state, pg_store()); }
 void BM_W6SimilarMatchedPg_Floor(benchmark::State& state) {
   auto& pg = pg_floor();
@@ -1412,6 +1432,9 @@ const bool registered = [] {
   query("BM_W6Hybrid_Floor", BM_W6Hybrid_Floor);
   query("BM_W6Hybrid_Memory", BM_W6Hybrid_Memory);
   query("BM_W6Hybrid_Sqlite", BM_W6Hybrid_Sqlite);
+  query("BM_W6HybridOr_Floor", BM_W6HybridOr_Floor);
+  query("BM_W6HybridOr_Memory", BM_W6HybridOr_Memory);
+  query("BM_W6HybridOr_Sqlite", BM_W6HybridOr_Sqlite);
   once("BM_W6Recall_Floor", BM_W6Recall_Floor);
   once("BM_W6Recall_Hnswlib", BM_W6Recall_Hnswlib);
   once("BM_W6Recall_Memory", BM_W6Recall_Memory);
@@ -1430,6 +1453,8 @@ const bool registered = [] {
     query("BM_W6SimilarPg_Postgres", BM_W6SimilarPg_Postgres);
     query("BM_W6HybridPg_Floor", BM_W6HybridPg_Floor);
     query("BM_W6HybridPg_Postgres", BM_W6HybridPg_Postgres);
+    query("BM_W6HybridOrPg_Floor", BM_W6HybridOrPg_Floor);
+    query("BM_W6HybridOrPg_Postgres", BM_W6HybridOrPg_Postgres);
     once("BM_W6Recall_Postgres", BM_W6Recall_Postgres);
     query("BM_W6SimilarMatchedPg_Floor", BM_W6SimilarMatchedPg_Floor);
     query("BM_W6SimilarMatchedPg_Postgres", BM_W6SimilarMatchedPg_Postgres);
