@@ -986,3 +986,61 @@ TEST_CASE("vector index: newest_only finds each id's newest version in the index
     CHECK(found_a0);
   }
 }
+
+TEST_CASE("vector index: an id's versions stay right through adds, re-adds, removals and compactions in any order") {
+  // A model of what the index holds (id -> version -> vector), and random writes to both: ids with one version and
+  // with several, versions added out of order, re-added, removed one by one or all at once, past compactions.
+  std::mt19937 rng(31);
+  const std::size_t dim = 4;
+  VectorIndex index(dim);
+  std::map<std::string, std::map<std::uint64_t, std::vector<float>>> model;
+  std::size_t compacted = 0, previous_held = 0;
+  for (int op = 0; op < 12000; ++op) {
+    const std::string id = "a" + std::to_string(rng() % 40);
+    const std::uint64_t version = 1 + rng() % 5;
+    const unsigned what = rng() % 10;
+    if (what < 6) {
+      auto v = random_unit(rng, dim);
+      index.add(id, version, v);
+      model[id][version] = std::move(v);
+    } else if (what < 9) {
+      index.remove(id, version);
+      if (const auto it = model.find(id); it != model.end()) {
+        it->second.erase(version);
+        if (it->second.empty()) model.erase(it);
+      }
+    } else {
+      index.remove_all(id);
+      model.erase(id);
+    }
+    if (index.held() < previous_held) ++compacted;
+    previous_held = index.held();
+    if (op % 500 != 0) continue;
+    std::size_t versions = 0;
+    for (const auto& [i, vs] : model) versions += vs.size();
+    REQUIRE(index.size() == versions);
+    const auto q = random_unit(rng, dim);
+    // Every version, each once, and each id's newest alone with newest_only.
+    std::set<std::pair<std::string, std::uint64_t>> all, newest;
+    for (const auto& h : index.search(q, versions + 1, nullptr)) all.emplace(h.id, h.version);
+    for (const auto& h : index.search(q, versions + 1, nullptr, 0, 0, true)) newest.emplace(h.id, h.version);
+    std::set<std::pair<std::string, std::uint64_t>> want_all, want_newest;
+    for (const auto& [i, vs] : model) {
+      for (const auto& [v, vec] : vs) want_all.emplace(i, v);
+      want_newest.emplace(i, vs.rbegin()->first);
+    }
+    CHECK(all == want_all);
+    CHECK(newest == want_newest);
+    // A version's own vector finds it first (similarity 1).
+    if (!model.empty()) {
+      const auto& [i, vs] = *std::next(model.begin(), static_cast<std::ptrdiff_t>(rng() % model.size()));
+      const auto& [v, vec] = *vs.rbegin();
+      const auto hits = index.search(vec, 1, [&](const std::string& hid, std::uint64_t hv) {
+        return hid == i && hv == v;
+      });
+      REQUIRE(hits.size() == 1);
+      CHECK(hits[0].similarity == Approx(1.0).margin(1e-6));
+    }
+  }
+  CHECK(compacted > 0);  // the writes went past at least one compaction
+}

@@ -281,9 +281,9 @@ class VectorIndex {
     if (!std::isfinite(squares)) return;  // not finite: stores refuse such vectors before they get here
     std::unique_lock lock(mutex_);
     auto& versions = labels_[id];
-    if (const auto it = versions.find(version); it != versions.end()) {
-      erase_label(it->second);
-      versions.erase(it);
+    if (const std::size_t* old = versions.find(version)) {
+      erase_label(*old);
+      versions.erase(version);
     }
     const std::size_t label = entries_.size(), stride = dimension_ + 1;
     const std::size_t slot = copies_.size() / stride;
@@ -302,7 +302,7 @@ class VectorIndex {
     }
 #endif
     entries_.push_back(std::move(entry));
-    versions.emplace(version, label);
+    versions.insert(version, label);
     ++live_;
     if (!columns_.empty()) {
       const Entry& e = entries_.back();
@@ -331,10 +331,10 @@ class VectorIndex {
     std::unique_lock lock(mutex_);
     const auto versions = labels_.find(id);
     if (versions == labels_.end()) return;
-    const auto it = versions->second.find(version);
-    if (it == versions->second.end()) return;
-    erase_label(it->second);
-    versions->second.erase(it);
+    const std::size_t* label = versions->second.find(version);
+    if (!label) return;
+    erase_label(*label);
+    versions->second.erase(version);
     if (versions->second.empty()) labels_.erase(versions);
     compact();
   }
@@ -344,7 +344,7 @@ class VectorIndex {
     std::unique_lock lock(mutex_);
     const auto versions = labels_.find(id);
     if (versions == labels_.end()) return;
-    for (const auto& [version, label] : versions->second) erase_label(label);
+    versions->second.for_each([this](std::uint64_t, std::size_t label) { erase_label(label); });
     labels_.erase(versions);
     compact();
   }
@@ -793,7 +793,7 @@ class VectorIndex {
     }
     // Nothing above changed the index; nothing below throws.
     for (std::size_t label = 0; label < entries.size(); ++label) {
-      labels_.at(entries[label].id).at(entries[label].version) = label;
+      *labels_.at(entries[label].id).find(entries[label].version) = label;
     }
     entries_.swap(entries);
     coarse_.swap(coarse);
@@ -850,7 +850,7 @@ class VectorIndex {
                  bool newest_only, std::size_t& passed) const {
     const Entry& e = entries_[label];
     if (!e.live) return;  // removed (hnswlib skips marked ones; the scan skips them here)
-    if (newest_only && labels_.at(e.id).rbegin()->first != e.version) return;  // a live label's id has versions
+    if (newest_only && labels_.at(e.id).newest() != e.version) return;  // a live label's id has versions
     if (accept && !accept(e.id, e.version, e.tag)) return;
     out.push_back(VectorHit{e.id, e.version, similarity, passed++, std::nullopt, label});
   }
@@ -858,8 +858,57 @@ class VectorIndex {
   std::size_t dimension_;
   mutable std::shared_mutex mutex_;
   std::vector<Entry> entries_;  // label -> what it holds; labels are never reused
-  // id -> version -> label, live ones only: removing an id touches its own versions, not the whole index
-  std::unordered_map<std::string, std::map<std::uint64_t, std::size_t>> labels_;
+  // An id's live versions and their labels, ascending by version: one kept inline (most ids hold one version), more
+  // in a sorted vector, so that an id costs its hash node and nothing else.
+  class VersionLabels {
+   public:
+    using Slot = std::pair<std::uint64_t, std::size_t>;  // a version and its label
+    std::size_t* find(std::uint64_t version) {
+      if (more_.empty()) return has_one_ && one_.first == version ? &one_.second : nullptr;
+      const auto it = lower(version);
+      return it != more_.end() && it->first == version ? &it->second : nullptr;
+    }
+    void insert(std::uint64_t version, std::size_t label) {  // a version not there
+      if (more_.empty() && !has_one_) {
+        one_ = {version, label};
+        has_one_ = true;
+        return;
+      }
+      if (more_.empty()) more_.push_back(one_);
+      has_one_ = false;
+      more_.insert(lower(version), {version, label});
+    }
+    void erase(std::uint64_t version) {  // a version there
+      if (more_.empty()) {
+        has_one_ = false;
+        return;
+      }
+      more_.erase(lower(version));
+      if (more_.size() == 1) {
+        one_ = more_.front();
+        has_one_ = true;
+        std::vector<Slot>().swap(more_);
+      }
+    }
+    bool empty() const { return !has_one_ && more_.empty(); }
+    std::uint64_t newest() const { return more_.empty() ? one_.first : more_.back().first; }
+    template <class F>
+    void for_each(F&& f) const {
+      if (has_one_) f(one_.first, one_.second);
+      for (const auto& [version, label] : more_) f(version, label);
+    }
+
+   private:
+    std::vector<Slot>::iterator lower(std::uint64_t version) {
+      return std::lower_bound(more_.begin(), more_.end(), version,
+                              [](const Slot& s, std::uint64_t v) { return s.first < v; });
+    }
+    Slot one_{0, 0};
+    bool has_one_ = false;
+    std::vector<Slot> more_;  // two or more: every one (one_ unused)
+  };
+  // id -> its versions' labels, live ones only: removing an id touches its own versions, not the whole index
+  std::unordered_map<std::string, VersionLabels> labels_;
   std::size_t live_ = 0;
   mutable std::atomic<bool> graph_wanted_{false};  // a search asked for the graph (want_graph())
   ColumnReader reader_;  // set_column_reader()
