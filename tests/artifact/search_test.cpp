@@ -791,3 +791,44 @@ TEST_CASE("search: a metadata pointer names what nlohmann's json_pointer names, 
   CHECK_FALSE(holds("/a/b/3", cairn::FieldOp::exists, nullptr));
   CHECK(holds("/a/b/3", cairn::FieldOp::ne, 7));
 }
+
+TEST_CASE("the in-memory store scores single-word queries from its postings as the scan does, a word held 255 "
+          "times or more included, and names the fields of the page's matches") {
+  cairn::InMemoryArtifactStore store;
+  const auto put = [&store](const std::string& id, const std::string& title, const std::string& value) {
+    (void)store.store(*ArtifactRecord::builder().tenant_id("t").id(id).type("document").title(title)
+                           .value(value).build());
+  };
+  std::string many;
+  for (int i = 0; i < 300; ++i) many += "echo ";  // past a posting's 255
+  put("a", "echo chamber", many + "delta");
+  put("b", "delta", "echo echo gamma");
+  put("c", "gamma", "nothing here");
+  put("d", "alpha", std::string(254 * 5, ' ') + "echo");
+  std::string exactly;
+  for (int i = 0; i < 255; ++i) exactly += "echo ";
+  put("e", "title", exactly);
+  put("a", "echo chamber again", many + many + "delta");  // a re-save: the old version's postings go
+  for (const std::string text : {"echo", "echo OR delta", "delta OR gamma OR alpha", "echo delta", "missing OR echo",
+                                 "echo OR missing OR delta gamma"}) {
+    SearchQuery q;
+    q.text = text;
+    q.mode = cairn::SearchMode::text;
+    for (const bool all : {false, true}) {
+      q.all_versions = all;
+      INFO(text << (all ? " (all versions)" : ""));
+      const auto got = store.search("t", q);
+      REQUIRE(dump(got) == dump(store.ArtifactStore::search("t", q)));
+      for (const auto& hit : got.hits) CHECK_FALSE(hit.matched.fields.empty());
+    }
+  }
+  SearchQuery q;
+  q.text = "echo OR gamma";
+  q.mode = cairn::SearchMode::text;
+  const auto page = store.search("t", q);
+  REQUIRE(page.hits.size() == 5);
+  for (const auto& hit : page.hits) {
+    if (hit.record->id() == "b") CHECK(hit.matched.fields == std::vector<std::string>{"value"});
+    if (hit.record->id() == "a") CHECK(hit.matched.fields == std::vector<std::string>{"title", "value"});
+  }
+}

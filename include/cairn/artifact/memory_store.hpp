@@ -241,6 +241,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
       ArtifactPtr r = record_at(e, version);
       return r && detail::matches_filter(*r, q.filter) ? r : nullptr;
     };
+    bool fields_later = false;  // word matches scored from the postings: their fields are found for the page alone
     std::unordered_map<std::string, std::size_t> slot;  // "id\0version" -> its place in found
     const auto candidate = [&found, &slot](const ArtifactPtr& r) -> detail::SearchCandidate& {
       const auto it = slot.try_emplace(r->id() + '\0' + std::to_string(r->version()), found.size()).first;
@@ -268,7 +269,29 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
       const detail::Bm25 bm25(words, q.all_versions ? wi.documents : wi.latest_documents,
                               q.all_versions ? wi.length : wi.latest_length, std::move(df));
-      for (const std::uint64_t n : wi.word_candidates(p.words)) {
+      // Single words: scored from the postings' counts, no record tokenized; the page's hits learn their fields
+      // after the ranking (below).
+      std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>> counted;
+      if (wi.counted_matches(p.words, words, counted)) {
+        fields_later = true;
+        for (const auto& [n, tf] : counted) {
+          const WordIndex::Doc& d = wi.docs.at(n);
+          if (!q.all_versions && !d.latest) continue;
+          const ArtifactPtr r = searched(*d.entry, d.version);
+          if (!r) continue;
+          detail::SearchCandidate& c = candidate(r);
+          if (std::find(tf.begin(), tf.end(), std::uint8_t{255}) != tf.end()) {  // 255 or more: counted again
+            const detail::RecordWords rw = detail::record_words(*r);
+            c.bm25 = bm25.score(rw);
+          } else {
+            c.bm25 = bm25.score_of([&tf](std::size_t i) { return tf[i]; }, d.length);
+          }
+          for (std::size_t i = 0; i < words.size(); ++i) {
+            if (tf[i]) c.matched.words.push_back(words[i]);
+          }
+        }
+      }
+      for (const std::uint64_t n : fields_later ? std::vector<std::uint64_t>() : wi.word_candidates(p.words)) {
         const WordIndex::Doc& d = wi.docs.at(static_cast<std::uint32_t>(n));  // doc numbers are 32-bit
         if (!q.all_versions && !d.latest) continue;
         const ArtifactPtr r = searched(*d.entry, d.version);
@@ -356,7 +379,14 @@ class InMemoryArtifactStore final : public ArtifactStore {
       }
     }
     // unindexed: 0, everything is indexed as stored
-    return detail::rank_search_page(std::move(found), q, p, vector_ranked_before);
+    SearchPage page = detail::rank_search_page(std::move(found), q, p, vector_ranked_before);
+    for (auto& hit : page.hits) {  // the fields the page's word matches were found in (detail::describe_word_match)
+      if (!fields_later || hit.matched.words.empty()) continue;
+      SearchMatch m;
+      detail::describe_word_match(detail::record_words(*hit.record), p.words.words(), m);
+      hit.matched.fields = std::move(m.fields);
+    }
+    return page;
   }
 
   /// Has nothing to do: a search finds every version (a tenant's indexes are made by its first search and kept
@@ -398,6 +428,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
   // detail::record_words).
   struct RecordTerms {
     std::vector<std::string> distinct;  // sorted
+    std::vector<std::uint8_t> counts;   // how often each occurs, at most 255 (WordIndex::Postings::counts)
     std::size_t length = 0;
   };
   static RecordTerms record_terms(const ArtifactRecord& record) {
@@ -408,7 +439,16 @@ class InMemoryArtifactStore final : public ArtifactStore {
       t.distinct.insert(t.distinct.end(), field->begin(), field->end());
     }
     std::sort(t.distinct.begin(), t.distinct.end());
-    t.distinct.erase(std::unique(t.distinct.begin(), t.distinct.end()), t.distinct.end());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < t.distinct.size();) {
+      std::size_t j = i + 1;
+      while (j < t.distinct.size() && t.distinct[j] == t.distinct[i]) ++j;
+      if (kept != i) t.distinct[kept] = std::move(t.distinct[i]);
+      t.counts.push_back(static_cast<std::uint8_t>(std::min<std::size_t>(j - i, 255)));
+      ++kept;
+      i = j;
+    }
+    t.distinct.resize(kept);
     return t;
   }
 
@@ -427,9 +467,11 @@ class InMemoryArtifactStore final : public ArtifactStore {
       std::uint32_t before;  // the doc of the artifact's version before this one, or none
     };
     struct Postings {
-      // The docs that hold the word, ascending: docs are numbered as they are added, so adding one appends. (The
-      // scores come from the records' own words; a posting needs no count.)
+      // The docs that hold the word, ascending: docs are numbered as they are added, so adding one appends.
       std::vector<std::uint32_t> docs;
+      // Beside each doc, how often it holds the word; 255 stands for 255 or more (that doc's record is counted
+      // again when scored).
+      std::vector<std::uint8_t> counts;
       std::size_t latest = 0;  // how many of them are latest versions
     };
     std::unordered_map<std::uint32_t, Doc> docs;
@@ -455,9 +497,10 @@ class InMemoryArtifactStore final : public ArtifactStore {
       // A length past 2^31 - 1 words cannot happen (a value's text is cut at 64 KiB for words); masked for the field.
       docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length) & 0x7fffffffu, 1,
                           latest_it->second});
-      for (const auto& word : words.distinct) {
-        Postings& p = postings[word];
+      for (std::size_t i = 0; i < words.distinct.size(); ++i) {
+        Postings& p = postings[words.distinct[i]];
         p.docs.push_back(n);
+        p.counts.push_back(words.counts[i]);
         ++p.latest;
       }
       latest_it->second = n;
@@ -478,7 +521,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
         for (const auto& word : words_of(doc.version).distinct) {
           const auto pit = postings.find(word);
           auto& held = pit->second.docs;
-          held.erase(std::lower_bound(held.begin(), held.end(), n));
+          const auto at = std::lower_bound(held.begin(), held.end(), n);
+          pit->second.counts.erase(pit->second.counts.begin() + (at - held.begin()));
+          held.erase(at);
           if (doc.latest) --pit->second.latest;
           if (held.empty()) postings.erase(pit);
         }
@@ -492,6 +537,47 @@ class InMemoryArtifactStore final : public ArtifactStore {
         docs.erase(d);
       }
       latest_doc.erase(it);
+    }
+
+    // A query of single words (no phrase, no exclusion): the docs that match it, each with how often it holds each
+    // of `words` (the query's words, WordQuery::words()) from the postings, no record read. Nothing (and false)
+    // for any other query.
+    bool counted_matches(const detail::WordQuery& q, const std::vector<std::string>& words,
+                         std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>>& out) const {
+      if (!q.none_of.empty()) return false;
+      for (const auto& group : q.all_of) {
+        for (const auto& t : group) {
+          if (t.words.size() != 1) return false;
+        }
+      }
+      std::unordered_map<std::uint32_t, std::size_t> at;  // doc -> its place in out
+      for (std::size_t i = 0; i < words.size(); ++i) {
+        const auto it = postings.find(words[i]);
+        if (it == postings.end()) continue;
+        const Postings& p = it->second;
+        for (std::size_t k = 0; k < p.docs.size(); ++k) {
+          const auto [slot, added] = at.try_emplace(p.docs[k], out.size());
+          if (added) out.emplace_back(p.docs[k], std::vector<std::uint8_t>(words.size(), 0));
+          out[slot->second].second[i] = p.counts[k];
+        }
+      }
+      // Every group holds one of its words.
+      std::vector<std::vector<std::size_t>> groups;  // each group's words, as places in `words`
+      for (const auto& group : q.all_of) {
+        auto& g = groups.emplace_back();
+        for (const auto& t : group) g.push_back(static_cast<std::size_t>(
+            std::find(words.begin(), words.end(), t.words.front()) - words.begin()));
+      }
+      out.erase(std::remove_if(out.begin(), out.end(),
+                               [&groups](const std::pair<std::uint32_t, std::vector<std::uint8_t>>& d) {
+                                 for (const auto& g : groups) {
+                                   if (std::none_of(g.begin(), g.end(), [&d](std::size_t i) { return d.second[i]; }))
+                                     return true;
+                                 }
+                                 return false;
+                               }),
+                out.end());
+      return true;
     }
 
     // Docs that may match `q`: in every group, one that holds every word of one of the group's terms (the rarest

@@ -404,7 +404,9 @@ inline void check_search_query(const SearchQuery& q) {
       case FieldOp::exists: break;
       case FieldOp::eq:
       case FieldOp::ne:
-        if (c.value.is_structured()) throw invalid_argument(where() + ": eq/ne compare with a scalar, not an array or object");
+        if (c.value.is_structured()) {
+          throw invalid_argument(where() + ": eq/ne compare with a scalar, not an array or object");
+        }
         break;
       case FieldOp::lt:
       case FieldOp::le:
@@ -695,14 +697,21 @@ class Bm25 {
   }
 
   double score(const RecordWords& w) const {
+    return score_of([&](std::size_t i) { return count(w, words_[i]); }, w.length());
+  }
+
+  /// The score of a document of `length` words that holds query word i `tf(i)` times (an index that counted them):
+  /// score()'s arithmetic, so the same bits.
+  template <class Tf>
+  double score_of(Tf&& tf, std::size_t length) const {
     if (documents_ == 0) return 0;
     const double avg = static_cast<double>(total_length_) / static_cast<double>(documents_);
-    const double len = static_cast<double>(w.length());
+    const double len = static_cast<double>(length);
     double s = 0;
     for (std::size_t i = 0; i < words_.size(); ++i) {
-      const double tf = static_cast<double>(count(w, words_[i]));
-      if (tf == 0) continue;
-      s += weight(tf, static_cast<double>(df_[i]), static_cast<double>(documents_), len, avg);
+      const double n = static_cast<double>(tf(i));
+      if (n == 0) continue;
+      s += weight(n, static_cast<double>(df_[i]), static_cast<double>(documents_), len, avg);
     }
     return s;
   }
