@@ -1033,8 +1033,10 @@ TEST_CASE("vector index: an id's versions stay right through adds, re-adds, remo
     CHECK(newest == want_newest);
     // A version's own vector finds it first (similarity 1).
     if (!model.empty()) {
-      const auto& [i, vs] = *std::next(model.begin(), static_cast<std::ptrdiff_t>(rng() % model.size()));
-      const auto& [v, vec] = *vs.rbegin();
+      const auto& picked = *std::next(model.begin(), static_cast<std::ptrdiff_t>(rng() % model.size()));
+      const std::string i = picked.first;
+      const std::uint64_t v = picked.second.rbegin()->first;
+      const std::vector<float>& vec = picked.second.rbegin()->second;
       const auto hits = index.search(vec, 1, [&](const std::string& hid, std::uint64_t hv) {
         return hid == i && hv == v;
       });

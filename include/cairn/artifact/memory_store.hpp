@@ -274,8 +274,9 @@ class InMemoryArtifactStore final : public ArtifactStore {
       std::vector<std::pair<std::uint32_t, std::vector<std::uint8_t>>> counted;
       if (wi.counted_matches(p.words, words, counted)) {
         fields_later = true;
-        for (const auto& [n, tf] : counted) {
-          const WordIndex::Doc& d = wi.docs.at(n);
+        for (const auto& doc_counts : counted) {
+          const std::vector<std::uint8_t>& tf = doc_counts.second;
+          const WordIndex::Doc& d = wi.docs.at(doc_counts.first);
           if (!q.all_versions && !d.latest) continue;
           const ArtifactPtr r = searched(*d.entry, d.version);
           if (!r) continue;
