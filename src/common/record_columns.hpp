@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,8 +14,8 @@
 
 #include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/record.hpp"
+#include "cairn/artifact/search.hpp"
 #include "cairn/detail/json.hpp"
-#include "cairn/detail/text.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
@@ -156,6 +157,30 @@ inline ArtifactPtr decode_row(const RecordRow& row, const JsonLimits& limits, st
     throw storage_error(fmt::format("{}: artifact '{}' version {} in tenant '{}' is unreadable: {}", where,
                                     excerpt(row.id, 300), row.version, excerpt(row.tenant_id, 300), e.what()));
   }
+}
+
+/// What a filter reads of a version, as a SQL store keeps it beside the version's vector (detail::FilterFields): its
+/// type, MIME type, creator, creation time and metadata (`metadata` JSON text). Metadata longer than
+/// FilterFields::max_kept_metadata_bytes, or that does not parse, is not kept: the row decides for that version (and
+/// says so when read).
+inline std::shared_ptr<const FilterFields> kept_filter_fields(std::string_view type,
+                                                              std::optional<std::string_view> mime_type,
+                                                              std::optional<std::string_view> created_by,
+                                                              std::int64_t created_at, std::string_view metadata,
+                                                              const JsonLimits& limits) {
+  auto f = std::make_shared<FilterFields>();
+  f->type = std::string(type);
+  if (mime_type) f->mime_type = std::string(*mime_type);
+  if (created_by) f->created_by = std::string(*created_by);
+  f->created_at = created_at;
+  if (metadata.size() <= FilterFields::max_kept_metadata_bytes) {
+    try {
+      f->metadata = std::make_shared<const nlohmann::json>(parse_json_column(metadata, limits, "metadata"));
+    } catch (const error&) {
+      // unreadable: not kept
+    }
+  }
+  return f;
 }
 
 }  // namespace detail

@@ -234,29 +234,21 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::near_hits(cons
         return values;
       };
       // What a filter reads of the version in `row`, from column `at` on (type, mime_type, created_by,
-      // created_at, metadata); metadata longer than FilterFields::max_kept_metadata_bytes, or unreadable, is not
-      // kept (the row decides for that version).
+      // created_at, metadata: detail::kept_filter_fields).
       const auto fields_of = [&](const PGresult* res, int row, int at,
                                  bool binary = false) -> std::shared_ptr<const void> {
         if (PQgetisnull(res, row, at)) return nullptr;
         const auto text = [&](int col) {
-          return std::string(PQgetvalue(res, row, col), static_cast<std::size_t>(PQgetlength(res, row, col)));
+          return std::string_view(PQgetvalue(res, row, col), static_cast<std::size_t>(PQgetlength(res, row, col)));
         };
-        auto f = std::make_shared<detail::FilterFields>();
-        f->type = text(at);
-        if (!PQgetisnull(res, row, at + 1)) f->mime_type = text(at + 1);
-        if (!PQgetisnull(res, row, at + 2)) f->created_by = text(at + 2);
-        f->created_at = binary ? binary_int64(PQgetvalue(res, row, at + 3)) : to_int64(PQgetvalue(res, row, at + 3));
-        const std::string metadata = PQgetisnull(res, row, at + 4) ? std::string("{}") : text(at + 4);
-        if (metadata.size() <= detail::FilterFields::max_kept_metadata_bytes) {
-          try {
-            f->metadata = std::make_shared<const nlohmann::json>(
-                detail::parse_json_column(metadata, options.json_limits, "metadata"));
-          } catch (const error&) {
-            // unreadable: the row decides (and says so when read)
-          }
-        }
-        return f;
+        const auto optional_text = [&](int col) {
+          return PQgetisnull(res, row, col) ? std::nullopt : std::optional<std::string_view>(text(col));
+        };
+        const std::int64_t created_at =
+            binary ? binary_int64(PQgetvalue(res, row, at + 3)) : to_int64(PQgetvalue(res, row, at + 3));
+        return detail::kept_filter_fields(text(at), optional_text(at + 1), optional_text(at + 2), created_at,
+                                          PQgetisnull(res, row, at + 4) ? std::string_view("{}") : text(at + 4),
+                                          options.json_limits);
       };
       // Every vector, in PostgreSQL's binary format (raw bytes: half what hex text takes, and no parsing).
       const auto start_over = [&] {

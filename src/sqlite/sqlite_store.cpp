@@ -685,24 +685,14 @@ struct SqliteArtifactStore::Impl {
   /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
   /// `after`.
   /// What a filter reads of the version in the current row of `q`, from column `at` on (type, mime_type,
-  /// created_by, created_at, metadata); null when the row has no record (gone since). Metadata longer than
-  /// FilterFields::max_kept_metadata_bytes, or that does not parse, is not kept: the row decides for that version.
+  /// created_by, created_at, metadata: detail::kept_filter_fields); null when the row has no record (gone since).
   static std::shared_ptr<const void> filter_fields(const Query& q, int at, const JsonLimits& limits) {
     if (q.is_null(at)) return nullptr;
-    auto f = std::make_shared<detail::FilterFields>();
-    f->type = std::string(q.text(at));
-    if (!q.is_null(at + 1)) f->mime_type = std::string(q.text(at + 1));
-    if (!q.is_null(at + 2)) f->created_by = std::string(q.text(at + 2));
-    f->created_at = q.int64(at + 3);
-    const std::string_view metadata = q.text(at + 4);
-    if (metadata.size() <= detail::FilterFields::max_kept_metadata_bytes) {
-      try {
-        f->metadata = std::make_shared<const nlohmann::json>(detail::parse_json_column(metadata, limits, "metadata"));
-      } catch (const error&) {
-        // unreadable: the row decides (and says so when read)
-      }
-    }
-    return f;
+    const auto optional_text = [&q](int col) {
+      return q.is_null(col) ? std::nullopt : std::optional<std::string_view>(q.text(col));
+    };
+    return detail::kept_filter_fields(q.text(at), optional_text(at + 1), optional_text(at + 2), q.int64(at + 3),
+                                      q.text(at + 4), limits);
   }
 
   // detail::ReadVectorChanges on `conn`: the changes after `after` handed to `sink` as they are read (one change
