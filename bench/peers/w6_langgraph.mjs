@@ -2,15 +2,16 @@
 // of bench/search_bench.cpp, made here bit for bit (the same xorshift32 draws, the same words, the same
 // feature-hashing embedder), stored with `index: {dims: 384, fields: ["text"], embeddings}` whose embeddings hand
 // back those precomputed vectors (no model call). Measured: put() per artifact (time to index), the heap each
-// stored artifact keeps, and `store.search([tenant], {query, limit: 10})` per query (top-10 similarity), best of 3
-// rounds of the 200 queries. Times are the process's CPU time (as search_bench's), the wall time beside it.
+// stored artifact keeps, and `store.search([tenant], {query, limit: 10})` per query (top-10 similarity), alone and
+// with `filter: {bucket: {$lt: p}}` (p = 1, 10, 50), best of 3 rounds of the 200 queries. Times are the process's
+// CPU time (as search_bench's), the wall time beside it.
 //
 // Run: `cd bench/peers && npm install && node --expose-gc w6_langgraph.mjs [search_bench.json] [--out FILE]` (Node 20;
 // not part of the tests). Given search_bench's JSON result, it checks that its vectors are the same (the
 // fingerprint counter of BM_W6IndexMem_Floor) and stops if not. --out writes the rows in Google Benchmark's JSON
-// shape (BM_W6IndexMem_LangGraph, BM_W6Bytes_LangGraph, BM_W6Similar_LangGraph) for bench/ratios.py, which reads
-// both files: `python3 bench/ratios.py search_bench.json w6_langgraph.json`. CAIRN_W6_ARTIFACTS sets the corpus size
-// as for the C++ bench (default 100,000).
+// shape (BM_W6IndexMem_LangGraph, BM_W6Bytes_LangGraph, BM_W6Similar_LangGraph, BM_W6Filtered_LangGraph/<p>) for
+// bench/ratios.py, which reads both files: `python3 bench/ratios.py search_bench.json w6_langgraph.json`.
+// CAIRN_W6_ARTIFACTS sets the corpus size as for the C++ bench (default 100,000).
 import { readFileSync, writeFileSync } from "node:fs";
 import { InMemoryStore } from "@langchain/langgraph";
 
@@ -78,6 +79,7 @@ function docOf(i) {
     title: words(r, 4),
     description: words(r, 8),
     body: "",
+    bucket: Math.floor(i / kTenants) % 100, // as search_bench's bucket_of: the filtered rows' `bucket < p`
   };
   const body = []; // joined once: a string grown by += is a rope that V8 flattens later, which skews the heap figure
   for (let length = 0; length < 1000; length += (body.length > 1 ? 1 : 0) + body[body.length - 1].length) {
@@ -162,7 +164,8 @@ const row = (name, wallUs, cpuUs, iterations, extra = {}) =>
 const store = new InMemoryStore({ index: { dims: kDim, fields: ["text"], embeddings } });
 let c0 = process.cpuUsage(), t0 = process.hrtime.bigint();
 for (const d of docs) {
-  await store.put([d.tenant], d.id, { type: d.type, title: d.title, description: d.description, text: d.body });
+  await store.put([d.tenant], d.id,
+                  { type: d.type, title: d.title, description: d.description, text: d.body, bucket: d.bucket });
 }
 let wall = Number(process.hrtime.bigint() - t0) / 1000, cpu = process.cpuUsage(c0);
 row("BM_W6IndexMem_LangGraph", wall / N, (cpu.user + cpu.system) / N, 1, { artifacts: N });
@@ -188,5 +191,27 @@ for (let round = 0; round < 3; ++round) {
 }
 row("BM_W6Similar_LangGraph", best.wall, best.cpu, kQueries, { hits_per_query: found / kQueries });
 console.log(`langgraph similarity: ${best.cpu.toFixed(1)} us cpu, ${best.wall.toFixed(1)} us wall per query (${(found / kQueries).toFixed(1)} hits)`);
+
+// The same with the filter `bucket < p` (p % of the tenant passes), as W6Filtered/<p>: LangGraph filters the
+// tenant's items on their value, then ranks what passes. Best of 3 rounds of the 200.
+for (const p of [1, 10, 50]) {
+  let bestFiltered = null;
+  let passed = 0;
+  for (let round = 0; round < 3; ++round) {
+    c0 = process.cpuUsage(); t0 = process.hrtime.bigint();
+    passed = 0;
+    for (const q of queries) {
+      const filter = { bucket: { $lt: p } };
+      passed += (await store.search([q.tenant], { query: q.text, filter, limit: kLimit })).length;
+    }
+    wall = Number(process.hrtime.bigint() - t0) / 1000; cpu = process.cpuUsage(c0);
+    const r = { wall: wall / kQueries, cpu: (cpu.user + cpu.system) / kQueries };
+    if (!bestFiltered || r.cpu < bestFiltered.cpu) bestFiltered = r;
+  }
+  row(`BM_W6Filtered_LangGraph/${p}`, bestFiltered.wall, bestFiltered.cpu, kQueries,
+      { hits_per_query: passed / kQueries });
+  console.log(`langgraph filtered ${p} %: ${bestFiltered.cpu.toFixed(1)} us cpu, ` +
+              `${bestFiltered.wall.toFixed(1)} us wall per query`);
+}
 
 if (outFile) writeFileSync(outFile, JSON.stringify({ context: { peer: "@langchain/langgraph InMemoryStore", node: process.version }, benchmarks: rows }, null, 1));
