@@ -9,7 +9,7 @@
 //       its body depends on which of those parts the including file links (CAIRN_HAS_SQLITE, CAIRN_HAS_POSTGRES).
 //   cairn/observe/spdlog.hpp
 //       the spdlog adapter of the observability hooks; needs spdlog (target cairn::spdlog, CAIRN_WITH_SPDLOG).
-//   cairn/testing/*.hpp (clock, scripted_model, recording_store, store_conformance, journal_conformance)
+//   cairn/testing/*.hpp (clock, scripted_model, recording_store, store_conformance, search_conformance, ...)
 //       the testing kit and the conformance suites: test code, not program code.
 //   cairn/detail/..., cairn/context/detail/...
 //       internals, included by the headers that need them.
