@@ -291,17 +291,18 @@ class InMemoryArtifactStore final : public ArtifactStore {
             if (tf[i]) c.matched.words.push_back(words[i]);
           }
         }
-      }
-      for (const std::uint64_t n : fields_later ? std::vector<std::uint64_t>() : wi.word_candidates(p.words)) {
-        const WordIndex::Doc& d = wi.docs.at(static_cast<std::uint32_t>(n));  // doc numbers are 32-bit
-        if (!q.all_versions && !d.latest) continue;
-        const ArtifactPtr r = searched(*d.entry, d.version);
-        if (!r) continue;
-        const detail::RecordWords rw = detail::record_words(*r);
-        if (!detail::matches_words(rw, p.words)) continue;  // phrases and exclusions
-        detail::SearchCandidate& c = candidate(r);
-        c.bm25 = bm25.score(rw);
-        detail::describe_word_match(rw, words, c.matched);
+      } else {
+        for (const std::uint64_t n : wi.word_candidates(p.words)) {
+          const WordIndex::Doc& d = wi.docs.at(static_cast<std::uint32_t>(n));  // doc numbers are 32-bit
+          if (!q.all_versions && !d.latest) continue;
+          const ArtifactPtr r = searched(*d.entry, d.version);
+          if (!r) continue;
+          const detail::RecordWords rw = detail::record_words(*r);
+          if (!detail::matches_words(rw, p.words)) continue;  // phrases and exclusions
+          detail::SearchCandidate& c = candidate(r);
+          c.bm25 = bm25.score(rw);
+          detail::describe_word_match(rw, words, c.matched);
+        }
       }
     }
 
@@ -381,10 +382,12 @@ class InMemoryArtifactStore final : public ArtifactStore {
     }
     // unindexed: 0, everything is indexed as stored
     SearchPage page = detail::rank_search_page(std::move(found), q, p, vector_ranked_before);
+    if (!fields_later) return page;
+    const std::vector<std::string> words = p.words.words();
     for (auto& hit : page.hits) {  // the fields the page's word matches were found in (detail::describe_word_match)
-      if (!fields_later || hit.matched.words.empty()) continue;
+      if (hit.matched.words.empty()) continue;
       SearchMatch m;
-      detail::describe_word_match(detail::record_words(*hit.record), p.words.words(), m);
+      detail::describe_word_match(detail::record_words(*hit.record), words, m);
       hit.matched.fields = std::move(m.fields);
     }
     return page;
