@@ -109,6 +109,21 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_hits(cons
   const auto sql = sql_filter(tenant_id, f);
   if (!sql) return hits;  // nothing stored can match
   const std::vector<std::string> query_words = words.words();
+  // The words' document counts this process has for the tenant, and the statistics state they hold for.
+  const auto counts_key = std::make_pair(tenant_id, q.all_versions);
+  std::optional<std::string> stats;
+  std::vector<std::string> known;
+  {
+    std::lock_guard lock(word_counts_mutex);
+    const auto it = word_counts.find(counts_key);
+    const WordCounts* kept = it == word_counts.end() ? nullptr : &it->second;
+    if (kept) stats = kept->stats;
+    for (const auto& w : query_words) {
+      const auto df = kept ? kept->df.find(w) : std::unordered_map<std::string, std::int64_t>::const_iterator();
+      known.push_back(kept && df != kept->df.end() ? std::to_string(df->second) : std::string("-1"));
+    }
+  }
+  const std::string known_text = array_literal(known);
   Result res = with_connection([&](Impl::Connection& c, bool) -> Result {
     const std::optional<std::string> prefix = lexeme_prefix(c, tenant_id);
     if (!prefix) return Result(nullptr, &PQclear);  // the tenant never wrote: no words, nothing unindexed
@@ -116,7 +131,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_hits(cons
     const std::string match = word_tsquery(words, *prefix);
     Impl::Params p;
     p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(df_queries).add(match).add(sql->type);
-    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before);
+    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before).add(known_text).add(stats);
     return run(c, q.all_versions ? search_all : search_latest, p);
   });
   if (!res) {
@@ -135,6 +150,24 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_hits(cons
     const std::size_t end = std::min(df_text.find_first_of(",}", i), df_text.size());
     df.push_back(static_cast<std::size_t>(to_int64(df_text.substr(i, end - i))));
     i = end + 1;
+  }
+  if (df.size() == query_words.size() && !PQgetisnull(res.get(), 0, stats_column + 4)) {
+    std::lock_guard lock(word_counts_mutex);
+    WordCounts& kept = word_counts[counts_key];
+    const char* now = PQgetvalue(res.get(), 0, stats_column + 4);
+    if (kept.stats != now) {
+      word_counts_kept -= kept.df.size();
+      kept.df.clear();
+      kept.stats = now;
+    }
+    if (word_counts_kept + query_words.size() > max_word_counts) {
+      word_counts.clear();
+      word_counts_kept = 0;
+    } else {
+      for (std::size_t i = 0; i < df.size(); ++i) {
+        if (kept.df.emplace(query_words[i], static_cast<std::int64_t>(df[i])).second) ++word_counts_kept;
+      }
+    }
   }
   const detail::Bm25 bm25(query_words, documents, total_length, std::move(df));
 

@@ -71,10 +71,12 @@ std::string statement_sql(Stmt s) {
   const std::string scope_all =
       "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text "
       "AND ($3::text IS NULL OR a.id < $3::text)";
-  // A word search is the function cairn_search_words (migration 5: why a function), its parameters this statement's.
+  // A word search is the function cairn_search_words (migration 5: why a function; migration 7: the document
+  // counts the caller has, $11, of the statistics state $12), its parameters this statement's.
   const auto search_sql = [](const char* all_versions) {
     return fmt::format("SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], "
-                       "$5::tsquery, $6::text, $7::text, $8::text, $9::bigint, $10::bigint)",
+                       "$5::tsquery, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint[], "
+                       "$12::text)",
                        all_versions);
   };
   // Exact similarity: every version in scope with a vector of the model $4 and dimension $5, after the filters.

@@ -431,6 +431,20 @@ struct PostgresArtifactStore::Impl {
   std::mutex prefixes_mutex;
   std::map<std::string, std::string, std::less<>> prefixes;  // tenant -> "<no>:"
 
+  /// How many documents hold each word (BM25's df), as cairn_search_words last counted them for a tenant (latest
+  /// versions, or every version), with the state of the tenant's statistics row they hold for (migration 7): a word
+  /// search hands them back, and the server counts only the words it is not given, or all of them when the row
+  /// changed since. At most max_word_counts words are kept in all: past that, everything kept is dropped and counted
+  /// again as queries come.
+  struct WordCounts {
+    std::string stats;
+    std::unordered_map<std::string, std::int64_t> df;  // word -> documents holding it
+  };
+  static constexpr std::size_t max_word_counts = 1 << 16;
+  std::mutex word_counts_mutex;
+  std::map<std::pair<std::string, bool>, WordCounts> word_counts;  // (tenant, every version) -> counts
+  std::size_t word_counts_kept = 0;
+
   /// After a write that left the tenant's change sequence at `newest`, pruned through `through`: once the
   /// sequence holds search_changes_kept and a sixteenth more, the oldest go (a batch every sixteenth). The write
   /// is done and acknowledged whatever happens here: a failure leaves the changes for a later write to prune.

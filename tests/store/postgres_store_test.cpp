@@ -100,13 +100,20 @@ ArtifactPtr note(const std::string& tenant, const std::string& id, json value) {
       .build();
 }
 
+// The word search functions: migration 5's (replaced by 6's of the same parameters) and migration 7's.
+void drop_word_search(RawPg& raw) {
+  raw.scalar("DROP FUNCTION cairn_search_words(boolean, text, text, text, tsquery[], tsquery, text, text, text, "
+             "bigint, bigint), cairn_search_words(boolean, text, text, text, tsquery[], tsquery, text, text, text, "
+             "bigint, bigint, bigint[], text)");
+}
+
 // Back to schema 2, what a cairn from before search wrote: no words, no vector tables, no tenant rows.
 void back_to_schema_2(RawPg& raw) {
   raw.scalar("ALTER TABLE cairn_heads DROP COLUMN word_count, DROP COLUMN prev_word_count");  // schema 5's
   raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");        // schema 3's
   raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");      // schema 4's
   raw.scalar("DROP SEQUENCE cairn_search_tenant_no");                                         // schema 5's
-  raw.scalar("DROP FUNCTION cairn_search_words");                                             // schema 5's
+  drop_word_search(raw);                                                                      // schema 5's
   raw.scalar("UPDATE cairn_schema SET version = 2");
 }
 
@@ -1021,6 +1028,40 @@ TEST_CASE("postgres search: a tenant without history and one with it give the de
   same("history removed");
 }
 
+TEST_CASE("postgres search: the word counts a process keeps follow every write, its own and another process's") {
+  // `searcher` keeps how many documents hold each word it was asked for (BM25's df, migration 7) while the tenant's
+  // statistics row stays as it was; each write below changes some word's count, from this store object or another.
+  PostgresArtifactStore searcher(base_conninfo()), writer(base_conninfo());
+  const std::string t = random_name("st_");
+  const std::vector<std::string> texts = {"apple pie", "apple tart", "pie crust", "apple apple crumble", "tart"};
+  for (std::size_t i = 0; i < 8; ++i) (void)writer.store(*note(t, "n" + std::to_string(i), texts[i % texts.size()]));
+  const auto same = [&](const std::string& when) {
+    for (int twice = 0; twice < 2; ++twice) {  // the second time with every count kept
+      for (const std::string text : {"apple", "pie tart", "apple OR crust", "crumble"}) {
+        for (const bool all : {false, true}) {
+          SearchQuery q;
+          q.text = text;
+          q.all_versions = all;
+          q.limit = 2;
+          INFO(when << ": '" << text << "' all_versions " << all << " round " << twice);
+          require_same_search(searcher, t, q);
+        }
+      }
+    }
+  };
+  same("as stored");
+  (void)writer.store(*note(t, "n9", "apple"));
+  same("another process stored a new id");
+  (void)writer.store(*note(t, "n0", "plum"));  // "apple pie" becomes history
+  same("another process stored a new version");
+  writer.remove("n1", t);
+  same("another process removed an id");
+  searcher.remove("n3", t);
+  same("this process removed an id");
+  (void)searcher.store(*note(t, "n2", "crumble crumble"));
+  same("this process stored a new version");
+}
+
 TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
   PostgresArtifactStore store(base_conninfo());
   const std::string t = random_name("st_");
@@ -1552,7 +1593,7 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
              "DROP COLUMN docs_unindexed, DROP COLUMN versions, DROP COLUMN version_words, "
              "DROP COLUMN versions_unindexed, DROP COLUMN pruned_through");
   raw.scalar("DROP SEQUENCE cairn_search_tenant_no");
-  raw.scalar("DROP FUNCTION cairn_search_words");
+  drop_word_search(raw);
   raw.scalar("UPDATE cairn_schema SET version = 4");
   REQUIRE(raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE words @@ 'common'::tsquery") == "118");
 
