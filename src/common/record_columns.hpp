@@ -15,6 +15,7 @@
 #include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/search.hpp"
+#include "cairn/artifact/search/filter.hpp"
 #include "cairn/detail/json.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"

@@ -76,11 +76,11 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   // The default search's checks, choices and errors (detail::prepare_search); filters alone are its scan of list()
   // pages.
   const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
-  if (!p.by_text && !p.by_vector) return ArtifactStore::search(tenant_id, q);
+  if (!p.by_text && !p.by_vector) return detail::default_search(*this, tenant_id, q, p);
   // Similarity alone: this process's vector index (exact unless the query sets ef).
   if (p.by_vector && !p.by_text) {
     SearchPage page;
-    (void)impl_->near_hits(tenant_id, q, p, 0, &page);
+    (void)impl_->similar_candidates(tenant_id, q, p, 0, &page);
     return page;
   }
   // Otherwise every version the words match (the GIN index's candidates with their BM25 scores), and the vectors:
@@ -89,18 +89,18 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
   // default scan ranks (detail::rank_search_page).
   std::size_t unindexed = 0;
   std::vector<detail::SearchCandidate> found;
-  if (p.by_text) found = impl_->word_hits(tenant_id, q, p.words, &unindexed);
+  if (p.by_text) found = impl_->word_candidates(tenant_id, q, p.words, &unindexed);
   if (p.by_vector && p.by_text && !q.exact) {
-    detail::add_similar(found, impl_->near_hits(tenant_id, q, p, 4 * q.limit, nullptr));
+    detail::add_similar(found, impl_->similar_candidates(tenant_id, q, p, 4 * q.limit, nullptr));
   } else if (p.by_vector) {
-    detail::add_similar(found, impl_->vector_hits(tenant_id, q, *p.vector));
+    detail::add_similar(found, impl_->exact_candidates(tenant_id, q, *p.vector));
   }
   SearchPage page = detail::rank_search_page(std::move(found), q, p);
   page.unindexed = unindexed;
   return page;
 }
 
-std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_hits(const std::string& tenant_id,
+std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidates(const std::string& tenant_id,
                                                                             const SearchQuery& q,
                                                                             const detail::WordQuery& words,
                                                                             std::size_t* unindexed) {
@@ -190,7 +190,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_hits(cons
   return hits;
 }
 
-std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::vector_hits(const std::string& tenant_id,
+std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::exact_candidates(const std::string& tenant_id,
                                                                               const SearchQuery& q,
                                                                               const Embedding& vector) {
   const auto& f = q.filter;
@@ -241,7 +241,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_rows(
   return out;
 }
 
-std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::near_hits(const std::string& tenant_id,
+std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candidates(const std::string& tenant_id,
                                                                             const SearchQuery& q,
                                                                             const detail::PreparedSearch& p,
                                                                             std::size_t want, SearchPage* page) {

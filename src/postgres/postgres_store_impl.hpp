@@ -31,9 +31,9 @@
 #include "../common/connection_pool.hpp"
 #include "../common/postgres_connection.hpp"
 #include "../common/record_columns.hpp"
-#include "cairn/detail/filter_columns.hpp"
+#include "cairn/artifact/search/filter_columns.hpp"
 #include "cairn/detail/text.hpp"
-#include "cairn/detail/vector_cache.hpp"
+#include "cairn/artifact/search/vector_cache.hpp"
 #include "cairn/store/postgres_store.hpp"
 #include "cairn/version.hpp"
 #include "postgres_columns.hpp"
@@ -468,14 +468,14 @@ struct PostgresArtifactStore::Impl {
 
   // ---- search (postgres_search.cpp)
 
-  std::vector<detail::SearchCandidate> word_hits(const std::string& tenant_id, const SearchQuery& query,
+  std::vector<detail::SearchCandidate> word_candidates(const std::string& tenant_id, const SearchQuery& query,
                                                  const detail::WordQuery& words, std::size_t* unindexed);
-  std::vector<detail::SearchCandidate> vector_hits(const std::string& tenant_id, const SearchQuery& query,
+  std::vector<detail::SearchCandidate> exact_candidates(const std::string& tenant_id, const SearchQuery& query,
                                                    const Embedding& vector);
   /// The versions this process's vector index finds nearest that pass the rows and the filters, scored by
   /// their stored vectors, best first: until `want` pass (hybrid's list), or, with `page`, until the ranked page
   /// (written there) is full, or the index has no more.
-  std::vector<detail::SearchCandidate> near_hits(const std::string& tenant_id, const SearchQuery& query,
+  std::vector<detail::SearchCandidate> similar_candidates(const std::string& tenant_id, const SearchQuery& query,
                                                  const detail::PreparedSearch& prepared, std::size_t want,
                                                  SearchPage* page);
 

@@ -20,8 +20,8 @@
 
 #include <fmt/format.h>
 
-#include "cairn/detail/filter_columns.hpp"
-#include "cairn/detail/vector_cache.hpp"
+#include "cairn/artifact/search/filter_columns.hpp"
+#include "cairn/artifact/search/vector_cache.hpp"
 
 #include "../common/connection_pool.hpp"
 #include "../common/record_columns.hpp"

@@ -1,4 +1,4 @@
-// The vector index search shares across stores (cairn/detail/vector_index.hpp): an exact scan by default at every
+// The vector index search shares across stores (cairn/artifact/search/vector_index.hpp): an exact scan by default at every
 // size, an hnswlib graph for searches that ask for it (ef) in this build (CAIRN_WITH_HNSWLIB). Its answers are
 // checked against an exact scan of the same random vectors; removal, replacement, the filter and concurrent use
 // are checked directly.
@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "cairn/detail/vector_cache.hpp"
+#include "cairn/artifact/search/vector_cache.hpp"
 #include "cairn/artifact/record.hpp"
-#include "cairn/detail/filter_columns.hpp"
+#include "cairn/artifact/search/filter_columns.hpp"
 #include "cairn/detail/mapped_array.hpp"
-#include "cairn/detail/vector_index.hpp"
+#include "cairn/artifact/search/vector_index.hpp"
 #include "catch.hpp"
 
 using cairn::detail::VectorHit;

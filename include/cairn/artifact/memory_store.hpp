@@ -40,8 +40,8 @@
 
 #include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/store.hpp"
-#include "cairn/detail/filter_columns.hpp"
-#include "cairn/detail/vector_index.hpp"
+#include "cairn/artifact/search/filter_columns.hpp"
+#include "cairn/artifact/search/vector_index.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE

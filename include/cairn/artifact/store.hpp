@@ -19,6 +19,7 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/search.hpp"
+#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/artifact/type.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/random.hpp"
@@ -206,150 +207,36 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::uint64_t version, const C
 
 namespace detail {
 
-/// What a search asks for, checked, shared by the default scan and the built-in stores' indexes.
-struct PreparedSearch {
-  std::optional<Embedding> vector;  // the query's own, or its text embedded by the store's embedder
-  bool by_text = false;
-  bool by_vector = false;
-  WordQuery words;
-  std::optional<SearchCursor> cursor;
-};
-
-/// Checks `q` for `store` (which must not hold a lock: this embeds the query's text with the store's embedder when
-/// the query brings no vector) and says what it ranks by. Throws invalid_argument / limit_exceeded as
-/// ArtifactStore::search documents.
+/// prepare_search (artifact/search/pipeline.hpp) for `store`, after checking the tenant.
 inline PreparedSearch prepare_search(const ArtifactStore& store, const std::string& tenant_id, const SearchQuery& q) {
   check_tenant(tenant_id);
-  check_search_query(q);
-  PreparedSearch p;
-  p.cursor = decode_cursor(q);
-  p.vector = q.vector;
-  if (!p.vector && !q.text.empty() && q.mode != SearchMode::text) {
-    if (const auto e = store.embedder()) p.vector = std::move(embed_checked(*e, {q.text}).front());
-  }
-  if ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !p.vector) {
-    throw invalid_argument("search: mode similarity and mode hybrid need a vector, or query text and a store with "
-                           "an embedder");
-  }
-  if (q.mode == SearchMode::hybrid && q.text.empty()) throw invalid_argument("search: mode hybrid needs query text");
-  p.by_text = !q.text.empty() && q.mode != SearchMode::similarity;
-  p.by_vector = p.vector && q.mode != SearchMode::text;
-  if (p.by_text) p.words = parse_word_query(q.text);
-  if (p.by_text && p.words.empty()) {
-    throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
-  }
-  if (p.by_vector && !store.keeps_embeddings()) {
-    throw invalid_argument("search: this store keeps no vectors, so it cannot search by similarity "
-                           "(give it an Embedder, or search by words and filters)");
-  }
-  return p;
-}
-
-/// A version a search found (it passed the filters): its BM25 score when its words matched, its similarity when its
-/// vector was compared, and why.
-struct SearchCandidate {
-  ArtifactPtr record;
-  std::optional<double> bm25;
-  std::optional<double> similarity;
-  SearchMatch matched;
-};
-
-/// Hybrid: the versions a similarity search found (`near`) joined to those the words found (`found`): a version in
-/// both keeps its words and takes the similarity; one found by similarity alone is added.
-inline void add_similar(std::vector<SearchCandidate>& found, std::vector<SearchCandidate> near) {
-  std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;  // (id, version) -> its place in found
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    at.emplace(std::make_pair(found[i].record->id(), found[i].record->version()), i);
-  }
-  for (auto& c : near) {
-    const auto it = at.find({c.record->id(), c.record->version()});
-    if (it == at.end()) {
-      found.push_back(std::move(c));
-    } else {
-      found[it->second].similarity = c.similarity;
-      found[it->second].matched.similarity = c.similarity;
-    }
-  }
-}
-
-/// Ranks what a search found and cuts the page: the rank in each list, then the score (BM25, cosine, their
-/// reciprocal rank fusion, or 0 for filters alone), results order, the cursor, the limit. `vector_ranked_before`: how
-/// many versions the similarity ranking holds before `found`'s (a store that left out those before the cursor).
-inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const SearchQuery& q, const PreparedSearch& p,
-                                   std::size_t vector_ranked_before = 0) {
-  // A version takes part when it matched what the query ranks by (either list, for hybrid).
-  found.erase(std::remove_if(found.begin(), found.end(),
-                             [&p](const SearchCandidate& c) {
-                               const bool text_hit = c.bm25.has_value(), vector_hit = c.similarity.has_value();
-                               return (p.by_text && !p.by_vector && !text_hit) ||
-                                      (p.by_vector && !p.by_text && !vector_hit) ||
-                                      (p.by_text && p.by_vector && !text_hit && !vector_hit);
-                             }),
-              found.end());
-  const auto rank_by = [&found](auto key, auto set_rank) {
-    std::vector<SearchCandidate*> list;
-    for (auto& c : found) {
-      if (key(c)) list.push_back(&c);
-    }
-    std::sort(list.begin(), list.end(), [&key](const SearchCandidate* a, const SearchCandidate* b) {
-      return hit_before(*key(*a), *a->record, *key(*b), *b->record);
-    });
-    for (std::size_t i = 0; i < list.size(); ++i) set_rank(*list[i], i + 1);
-  };
-  if (p.by_text) {
-    rank_by([](const SearchCandidate& c) { return c.bm25; },
-            [](SearchCandidate& c, std::size_t rank) { c.matched.text_rank = rank; });
-  }
-  if (p.by_vector) {
-    rank_by([](const SearchCandidate& c) { return c.similarity; },
-            [vector_ranked_before](SearchCandidate& c, std::size_t rank) {
-              c.matched.vector_rank = vector_ranked_before + rank;
-            });
-  }
-  std::vector<SearchHit> hits;
-  hits.reserve(found.size());
-  for (auto& c : found) {
-    const double score = p.by_text && p.by_vector ? rrf(c.matched.text_rank, c.matched.vector_rank)
-                         : p.by_text             ? c.bm25.value_or(0)
-                         : p.by_vector           ? c.similarity.value_or(0)
-                                                 : 0.0;
-    if (p.cursor && !after_cursor(*p.cursor, score, *c.record)) continue;
-    hits.push_back(SearchHit{std::move(c.record), score, std::move(c.matched)});
-  }
-  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-    return hit_before(a.score, *a.record, b.score, *b.record);
-  });
-  SearchPage page;
-  if (hits.size() > q.limit) {
-    hits.resize(q.limit);
-    page.next_cursor = encode_cursor(q, hits.back());
-  }
-  page.hits = std::move(hits);
-  return page;
+  return prepare_search(store.embedder(), store.keeps_embeddings(), q);
 }
 
 }  // namespace detail
 
-/// The default search: an exact scan of the tenant's artifacts (see ArtifactStore::search). BM25's statistics are
-/// those of every version searched in the tenant (the latest of each id, or all), whatever the filters.
-inline SearchPage ArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
-  const detail::PreparedSearch p = detail::prepare_search(*this, tenant_id, q);
+namespace detail {
 
+/// The default search of `store` for a prepared query: an exact scan of the tenant's artifacts (see
+/// ArtifactStore::search). BM25's statistics are those of every version searched in the tenant (the latest of each
+/// id, or all), whatever the filters. A store routes what its indexes do not answer here, with the query it prepared.
+inline SearchPage default_search(const ArtifactStore& store, const std::string& tenant_id, const SearchQuery& q,
+                                 const PreparedSearch& p) {
   // Every version searched: the latest of each id (or all of them), read page by page.
   std::vector<ArtifactPtr> searched;
   ListQuery lq;
   lq.limit = ListQuery::max_limit;
   for (;;) {
-    ListPage page = list(tenant_id, lq);
+    ListPage page = store.list(tenant_id, lq);
     for (auto& r : page.items) {
       if (!q.all_versions) {
         searched.push_back(std::move(r));
         continue;
       }
-      for (const std::uint64_t v : versions(r->id(), tenant_id)) {
+      for (const std::uint64_t v : store.versions(r->id(), tenant_id)) {
         if (v == r->version()) {
           searched.push_back(r);
-        } else if (auto older = fetch(r->id(), tenant_id, v)) {
+        } else if (auto older = store.fetch(r->id(), tenant_id, v)) {
           searched.push_back(std::move(older));
         }
       }
@@ -358,34 +245,40 @@ inline SearchPage ArtifactStore::search(const std::string& tenant_id, const Sear
     lq.cursor = *page.next_cursor;
   }
 
-  std::vector<detail::SearchCandidate> found;
-  detail::Bm25 bm25(p.words.words());
-  std::vector<detail::RecordWords> record_words;
+  std::vector<SearchCandidate> found;
+  Bm25 bm25(p.words.words());
+  std::vector<RecordWords> searched_words;
   if (p.by_text) {
-    record_words.reserve(searched.size());
+    searched_words.reserve(searched.size());
     for (const auto& r : searched) {
-      record_words.push_back(detail::record_words(*r));
-      bm25.add(record_words.back());
+      searched_words.push_back(record_words(*r));
+      bm25.add(searched_words.back());
     }
   }
   for (std::size_t i = 0; i < searched.size(); ++i) {
     const ArtifactPtr& r = searched[i];
-    if (!detail::matches_filter(*r, q.filter)) continue;
-    detail::SearchCandidate c{r, std::nullopt, std::nullopt, {}};
-    if (p.by_text && detail::matches_words(record_words[i], p.words)) {
-      c.bm25 = bm25.score(record_words[i]);
-      detail::describe_word_match(record_words[i], p.words.words(), c.matched);
+    if (!matches_filter(*r, q.filter)) continue;
+    SearchCandidate c{r, std::nullopt, std::nullopt, {}};
+    if (p.by_text && matches_words(searched_words[i], p.words)) {
+      c.bm25 = bm25.score(searched_words[i]);
+      describe_word_match(searched_words[i], p.words.words(), c.matched);
     }
     if (p.by_vector) {
-      const auto e = embedding(r->id(), tenant_id, r->version());
+      const auto e = store.embedding(r->id(), tenant_id, r->version());
       if (e && e->model == p.vector->model && e->values.size() == p.vector->values.size()) {
-        c.similarity = detail::cosine(p.vector->values, e->values);
+        c.similarity = cosine(p.vector->values, e->values);
         c.matched.similarity = c.similarity;
       }
     }
     found.push_back(std::move(c));
   }
-  return detail::rank_search_page(std::move(found), q, p);
+  return rank_search_page(std::move(found), q, p);
+}
+
+}  // namespace detail
+
+inline SearchPage ArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
+  return detail::default_search(*this, tenant_id, q, detail::prepare_search(*this, tenant_id, q));
 }
 
 CAIRN_END_NAMESPACE

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "cairn/detail/vector_index.hpp"
+#include "cairn/artifact/search/vector_index.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE

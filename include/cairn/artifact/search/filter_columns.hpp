@@ -16,7 +16,8 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/search.hpp"
-#include "cairn/detail/vector_index.hpp"
+#include "cairn/artifact/search/filter.hpp"
+#include "cairn/artifact/search/vector_index.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE

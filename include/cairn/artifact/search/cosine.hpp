@@ -1,4 +1,4 @@
-// cairn::detail — the cosine similarity every store ranks by (detail::cosine in search.hpp) over plain arrays, so
+// cairn::detail — the cosine similarity every store ranks by (detail::cosine in rank.hpp) over plain arrays, so
 // the vector index can score the copies it keeps with the same arithmetic, to the last bit.
 #pragma once
 

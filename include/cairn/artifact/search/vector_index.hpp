@@ -130,7 +130,7 @@ class CosineSpace final : public hnswlib::SpaceInterface<float> {
 #include <emmintrin.h>
 #endif
 
-#include "cairn/detail/cosine.hpp"
+#include "cairn/artifact/search/cosine.hpp"
 #include "cairn/detail/mapped_array.hpp"
 #include "cairn/version.hpp"
 
