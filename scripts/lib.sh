@@ -44,8 +44,11 @@ cairn_start_postgres() {
   local dir exports
   dir=$(mktemp -d "${TMPDIR:-/tmp}/cairn-pg.XXXXXX")
   CAIRN_PG_CLEANUP_DIR="$dir"
-  trap '"$(cairn_root)/scripts/postgres" stop "$CAIRN_PG_CLEANUP_DIR"' EXIT
-  if ! exports=$("$(cairn_root)/scripts/postgres" start "$dir"); then
+  # The script's absolute path, taken now: lib.sh may have been sourced by a relative path, and the caller may change
+  # directory before it exits.
+  CAIRN_PG_SCRIPT="$(cairn_root)/scripts/postgres"
+  trap '"$CAIRN_PG_SCRIPT" stop "$CAIRN_PG_CLEANUP_DIR"' EXIT
+  if ! exports=$("$CAIRN_PG_SCRIPT" start "$dir"); then
     echo "cairn: the PostgreSQL test server did not start" >&2
     exit 1
   fi

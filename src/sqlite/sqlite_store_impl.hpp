@@ -89,8 +89,6 @@ struct SqliteArtifactStore::Impl {
     return true;
   }
 
-  /// Indexes the words of versions stored before the file had search (one tenant, or every one): in batches, each
-  /// its own transaction, so an interrupted run keeps what it did and the next goes on. Returns how many.
   /// Tells the observer (if any) how far an indexing is: `done` of `total` items.
   void report_index(std::string_view operation, std::string_view tenant, std::uint64_t done,
                     std::uint64_t total) const {
@@ -127,8 +125,9 @@ struct SqliteArtifactStore::Impl {
     return q.step() ? static_cast<std::uint64_t>(q.int64(0)) : 0;
   }
 
-  /// Indexes the words of the versions that have none (of one tenant, or of all), 256 a transaction;
-  /// `batch_done(rows)` after each. Returns how many it indexed.
+  /// Indexes the words of the versions that have none (stored before the file had search; of one tenant, or of
+  /// all), 256 a transaction, so an interrupted run keeps what it did and the next goes on; `batch_done(rows)` after
+  /// each. Returns how many it indexed.
   std::size_t index_unindexed(Connection& c, const std::optional<std::string>& tenant,
                               const std::function<void(std::size_t)>& batch_done = {}) const {
     std::size_t done = 0;
@@ -196,15 +195,15 @@ struct SqliteArtifactStore::Impl {
     Connection& c;
   };
 
-  /// The change sequence of a (tenant, model) for detail::VectorCache, read in the caller's read transaction on
-  /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
-  /// `after`.
   /// What a filter reads of the version in the current row of `q`, from column `at` on (type, mime_type,
   /// created_by, created_at, metadata: detail::kept_filter_fields); null when the row has no record (gone since).
   static std::shared_ptr<const void> filter_fields(const Query& q, int at, const JsonLimits& limits);
 
-  // detail::ReadVectorChanges on `conn`: the changes after `after` handed to `sink` as they are read (one change
-  // object, its vector's memory reused row after row).
+  /// The change sequence of a (tenant, model) for detail::VectorCache, read in the caller's read transaction on
+  /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
+  /// `after`.
+  /// detail::ReadVectorChanges on `conn`: the changes are handed to `sink` as they are read (one change object, its
+  /// vector's memory reused row after row).
   static bool read_changes(Connection& conn, const std::string& tenant, const std::string& model, std::uint64_t after,
                            const JsonLimits& limits, const detail::VectorChangeSink& sink);
 
