@@ -931,6 +931,21 @@ void require_same_search(const PostgresArtifactStore& store, const std::string& 
   }
 }
 
+// require_same_search for each of `texts`, over the latest versions and over all of them, pages of `limit`.
+void require_same_word_pages(const PostgresArtifactStore& store, const std::string& tenant,
+                             const std::vector<std::string>& texts, std::size_t limit, const std::string& when) {
+  for (const auto& text : texts) {
+    for (const bool all : {false, true}) {
+      SearchQuery q;
+      q.text = text;
+      q.all_versions = all;
+      q.limit = limit;
+      INFO(when << ": '" << text << "' all_versions " << all);
+      require_same_search(store, tenant, q);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("postgres search: words through the index give the default scan's hits, scores, order and cursors") {
@@ -1010,16 +1025,7 @@ TEST_CASE("postgres search: a tenant without history and one with it give the de
   const std::vector<std::string> texts = {"apple pie", "apple tart", "pie crust", "apple apple crumble", "tart"};
   for (std::size_t i = 0; i < 10; ++i) (void)store.store(*note(t, "n" + std::to_string(i), texts[i % texts.size()]));
   const auto same = [&](const std::string& when) {
-    for (const std::string text : {"apple", "pie", "apple pie", "tart OR crumble"}) {
-      for (const bool all : {false, true}) {
-        SearchQuery q;
-        q.text = text;
-        q.all_versions = all;
-        q.limit = 3;
-        INFO(when << ": '" << text << "' all_versions " << all);
-        require_same_search(store, t, q);
-      }
-    }
+    require_same_word_pages(store, t, {"apple", "pie", "apple pie", "tart OR crumble"}, 3, when);
   };
   same("every version a latest one");
   (void)store.store(*note(t, "n1", "plum"));  // n1's first version is history now: "apple" counts it with all alone
@@ -1036,17 +1042,8 @@ TEST_CASE("postgres search: the word counts a process keeps follow every write, 
   const std::vector<std::string> texts = {"apple pie", "apple tart", "pie crust", "apple apple crumble", "tart"};
   for (std::size_t i = 0; i < 8; ++i) (void)writer.store(*note(t, "n" + std::to_string(i), texts[i % texts.size()]));
   const auto same = [&](const std::string& when) {
-    for (int twice = 0; twice < 2; ++twice) {  // the second time with every count kept
-      for (const std::string text : {"apple", "pie tart", "apple OR crust", "crumble"}) {
-        for (const bool all : {false, true}) {
-          SearchQuery q;
-          q.text = text;
-          q.all_versions = all;
-          q.limit = 2;
-          INFO(when << ": '" << text << "' all_versions " << all << " round " << twice);
-          require_same_search(searcher, t, q);
-        }
-      }
+    for (const std::string round : {"", ", every count kept"}) {
+      require_same_word_pages(searcher, t, {"apple", "pie tart", "apple OR crust", "crumble"}, 2, when + round);
     }
   };
   same("as stored");
