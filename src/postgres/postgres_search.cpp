@@ -101,9 +101,9 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
 }
 
 std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidates(const std::string& tenant_id,
-                                                                            const SearchQuery& q,
-                                                                            const detail::WordQuery& words,
-                                                                            std::size_t* unindexed) {
+                                                                                  const SearchQuery& q,
+                                                                                  const detail::WordQuery& words,
+                                                                                  std::size_t* unindexed) {
   std::vector<detail::SearchCandidate> hits;
   const auto& f = q.filter;
   const auto sql = sql_filter(tenant_id, f);
@@ -119,8 +119,11 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidate
     const WordCounts* kept = it == word_counts.end() ? nullptr : &it->second;
     if (kept) stats = kept->stats;
     for (const auto& w : query_words) {
-      const auto df = kept ? kept->df.find(w) : std::unordered_map<std::string, std::int64_t>::const_iterator();
-      known.push_back(kept && df != kept->df.end() ? std::to_string(df->second) : std::string("-1"));
+      std::string count = "-1";  // not known: the server counts it
+      if (kept) {
+        if (const auto df = kept->df.find(w); df != kept->df.end()) count = std::to_string(df->second);
+      }
+      known.push_back(std::move(count));
     }
   }
   const std::string known_text = array_literal(known);
@@ -191,8 +194,8 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidate
 }
 
 std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::exact_candidates(const std::string& tenant_id,
-                                                                              const SearchQuery& q,
-                                                                              const Embedding& vector) {
+                                                                                   const SearchQuery& q,
+                                                                                   const Embedding& vector) {
   const auto& f = q.filter;
   const auto sql = sql_filter(tenant_id, f);
   if (!sql || !fits_pg_text(vector.model)) return {};  // nothing stored can match
@@ -242,9 +245,10 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_rows(
 }
 
 std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candidates(const std::string& tenant_id,
-                                                                            const SearchQuery& q,
-                                                                            const detail::PreparedSearch& p,
-                                                                            std::size_t want, SearchPage* page) {
+                                                                                     const SearchQuery& q,
+                                                                                     const detail::PreparedSearch& p,
+                                                                                     std::size_t want,
+                                                                                     SearchPage* page) {
   const Embedding& vector = *p.vector;
   if (!fits_pg_text(tenant_id) || !fits_pg_text(vector.model)) return {};  // nothing stored can match
   const std::size_t dimension = vector.values.size();

@@ -469,15 +469,15 @@ struct PostgresArtifactStore::Impl {
   // ---- search (postgres_search.cpp)
 
   std::vector<detail::SearchCandidate> word_candidates(const std::string& tenant_id, const SearchQuery& query,
-                                                 const detail::WordQuery& words, std::size_t* unindexed);
+                                                       const detail::WordQuery& words, std::size_t* unindexed);
   std::vector<detail::SearchCandidate> exact_candidates(const std::string& tenant_id, const SearchQuery& query,
-                                                   const Embedding& vector);
+                                                        const Embedding& vector);
   /// The versions this process's vector index finds nearest that pass the rows and the filters, scored by
   /// their stored vectors, best first: until `want` pass (hybrid's list), or, with `page`, until the ranked page
   /// (written there) is full, or the index has no more.
   std::vector<detail::SearchCandidate> similar_candidates(const std::string& tenant_id, const SearchQuery& query,
-                                                 const detail::PreparedSearch& prepared, std::size_t want,
-                                                 SearchPage* page);
+                                                          const detail::PreparedSearch& prepared, std::size_t want,
+                                                          SearchPage* page);
 
   /// The rows of a statement that returns record columns and a vector (column 15), as similarity candidates:
   /// those that decode, pass the filter and hold a vector of the query's dimension, scored by exact cosine.

@@ -60,10 +60,10 @@ inline RecordTerms record_terms(const ArtifactRecord& record) {
 }
 
 // A tenant's word index (InMemoryArtifactStore's; Entry: the store's node of an artifact, named by pointer only),
-// under its shard's lock: the versions that hold each word (postings) and BM25's statistics
-// over the latest versions and over all of them. It keeps no version's words: those of a version are made again
-// from its record where they are needed (when a newer version replaces it as the latest, and when its artifact is
-// removed), so that the index costs a few bytes per distinct word of a version and ~100 bytes per version.
+// under its shard's lock: the versions that hold each word (postings) and BM25's statistics over the latest
+// versions and over all of them. It keeps no version's words: those of a version are made again from its record
+// where they are needed (when a newer version replaces it as the latest, and when its artifact is removed), so that
+// the index costs a few bytes per distinct word of a version and ~100 bytes per version.
 template <class Entry>
 struct WordIndex {
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
