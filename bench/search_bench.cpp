@@ -29,6 +29,8 @@
 //   W6SimilarExact[Pg]           SearchQuery::exact against a plain float scan of the tenant's vectors
 //   W6Filtered[Sql|Pg]/<p>       similarity with a metadata filter `bucket < p` (p % of the tenant passes) against a
 //                                filtered float scan (+ the raw row read on SQL); `recall_at_10` against its truth
+//   ..._SqliteRows, _PostgresRows the SQL rows above through a store object that keeps no records
+//                                (record_cache_bytes 0): each page reads and decodes its rows, as a first page does
 //   W6Hybrid / W6HybridPg        words and vector fused (reciprocal rank fusion of the top 40 of each, k 60): cairn's
 //                                search(mode hybrid) against the raw full text + hnswlib + the same fusion
 //   W6HybridOr[Pg]               the same with four other words of the artifact joined by OR (as a user types a
@@ -695,11 +697,13 @@ struct Subjects {
   std::unique_ptr<FtsFloor> fts_floor;
   Build fts_floor_build;
   std::shared_ptr<cairn::SqliteArtifactStore> sqlite_store;
+  std::shared_ptr<cairn::SqliteArtifactStore> sqlite_rows_store;
   Build sqlite_store_build;
 #if defined(CAIRN_HAS_POSTGRES)
   std::unique_ptr<PgFloor> pg_floor;
   Build pg_floor_build;
   std::shared_ptr<cairn::PostgresArtifactStore> pg_store;
+  std::shared_ptr<cairn::PostgresArtifactStore> pg_rows_store;
   Build pg_store_build;
 #endif
 };
@@ -794,6 +798,21 @@ cairn::SqliteArtifactStore& sqlite_store() {
   return *s.sqlite_store;
 }
 
+// Another store object on sqlite_store()'s file that keeps no records (record_cache_bytes 0): every page reads its
+// rows, as the first page of a record does.
+cairn::SqliteArtifactStore& sqlite_rows_store() {
+  auto& s = subjects();
+  if (!s.sqlite_rows_store) {
+    sqlite_store();
+    cairn::SqliteOptions o;
+    o.synchronous = cairn::SqliteOptions::Synchronous::normal;
+    o.record_cache_bytes = 0;
+    give_embedder(o);
+    s.sqlite_rows_store = std::make_shared<cairn::SqliteArtifactStore>(bench_dir() + "/cairn.db", o);
+  }
+  return *s.sqlite_rows_store;
+}
+
 #if defined(CAIRN_HAS_POSTGRES)
 PgFloor& pg_floor() {
   auto& s = subjects();
@@ -822,6 +841,19 @@ cairn::PostgresArtifactStore& pg_store() {
     s.pg_store_build.bytes = (admin.database_bytes() - before) / artifact_count();
   }
   return *s.pg_store;
+}
+
+// pg_store()'s database through a store object that keeps no records (as sqlite_rows_store()).
+cairn::PostgresArtifactStore& pg_rows_store() {
+  auto& s = subjects();
+  if (!s.pg_rows_store) {
+    pg_store();
+    cairn::PostgresOptions o;
+    o.record_cache_bytes = 0;
+    give_embedder(o);
+    s.pg_rows_store = std::make_shared<cairn::PostgresArtifactStore>(pg_bench_conninfo(), o);
+  }
+  return *s.pg_rows_store;
 }
 #endif
 
@@ -1139,6 +1171,7 @@ void BM_W6FilteredSql_Floor(benchmark::State& state) {
   });
 }
 void BM_W6FilteredSql_Sqlite(benchmark::State& state) { filtered_cairn(state, sqlite_store()); }
+void BM_W6FilteredSql_SqliteRows(benchmark::State& state) { filtered_cairn(state, sqlite_rows_store()); }
 // A store in a file answers with records it reads from the file: its floor is the library's top 10 and a raw
 // sqlite3 read of those 10 rows (the ratio to the library alone is in docs/search.md too).
 void BM_W6SimilarSql_Floor(benchmark::State& state) {
@@ -1152,6 +1185,7 @@ void BM_W6SimilarSql_Floor(benchmark::State& state) {
   });
 }
 void BM_W6SimilarSql_Sqlite(benchmark::State& state) { similar_cairn(state, sqlite_store()); }
+void BM_W6SimilarSql_SqliteRows(benchmark::State& state) { similar_cairn(state, sqlite_rows_store()); }
 
 // A restarted worker: `open()` makes a new store object on the same database; its first similarity query builds the
 // process's index from the rows (docs/search.md, "The in-process index on SQL backends").
@@ -1314,6 +1348,7 @@ void BM_W6SimilarPg_Floor(benchmark::State& state) {
   }, Timing::wall);
 }
 void BM_W6SimilarPg_Postgres(benchmark::State& state) { similar_cairn(state, pg_store(), Timing::wall); }
+void BM_W6SimilarPg_PostgresRows(benchmark::State& state) { similar_cairn(state, pg_rows_store(), Timing::wall); }
 void hybrid_pg_floor(benchmark::State& state, bool any) {
   auto& pg = pg_floor();
   const auto& mem = mem_floor();
@@ -1354,6 +1389,9 @@ void BM_W6FilteredPg_Floor(benchmark::State& state) {
   }, Timing::wall);
 }
 void BM_W6FilteredPg_Postgres(benchmark::State& state) { filtered_cairn(state, pg_store(), Timing::wall); }
+void BM_W6FilteredPg_PostgresRows(benchmark::State& state) {
+  filtered_cairn(state, pg_rows_store(), Timing::wall);
+}
 void BM_W6RestartPg_Postgres(benchmark::State& state) {
   pg_store();
   restart_cairn(state, [] {
@@ -1598,6 +1636,7 @@ const bool registered = [] {
   query("BM_W6Similar_Memory", BM_W6Similar_Memory);
   query("BM_W6SimilarSql_Floor", BM_W6SimilarSql_Floor);
   query("BM_W6SimilarSql_Sqlite", BM_W6SimilarSql_Sqlite);
+  query("BM_W6SimilarSql_SqliteRows", BM_W6SimilarSql_SqliteRows);
   query("BM_W6SimilarMatched_Floor", BM_W6SimilarMatched_Floor);
   query("BM_W6SimilarMatched_Memory", BM_W6SimilarMatched_Memory);
   query("BM_W6SimilarMatchedSql_Floor", BM_W6SimilarMatchedSql_Floor);
@@ -1612,6 +1651,7 @@ const bool registered = [] {
   filtered("BM_W6Filtered_Memory", BM_W6Filtered_Memory);
   filtered("BM_W6FilteredSql_Floor", BM_W6FilteredSql_Floor);
   filtered("BM_W6FilteredSql_Sqlite", BM_W6FilteredSql_Sqlite);
+  filtered("BM_W6FilteredSql_SqliteRows", BM_W6FilteredSql_SqliteRows);
   query("BM_W6Hybrid_Floor", BM_W6Hybrid_Floor);
   query("BM_W6Hybrid_Memory", BM_W6Hybrid_Memory);
   query("BM_W6Hybrid_Sqlite", BM_W6Hybrid_Sqlite);
@@ -1639,6 +1679,7 @@ const bool registered = [] {
     query("BM_W6WordsPgAgain_Postgres", BM_W6WordsPgAgain_Postgres);
     query("BM_W6SimilarPg_Floor", BM_W6SimilarPg_Floor);
     query("BM_W6SimilarPg_Postgres", BM_W6SimilarPg_Postgres);
+    query("BM_W6SimilarPg_PostgresRows", BM_W6SimilarPg_PostgresRows);
     query("BM_W6HybridPg_Floor", BM_W6HybridPg_Floor);
     query("BM_W6HybridPg_Postgres", BM_W6HybridPg_Postgres);
     query("BM_W6HybridOrPg_Floor", BM_W6HybridOrPg_Floor);
@@ -1650,6 +1691,7 @@ const bool registered = [] {
     query("BM_W6SimilarExactPg_Postgres", BM_W6SimilarExactPg_Postgres);
     filtered("BM_W6FilteredPg_Floor", BM_W6FilteredPg_Floor);
     filtered("BM_W6FilteredPg_Postgres", BM_W6FilteredPg_Postgres);
+    filtered("BM_W6FilteredPg_PostgresRows", BM_W6FilteredPg_PostgresRows);
     benchmark::RegisterBenchmark("BM_W6RestartPg_Postgres", BM_W6RestartPg_Postgres)->Iterations(1)->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }

@@ -163,13 +163,14 @@ inline ArtifactPtr decode_row(const RecordRow& row, const JsonLimits& limits, st
 /// What a filter reads of a version, as a SQL store keeps it beside the version's vector (detail::FilterFields): its
 /// type, MIME type, creator, creation time and metadata (`metadata` JSON text). Metadata longer than
 /// FilterFields::max_kept_metadata_bytes, or that does not parse, is not kept: the row decides for that version (and
-/// says so when read).
-inline std::shared_ptr<const FilterFields> kept_filter_fields(std::string_view type,
+/// says so when read). `seq`: the change that added the version (FilterFields::seq).
+inline std::shared_ptr<const FilterFields> kept_filter_fields(std::uint64_t seq, std::string_view type,
                                                               std::optional<std::string_view> mime_type,
                                                               std::optional<std::string_view> created_by,
                                                               std::int64_t created_at, std::string_view metadata,
                                                               const JsonLimits& limits) {
   auto f = std::make_shared<FilterFields>();
+  f->seq = seq;
   f->type = std::string(type);
   if (mime_type) f->mime_type = std::string(*mime_type);
   if (created_by) f->created_by = std::string(*created_by);

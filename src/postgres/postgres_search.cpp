@@ -212,7 +212,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::exact_candidat
 
 std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_rows(
     const PGresult* res, const Embedding& vector, const SearchFilter& filter,
-    const std::vector<detail::VectorHit>* hits) const {
+    const std::vector<detail::VectorHit>* hits, const PageRecords* records) const {
   std::unordered_map<std::string, double> exact;  // "id\0version" -> the hit's exact cosine
   if (hits) {
     for (const auto& h : *hits) {
@@ -223,10 +223,27 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_rows(
   for (int i = 0; i < PQntuples(res); ++i) {
     if (PQgetisnull(res, i, 1)) continue;  // no candidate: the row carries other columns only
     ArtifactPtr r;
-    try {
-      r = decode(res, i);
-    } catch (const storage_error&) {
-      continue;  // a damaged row: list() does not show it either (fetch it to get the error)
+    if (records && PQgetisnull(res, i, 3)) {
+      // A record kept from an earlier page: the row says it is still there (and the latest, unless every version is
+      // searched).
+      const auto it = records->kept.find(std::string(PQgetvalue(res, i, 1)) + '\0' + PQgetvalue(res, i, 2));
+      if (it == records->kept.end()) continue;
+      r = it->second;
+    } else {
+      try {
+        r = decode(res, i);
+      } catch (const storage_error&) {
+        continue;  // a damaged row: list() does not show it either (fetch it to get the error)
+      }
+      if (records) {
+        const auto it = records->keep.find(r->id() + '\0' + std::to_string(r->version()));
+        if (it != records->keep.end()) {
+          std::size_t bytes = 0;
+          for (int col = 0; col < 15; ++col) bytes += static_cast<std::size_t>(PQgetlength(res, i, col));
+          this->records.keep(r->tenant_id(), r->id(), r->version(), it->second, r,
+                             detail::RecordCache::record_bytes(bytes));
+        }
+      }
     }
     if (!detail::matches_filter(*r, filter)) continue;
     double similarity = 0;
@@ -283,7 +300,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candid
         };
         const std::int64_t created_at =
             binary ? binary_int64(PQgetvalue(res, row, at + 3)) : to_int64(PQgetvalue(res, row, at + 3));
-        return detail::kept_filter_fields(text(at), optional_text(at + 1), optional_text(at + 2), created_at,
+        return detail::kept_filter_fields(ch.seq, text(at), optional_text(at + 1), optional_text(at + 2), created_at,
                                           PQgetisnull(res, row, at + 4) ? std::string_view("{}") : text(at + 4),
                                           options.json_limits);
       };
@@ -384,43 +401,71 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candid
   // answers; later rounds are for rows the index could not judge (metadata it did not keep, a newer version without
   // a vector, a page after a cursor).
   const std::size_t first = page ? q.limit + 1 : want;
-  const detail::VectorIndex::Accept accept = [&q](const std::string& id, std::uint64_t, const void* tag) {
+  std::vector<const detail::FilterFields*> accepted;  // the fields of what `accept` let through, in that order
+  const detail::VectorIndex::Accept accept = [&q, &accepted](const std::string& id, std::uint64_t, const void* tag) {
     if (id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) != 0) return false;
     const auto* fields = static_cast<const detail::FilterFields*>(tag);
-    return !fields || !fields->metadata || detail::matches_filter(id, *fields, q.filter);
+    if (fields && fields->metadata && !detail::matches_filter(id, *fields, q.filter)) return false;
+    accepted.push_back(fields);
+    return true;
   };
   const std::vector<detail::VectorIndex::Bound> bounds = detail::filter_bounds(q.filter);
+  // Records kept from earlier pages (RecordCache) stand for their rows while the statement finds nothing changed
+  // since `seen`: the snapshot then holds what the index held at `seen`, so an entry added by a change up to it is
+  // the version's life there (a version removed and stored again is another entry, added later). When something
+  // changed, the page is asked again without them.
+  bool use_kept = records.max_bytes() > 0;
   for (std::size_t k = first;;) {
     // A page ranks by the exact cosine: versions near the k-th come too (hybrid's list is cut at `want` as the
     // other stores cut theirs).
     // The filter is checked in memory where the index kept the version's fields (detail::FilterFields), so that
     // a selective filter costs one walk; the rows check it again.
+    accepted.clear();
     const std::vector<detail::VectorHit> found = index->search_tagged(
         vector.values, k, accept, page ? detail::VectorIndex::near_tie : 0, q.ef, !q.all_versions, bounds);
     // The rows' vectors are read only where the index's copy does not give the exact cosine (VectorHit::exact).
-    std::vector<std::string> ids, versions, read_vector;
+    std::vector<std::string> ids, versions, read_vector, kept;
+    PageRecords page_records;
     for (const auto& h : found) {
       ids.push_back(h.id);
       versions.push_back(std::to_string(h.version));
       read_vector.emplace_back(h.exact ? "f" : "t");
+      const detail::FilterFields* f = accepted.at(h.accepted);
+      bool is_kept = false;
+      if (use_kept && f && f->seq <= seen) {
+        std::string key = h.id + '\0' + versions.back();
+        ArtifactPtr record = h.exact ? records.find(tenant_id, h.id, h.version, f->seq) : nullptr;
+        is_kept = record != nullptr;
+        if (is_kept) {
+          page_records.kept.emplace(std::move(key), std::move(record));
+        } else {
+          page_records.keep.emplace(std::move(key), f->seq);
+        }
+      }
+      kept.emplace_back(is_kept ? "t" : "f");
     }
     const std::string ids_text = array_literal(ids), versions_text = array_literal(versions);
-    const std::string read_vector_text = array_literal(read_vector);
+    const std::string read_vector_text = array_literal(read_vector), kept_text = array_literal(kept);
     const std::string seen_text = std::to_string(seen);
     Result res = with_connection([&](Impl::Connection& c, bool) {
       Impl::Params params;
       params.add(tenant_id).add(ids_text).add(versions_text).add(vector.model).add(all_versions).add(seen_text);
-      params.add(read_vector_text);
+      params.add(read_vector_text).add(kept_text);
       return run(c, fetch_candidates, params);
     });
-    if (!caught_up && PQgetvalue(res.get(), 0, 16)[0] == 't') {
+    const bool changed = PQgetvalue(res.get(), 0, 16)[0] == 't';
+    if (changed && (!caught_up || !page_records.kept.empty())) {
+      if (caught_up) use_kept = false;  // changed since the catch-up too: the rows decide, as below
       index = vectors.current(tenant_id, vector.model, dimension, read, &seen);
       caught_up = true;
       k = first;
       continue;
     }
-    caught_up = true;  // nothing changed up to this snapshot: the index held every change before the call
-    std::vector<detail::SearchCandidate> near = similar_rows(res.get(), vector, q.filter, &found);
+    // Nothing changed up to this snapshot (the index held every change before the call), or the changes came after
+    // the catch-up: then the rows decide, and what they hold is not kept under the index's entries.
+    if (changed) page_records.keep.clear();
+    caught_up = true;
+    std::vector<detail::SearchCandidate> near = similar_rows(res.get(), vector, q.filter, &found, &page_records);
     if (page) {
       *page = detail::rank_search_page(near, q, p);
       if (page->next_cursor || found.size() < k) return near;

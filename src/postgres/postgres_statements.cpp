@@ -168,7 +168,8 @@ std::string statement_sql(Stmt s) {
       // The versions an index proposed ($2 ids, $3 versions) that are still there and still the latest unless
       // every version is searched ($5): the rows decide, not the index. The vector of the model $4 only where $7
       // asks for it (the index's copy gives the rest their exact cosine; a version it has no vector of is dropped
-      // by the caller): the vectors' table is not read for the others.
+      // by the caller): the vectors' table is not read for the others. Where $8 says the caller keeps the record
+      // (RecordCache), the row carries the tenant, id and version alone (its type NULL), after the same check.
       // And, from the same snapshot, whether the (tenant, model) changed after $6, the change the index has seen
       // (column 16, on every row; one row with NULL record columns when no candidate is there): when it did not,
       // the index held every change committed before this statement, and one round trip answers the query.
@@ -177,13 +178,19 @@ std::string statement_sql(Stmt s) {
           "WHERE x.tenant_id = $1::text AND x.seq > $6::bigint AND (x.model = $4::text OR x.removed)) AS changed) ch "
           "LEFT JOIN (SELECT {}, CASE WHEN c.read THEN (SELECT v.vec FROM cairn_search_vectors v "
           "WHERE v.tenant_id = $1::text AND v.model = $4::text AND v.id = c.id AND v.version = c.version) END FROM "
-          "unnest($2::text[], $3::bigint[], $7::boolean[]) AS c(id, version, read) "
+          "unnest($2::text[], $3::bigint[], $7::boolean[], $8::boolean[]) AS c(id, version, read, kept) "
           "JOIN cairn_artifacts a ON a.tenant_id = $1::text AND a.id = c.id AND a.version = c.version "
-          "WHERE $5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text AND h.id = a.id "
-          "AND h.latest = a.version)) f ON true",
+          "WHERE NOT c.kept AND ($5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text "
+          "AND h.id = a.id AND h.latest = a.version)) "
+          "UNION ALL SELECT $1::text, c.id, c.version, {} "
+          "FROM unnest($2::text[], $3::bigint[], $8::boolean[]) AS c(id, version, kept) "
+          "WHERE c.kept AND ($5::boolean OR EXISTS (SELECT 1 FROM cairn_heads h WHERE h.tenant_id = $1::text "
+          "AND h.id = c.id AND h.latest = c.version))) f ON true",
           "a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
           "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
-          "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)");
+          "a.created_by, a.created_at, coalesce(a.metadata_text, a.metadata::text)",
+          "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, "
+          "NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::bytea");
     case reindex_count:
       return "SELECT count(*) FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND " + unindexed_version;
     case reindex_batch:

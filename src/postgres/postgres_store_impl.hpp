@@ -30,6 +30,7 @@
 
 #include "../common/connection_pool.hpp"
 #include "../common/postgres_connection.hpp"
+#include "../common/record_cache.hpp"
 #include "../common/record_columns.hpp"
 #include "cairn/artifact/search/filter_columns.hpp"
 #include "cairn/detail/text.hpp"
@@ -397,6 +398,8 @@ struct PostgresArtifactStore::Impl {
   // this process's indexes, caught up from cairn_search_changes
   mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries,
                                       detail::VectorCache::default_max_bytes, detail::fields_column_reader()};
+  // the records similarity pages read, decoded (options.record_cache_bytes; similar_candidates says when one is used)
+  mutable detail::RecordCache records{options.record_cache_bytes};
 
   /// The prefix of a tenant's lexemes ("<no>:", migration 5). A tenant that never wrote has none: nothing, or
   /// with `create` (a write), its row is made first, with a new number. Numbers never change, so each is asked
@@ -484,9 +487,17 @@ struct PostgresArtifactStore::Impl {
   // The candidates in `res` (records, then their vector in column 15) that pass `filter`, each with its exact
   // cosine to `vector`: from `hits` (an index's, which computed it from its copy) where a hit has it, else from the
   // row's vector.
+  /// What a statement's rows share with the records kept from earlier pages (RecordCache): rows that carry a key
+  /// and no record (their `type` NULL) are the records in `kept`; a row read whose key is in `keep` is kept under the
+  /// change sequence number there.
+  struct PageRecords {
+    std::unordered_map<std::string, ArtifactPtr> kept;     // "id\0version" -> the record kept
+    std::unordered_map<std::string, std::uint64_t> keep;  // "id\0version" -> its index entry's change
+  };
   std::vector<detail::SearchCandidate> similar_rows(const PGresult* res, const Embedding& vector,
                                                     const SearchFilter& filter,
-                                                    const std::vector<detail::VectorHit>* hits = nullptr) const;
+                                                    const std::vector<detail::VectorHit>* hits = nullptr,
+                                                    const PageRecords* records = nullptr) const;
 };
 
 CAIRN_END_NAMESPACE

@@ -114,12 +114,13 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
   return done;
 }
 
-std::shared_ptr<const void> SqliteArtifactStore::Impl::filter_fields(const Query& q, int at, const JsonLimits& limits) {
+std::shared_ptr<const void> SqliteArtifactStore::Impl::filter_fields(const Query& q, int at, std::uint64_t seq,
+                                                                   const JsonLimits& limits) {
   if (q.is_null(at)) return nullptr;
   const auto optional_text = [&q](int col) {
     return q.is_null(col) ? std::nullopt : std::optional<std::string_view>(q.text(col));
   };
-  return detail::kept_filter_fields(q.text(at), optional_text(at + 1), optional_text(at + 2), q.int64(at + 3),
+  return detail::kept_filter_fields(seq, q.text(at), optional_text(at + 1), optional_text(at + 2), q.int64(at + 3),
                                     q.text(at + 4), limits);
 }
 
@@ -155,7 +156,7 @@ bool SqliteArtifactStore::Impl::read_changes(Connection& conn, const std::string
       c.id.assign(q.text(0));
       c.version = static_cast<std::uint64_t>(q.int64(1));
       vector_of(q.blob(2));
-      c.fields = filter_fields(q, 3, limits);
+      c.fields = filter_fields(q, 3, c.seq, limits);
       sink(c);
       any = true;
     }
@@ -191,7 +192,7 @@ bool SqliteArtifactStore::Impl::read_changes(Connection& conn, const std::string
     c.fields = nullptr;
     if (!c.removed) {
       vector_of(q.blob(4));  // empty when gone since: not indexed
-      if (!c.vector.empty()) c.fields = filter_fields(q, 5, limits);
+      if (!c.vector.empty()) c.fields = filter_fields(q, 5, c.seq, limits);
     }
     sink(c);
     any = true;
@@ -254,11 +255,30 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
   struct Accepted {
     ArtifactPtr record;         // null: accepted by its kept fields, its row read after the walk
     std::vector<float> vector;  // the row's, for a hit whose index copy cannot give the exact cosine
+    const detail::FilterFields* fields = nullptr;  // what the index kept beside the version (null: nothing)
+  };
+  // The last change this read transaction sees, read when first needed. An index entry added by a change up to it is
+  // the version's life this snapshot holds: the entry is in the index (caught up to this snapshot or past it), so
+  // nothing removed it up to here, and a removed version stored again is another entry, added later.
+  std::optional<std::uint64_t> last_change;
+  const auto in_snapshot = [&](const detail::FilterFields* f) {
+    if (!f || records.max_bytes() == 0) return false;
+    if (!last_change) {
+      Query l(conn, changes_last);
+      last_change = l.step() && !l.is_null(0) ? static_cast<std::uint64_t>(l.int64(0)) : 0;
+    }
+    return f->seq <= *last_change;
   };
   // A candidate's row: still the latest version, with its record and (unless `record_only`: its exact score is
-  // known) a vector of the model.
+  // known) a vector of the model. With `record_only`, a record kept from an earlier page (RecordCache) of the
+  // entry's life in this snapshot is the row's record: then no row is read.
   const auto read_row = [&](const std::string& id, std::uint64_t version, Accepted& out, bool record_only = false) {
     if (version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+    const bool keep = in_snapshot(out.fields);
+    if (keep && record_only) {
+      out.record = records.find(tenant, id, version, out.fields->seq);
+      if (out.record) return true;
+    }
     Query row(conn, record_only ? candidate_record : candidate_get);
     row.bind(1, tenant).bind(2, id).bind(3, static_cast<std::int64_t>(version));
     if (!record_only) row.bind(4, query.model);
@@ -267,6 +287,10 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
       out.record = record(row);
     } catch (const storage_error&) {
       return false;  // unreadable: the scan skips it too
+    }
+    if (keep) {
+      records.keep(tenant, id, version, out.fields->seq, out.record,
+                   detail::RecordCache::record_bytes(record_text_bytes(row)));
     }
     if (record_only) return true;
     const std::string_view v = row.blob(15);
@@ -285,9 +309,11 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
       if (kept && fields && fields->metadata) {
         if (!detail::matches_filter(id, *fields, q.filter)) return false;
         accepted.push_back({});
+        accepted.back().fields = fields;
         return true;
       }
       Accepted a;
+      a.fields = fields;
       if (!read_row(id, version, a) || !detail::matches_filter(*a.record, q.filter)) return false;
       if (paged && cursor && !detail::after_cursor(*cursor, detail::cosine(query.values, a.vector), *a.record)) {
         before_cursor.emplace(id, version);

@@ -28,6 +28,7 @@
 #include "cairn/version.hpp"
 
 #include "../common/connection_pool.hpp"
+#include "../common/record_cache.hpp"
 #include "../common/record_columns.hpp"
 #include "../common/sqlite_connection.hpp"
 #include "sqlite_columns.hpp"
@@ -196,8 +197,10 @@ struct SqliteArtifactStore::Impl {
   };
 
   /// What a filter reads of the version in the current row of `q`, from column `at` on (type, mime_type,
-  /// created_by, created_at, metadata: detail::kept_filter_fields); null when the row has no record (gone since).
-  static std::shared_ptr<const void> filter_fields(const Query& q, int at, const JsonLimits& limits);
+  /// created_by, created_at, metadata: detail::kept_filter_fields), added by change `seq`; null when the row has no
+  /// record (gone since).
+  static std::shared_ptr<const void> filter_fields(const Query& q, int at, std::uint64_t seq,
+                                                   const JsonLimits& limits);
 
   /// The change sequence of a (tenant, model) for detail::VectorCache, read in the caller's read transaction on
   /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
@@ -267,6 +270,13 @@ struct SqliteArtifactStore::Impl {
     return detail::decode_row(row, options.json_limits, where);
   }
 
+  // The bytes of the text in the current row of `q` (columns in `record_columns` order), as RecordCache counts them.
+  static std::size_t record_text_bytes(const Query& q) {
+    std::size_t bytes = 0;
+    for (const int col : {0, 1, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14}) bytes += q.text(col).size();
+    return bytes;
+  }
+
   ArtifactPtr put(const ArtifactRecord& record, const std::uint64_t* expected, const std::optional<Embedding>& vector);
 
   // The record's vector, made before any transaction (the embedder may be slow).
@@ -284,6 +294,8 @@ struct SqliteArtifactStore::Impl {
   std::string path;
   SqliteOptions options;
   std::string where;
+  // The records similarity pages read, decoded (options.record_cache_bytes; similar_candidates says when one is used).
+  mutable detail::RecordCache records{options.record_cache_bytes};
   mutable detail::ConnectionPool<Connection> pool;
 };
 

@@ -1304,6 +1304,75 @@ class HookedEmbedder final : public Embedder {
 
 }  // namespace
 
+TEST_CASE("postgres search: similarity pages reuse a record read before only for the life of the version the "
+          "snapshot holds") {
+  // A version removed and stored again restarts at 1: a record kept under (id, version) alone would come back for
+  // the new life, found by the old one's vector. Both lives get the same vector here, so only the record tells.
+  for (const std::size_t cache : {PostgresOptions{}.record_cache_bytes, std::size_t{0}}) {
+    for (const bool same_object : {true, false}) {
+      INFO("record_cache_bytes " << cache << (same_object ? ", one store object" : ", a reader and a writer"));
+      auto embedder = std::make_shared<HashEmbedder>();
+      PostgresOptions o = with_embedder(embedder);
+      o.record_cache_bytes = cache;
+      PostgresArtifactStore writer(base_conninfo(), o);
+      PostgresArtifactStore other(base_conninfo(), o);
+      ArtifactStore& reader = same_object ? writer : other;
+      const std::string t = random_name("kept_");
+      Embedding v{embedder->model(), embedder->embed({"cats purr"})[0]};
+      Embedding w{embedder->model(), embedder->embed({"dogs bark"})[0]};
+      (void)writer.store_embedded(*note(t, "x", "first life"), v);
+      (void)writer.store_embedded(*note(t, "y", "elsewhere"), w);
+      SearchQuery q;
+      q.vector = v;
+      q.mode = SearchMode::similarity;
+      q.limit = 1;
+      SearchQuery filtered = q;
+      filtered.filter.id_prefix = "x";
+      SearchQuery every = q;
+      every.all_versions = true;
+      every.limit = 2;
+      const auto top = [&](const SearchQuery& query, const json& value, std::uint64_t version) {
+        const auto page = reader.search(t, query);
+        REQUIRE_FALSE(page.hits.empty());
+        CHECK(page.hits[0].record->id() == "x");
+        CHECK(page.hits[0].record->value() == value);
+        CHECK(page.hits[0].record->version() == version);
+        SearchQuery exact = query;
+        exact.exact = true;
+        require_same_page(page, reader.ArtifactStore::search(t, exact));
+      };
+      for (int again = 0; again < 2; ++again) {  // the second time from the records kept, where they are
+        top(q, "first life", 1);
+        top(filtered, "first life", 1);
+        top(every, "first life", 1);
+      }
+      writer.remove("x", t);
+      (void)writer.store_embedded(*note(t, "x", "second life"), v);
+      for (int again = 0; again < 2; ++again) {
+        top(q, "second life", 1);
+        top(filtered, "second life", 1);
+        top(every, "second life", 1);
+      }
+      (void)writer.store_embedded(*note(t, "x", "a new version"), v);
+      for (int again = 0; again < 2; ++again) {
+        top(q, "a new version", 2);
+        top(filtered, "a new version", 2);
+      }
+      // A newer version without a vector: the kept v2 is not the latest any more (no change of the model says so;
+      // the heads do).
+      PostgresArtifactStore without_vectors(base_conninfo());
+      (void)without_vectors.store(*note(t, "x", "no vector"));
+      const auto page = reader.search(t, q);
+      REQUIRE(page.hits.size() == 1);
+      CHECK(page.hits[0].record->id() == "y");
+      writer.remove("x", t);
+      const auto after = reader.search(t, every);
+      REQUIRE(after.hits.size() == 1);
+      CHECK(after.hits[0].record->id() == "y");
+    }
+  }
+}
+
 TEST_CASE("postgres: reindex never gives a record stored again under a removed id the removed record's vector") {
   const std::string t = random_name("recreated_");
   PostgresArtifactStore without_vectors(base_conninfo());  // a writer that keeps no vectors: cats v1 has none

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "cairn/artifact/memory_store.hpp"
+#include "../../src/common/record_cache.hpp"
 #include "cairn/testing/store_conformance.hpp"
 #include "catch.hpp"
 #include "store_test_support.hpp"
@@ -1151,6 +1152,91 @@ TEST_CASE("similarity: a removed or replaced version never comes back, whatever 
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 1") == "4");
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_changes WHERE removed = 0") == "3");
   CHECK(raw.scalar("SELECT count(*) FROM cairn_search_vectors") == "2");
+}
+
+TEST_CASE("similarity pages reuse a record read before only for the life of the version the snapshot holds") {
+  // A version removed and stored again restarts at 1: a record kept under (id, version) alone would come back for
+  // the new life, found by the old one's vector. Both lives get the same vector here, so only the record tells.
+  for (const std::size_t cache : {SqliteOptions{}.record_cache_bytes, std::size_t{0}}) {
+    for (const bool same_object : {true, false}) {
+      INFO("record_cache_bytes " << cache << (same_object ? ", one store object" : ", a reader and a writer"));
+      TempDir dir;
+      const auto path = dir.file("kept.db");
+      SqliteOptions o;
+      o.record_cache_bytes = cache;
+      SqliteArtifactStore writer(path, o);
+      SqliteArtifactStore other(path, o);
+      ArtifactStore& reader = same_object ? writer : other;
+      const Embedding v{"m", {1.0f, 0.5f, 0.25f}};
+      const Embedding w{"m", {0.25f, 0.5f, 1.0f}};
+      (void)writer.store_embedded(*note("t", "x", "first life"), v);
+      (void)writer.store_embedded(*note("t", "y", "elsewhere"), w);
+      SearchQuery q;
+      q.vector = v;
+      q.mode = SearchMode::similarity;
+      q.limit = 1;
+      SearchQuery filtered = q;
+      filtered.filter.id_prefix = "x";
+      const auto top = [&](const SearchQuery& query, const json& value, std::uint64_t version) {
+        const auto page = reader.search("t", query);
+        REQUIRE(page.hits.size() == 1);
+        CHECK(page.hits[0].record->id() == "x");
+        CHECK(page.hits[0].record->value() == value);
+        CHECK(page.hits[0].record->version() == version);
+        SearchQuery exact = query;
+        exact.exact = true;
+        require_same_page(page, reader.ArtifactStore::search("t", exact), "against the scan");
+      };
+      for (int again = 0; again < 2; ++again) {  // the second time from the records kept, where they are
+        top(q, "first life", 1);
+        top(filtered, "first life", 1);
+      }
+      writer.remove("x", "t");
+      (void)writer.store_embedded(*note("t", "x", "second life"), v);
+      for (int again = 0; again < 2; ++again) {
+        top(q, "second life", 1);
+        top(filtered, "second life", 1);
+      }
+      (void)writer.store_embedded(*note("t", "x", "a new version"), v);
+      top(q, "a new version", 2);
+      top(filtered, "a new version", 2);
+      writer.remove("x", "t");
+      const auto page = reader.search("t", q);
+      REQUIRE(page.hits.size() == 1);
+      CHECK(page.hits[0].record->id() == "y");
+    }
+  }
+}
+
+TEST_CASE("RecordCache: keeps a life of a version under its own key, within its bound, the first kept going first") {
+  const auto record = [](const std::string& id, const std::string& text) { return note("t", id, text); };
+  detail::RecordCache none(0);
+  none.keep("t", "a", 1, 5, record("a", "x"), 10);
+  CHECK(none.size() == 0);
+  CHECK_FALSE(none.find("t", "a", 1, 5));
+
+  detail::RecordCache cache(1000);
+  cache.keep("t", "a", 1, 5, record("a", "first"), 200);
+  REQUIRE(cache.find("t", "a", 1, 5));
+  CHECK(cache.find("t", "a", 1, 5)->value() == "first");
+  CHECK_FALSE(cache.find("t", "a", 1, 9));  // another life of a v1
+  CHECK_FALSE(cache.find("u", "a", 1, 5));  // another tenant
+  CHECK_FALSE(cache.find("t", "a", 2, 5));
+  // Keys do not run together: tenant "t1" id "a" is not tenant "t" id "1a".
+  cache.keep("t1", "a", 1, 5, record("a", "t1's"), 200);
+  CHECK(cache.find("t", "1a", 1, 5) == nullptr);
+  cache.keep("t", "a", 1, 5, record("a", "again"), 200);  // kept already: unchanged
+  CHECK(cache.find("t", "a", 1, 5)->value() == "first");
+  CHECK(cache.bytes() == 400);
+  cache.keep("t", "big", 1, 6, record("big", "too big"), 251);  // over a quarter of the bound: not kept
+  CHECK_FALSE(cache.find("t", "big", 1, 6));
+  for (int i = 0; i < 3; ++i) cache.keep("t", "b" + std::to_string(i), 1, 7, record("b", "b"), 250);
+  CHECK(cache.bytes() <= 1000);
+  CHECK_FALSE(cache.find("t", "a", 1, 5));  // the first kept went first
+  CHECK(cache.find("t", "b2", 1, 7));
+  cache.clear();
+  CHECK(cache.size() == 0);
+  CHECK(cache.bytes() == 0);
 }
 
 TEST_CASE("hybrid on the indexes: the in-memory store's pages (every word match, fused with the 4 x limit nearest)") {

@@ -62,6 +62,11 @@ struct PostgresOptions {
   /// process whose index is further behind than that builds it again from the current vectors on its next
   /// similarity query (as its first query does). 0: never delete (the sequence grows with every vector write).
   std::size_t search_changes_kept = 10000;
+  /// Bytes of decoded records a store object keeps of what its similarity pages returned, so that a page whose
+  /// records were read before reads no row for them and decodes no JSON (docs/search.md, "The in-process index on
+  /// SQL backends"). A record is counted as three times its row's text and 256 bytes; the first kept go first when
+  /// the bound is passed. 0: none kept (every page reads its rows).
+  std::size_t record_cache_bytes = std::size_t{64} << 20;
   /// Told of reindex()'s progress: an EventKind::index event ("reindex", the tenant, items done of total) after
   /// each batch of 64 versions. Null: no events (cairn::observed(store, ...) still reports the whole call).
   std::shared_ptr<Observer> observer{};

@@ -62,6 +62,11 @@ struct SqliteOptions {
   /// from the current vectors on its next similarity query (as its first query does), which costs about what
   /// replaying that many changes would. 0: never delete (the sequence grows with every write).
   std::size_t search_changes_kept = 10000;
+  /// Bytes of decoded records a store object keeps of what its similarity pages returned, so that a page whose
+  /// records were read before reads no row for them and decodes no JSON (docs/search.md, "The in-process index on
+  /// SQL backends"). A record is counted as three times its row's text and 256 bytes; the first kept go first when
+  /// the bound is passed. 0: none kept (every page reads its rows).
+  std::size_t record_cache_bytes = std::size_t{64} << 20;
   /// Told of indexing progress: EventKind::index events (items done of total) after each batch of reindex()
   /// ("reindex", the tenant) and of the words indexing a file from before search gets when a store opens it
   /// ("open", no tenant). Null: no events (cairn::observed(store, ...) still reports each reindex call whole).

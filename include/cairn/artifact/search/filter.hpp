@@ -309,6 +309,10 @@ struct FilterFields {
   std::optional<std::string> created_by;
   std::int64_t created_at = 0;
   std::shared_ptr<const nlohmann::json> metadata;  ///< null: not kept
+  /// The change that added the version to the index (its sequence number; in an index made from the current
+  /// vectors, the last change then): it names this life of the version, since a version removed and stored again
+  /// is added by a later change (a SQL store keeps decoded records under it).
+  std::uint64_t seq = 0;
 };
 
 /// matches_filter() for a version of `id` whose fields were kept with their metadata (f.metadata non-null).
