@@ -1057,6 +1057,20 @@ TEST_CASE("postgres search: the word counts a process keeps follow every write, 
   same("this process removed an id");
   (void)searcher.store(*note(t, "n2", "crumble crumble"));
   same("this process stored a new version");
+  // Past the bound (max_word_counts, 65,536 words in all) everything kept is dropped, and counted again as queries
+  // come: 1,025 queries of 64 words no document holds pass it.
+  for (std::size_t query = 0; query < 1025; ++query) {
+    std::string text;
+    for (std::size_t w = 0; w < SearchQuery::max_words; ++w) {
+      text += (w ? " " : "") + std::string("zz") + std::to_string(query * SearchQuery::max_words + w);
+    }
+    SearchQuery q;
+    q.text = text;
+    REQUIRE(searcher.search(t, q).hits.empty());
+  }
+  same("after the kept counts passed their bound");
+  (void)writer.store(*note(t, "n4", "apple"));
+  same("after the bound, another process stored a new version");
 }
 
 TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
