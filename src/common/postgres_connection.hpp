@@ -1,8 +1,9 @@
 // cairn (private) — what the PostgreSQL store and the PostgreSQL run journal share of talking to libpq: a result
-// that clears itself, a statement's parameters, the exception a lost connection throws and which failures count as
-// one, checking a conninfo without repeating it, and quiet server notices. Each user keeps its own way of
-// connecting, waiting for replies and retrying (their deadlines and error mapping differ), its own statements and
-// its own schema; the connection pool is src/common/connection_pool.hpp.
+// that clears itself, a statement's parameters, the exception a lost connection throws and which SQLSTATEs count
+// as one, checking a conninfo without repeating it, and quiet server notices. Connecting and waiting with
+// deadlines, re-opening and running a call once more are src/common/postgres_session.hpp; the connection pool is
+// src/common/connection_pool.hpp. Each user keeps its own deadlines and error mapping, its own statements and its
+// own schema.
 #pragma once
 
 #include <libpq-fe.h>

@@ -1,27 +1,28 @@
-// PostgresRunJournal: the SQL, connecting and waiting with deadlines, reconnecting, and the schema migrations.
+// PostgresRunJournal: the SQL, its deadlines on connecting and on every reply, reconnecting, and the schema
+// migrations.
 //
-// What it shares with the artifact store's connection code (the result and parameter types, the lost connection and
-// which failures count as one, checking the conninfo) is src/common/postgres_connection.hpp. Connecting, waiting for
-// replies and reconnecting are its own: it has a deadline on every connect and every reply.
+// What it shares with the artifact store's connection code is in src/common: the result and parameter types, the
+// lost connection, checking the conninfo (postgres_connection.hpp); opening within a deadline, waiting for replies,
+// describing a failure, re-opening and running a call once more on a lost connection (postgres_session.hpp). Its
+// deadlines, its error messages and which failures count as a lost connection are its own.
 #include "cairn/store/postgres_journal.hpp"
 
 #include <libpq-fe.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <optional>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "../common/connection_pool.hpp"
 #include "../common/postgres_connection.hpp"
+#include "../common/postgres_session.hpp"
 #include "cairn/detail/text.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -219,23 +220,6 @@ void append_array_element(std::string& out, std::string_view s) {
   out += '"';
 }
 
-int remaining_ms(steady::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
-}
-
-// Waits until the socket is ready for `events` or the deadline passed; false on timeout.
-bool wait_socket(int fd, short events, steady::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    const int ms = remaining_ms(deadline);
-    const int n = ::poll(&p, 1, ms);
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return true;  // let libpq find out what is wrong with the socket
-  }
-}
-
 }  // namespace
 
 struct PostgresRunJournal::Impl {
@@ -264,29 +248,13 @@ struct PostgresRunJournal::Impl {
     PQfinish(c.conn);
     c.conn = nullptr;
     deadline = std::min(deadline, steady::now() + std::chrono::milliseconds(options.connect_timeout_ms));
-    // libpq's own connect_timeout (whole seconds, at least 2) bounds each host it tries; the poll loop below
-    // bounds the whole attempt to the millisecond. Later keywords override what the conninfo says.
+    // libpq's own connect_timeout (whole seconds, at least 2) bounds each host it tries; finish_connecting()'s poll
+    // loop bounds the whole attempt to the millisecond. Later keywords override what the conninfo says.
     const std::string timeout_s = std::to_string(std::max(2, (options.connect_timeout_ms + 999) / 1000));
     const char* keys[] = {"dbname", "connect_timeout", "client_encoding", nullptr};
     const char* values[] = {conninfo.c_str(), timeout_s.c_str(), "UTF8", nullptr};
     c.conn = PQconnectStartParams(keys, values, 1);
-    if (!c.conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
-    PostgresPollingStatusType state = PGRES_POLLING_WRITING;
-    while (state != PGRES_POLLING_OK) {
-      if (state == PGRES_POLLING_FAILED || PQstatus(c.conn) == CONNECTION_BAD) {
-        throw connection_lost(fmt::format("{}: cannot connect: {}", where, trimmed(PQerrorMessage(c.conn))));
-      }
-      const short events = state == PGRES_POLLING_READING ? POLLIN : POLLOUT;
-      if (!wait_socket(PQsocket(c.conn), events, deadline)) {
-        PQfinish(c.conn);
-        c.conn = nullptr;
-        throw connection_lost(fmt::format("{}: cannot connect: no answer from the server within {} ms", where,
-                                          options.connect_timeout_ms));
-      }
-      state = PQconnectPoll(c.conn);
-    }
-    detail::pg::ignore_notices(c.conn);
-    if (PQsetnonblocking(c.conn, 1) != 0) {
+    if (!detail::pg::finish_connecting(c.conn, where, deadline, options.connect_timeout_ms)) {
       throw connection_lost(fmt::format("{}: cannot make the connection non-blocking", where));
     }
     std::string setup = fmt::format("SET statement_timeout = {}", options.statement_timeout_ms);
@@ -316,24 +284,16 @@ struct PostgresRunJournal::Impl {
   // Re-opens a broken connection, trying again with a growing pause until reconnect_timeout_ms has passed.
   void reconnect(Connection& c) {
     const auto deadline = steady::now() + std::chrono::milliseconds(options.reconnect_timeout_ms);
-    auto pause = std::chrono::milliseconds(20);
-    std::string last_error;
-    for (;;) {
-      try {
-        open(c, std::max(deadline, steady::now() + std::chrono::milliseconds(100)));
-        reconnect_count.fetch_add(1, std::memory_order_relaxed);
-        return;
-      } catch (const connection_lost& e) {
-        last_error = e.what();
-      }
-      if (steady::now() + pause > deadline) {
-        throw connection_lost(fmt::format("{}: lost the connection to the server and could not reconnect within {} "
-                                          "ms (last: {})",
-                                          where, options.reconnect_timeout_ms, last_error));
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+    const std::optional<std::string> last_error = detail::pg::keep_trying(
+        deadline, [&](bool) { open(c, std::max(deadline, steady::now() + std::chrono::milliseconds(100))); });
+    if (!last_error) {
+      reconnect_count.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
+    throw connection_lost(
+        fmt::format("{}: lost the connection to the server and could not reconnect within {} "
+                    "ms (last: {})",
+                    where, options.reconnect_timeout_ms, *last_error));
   }
 
   // ---- statements -------------------------------------------------------------------------------------------------
@@ -341,59 +301,42 @@ struct PostgresRunJournal::Impl {
   // Throws connection_lost when the failure is the connection's (the server restarted, the network went), a
   // plain storage_error otherwise (the statement was rolled back).
   [[noreturn]] void fail(const Connection& c, const PGresult* res, const char* what) const {
-    const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    const std::string_view code = state ? state : "";
-    const std::string msg = trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(c.conn));
-    const bool lost =
-        !c.conn || PQstatus(c.conn) == CONNECTION_BAD || code.empty() || detail::pg::connection_gone(code);
-    const std::string text = fmt::format("{}: {}: {}", where, what, msg.empty() ? "no reply from the server" : msg);
-    if (lost) throw connection_lost(text);
-    if (code == "57014") {
+    const detail::pg::Failure f = detail::pg::describe_failure(c.conn, res, where, what);
+    // A failure without a SQLSTATE (no result, or libpq's own) counts as lost too: the call is retried once.
+    if (f.lost || f.code.empty()) throw connection_lost(f.text);
+    if (f.code == "57014") {
       throw storage_error(fmt::format("{}: {}: no result within the statement timeout of {} ms (the statement was "
                                       "cancelled and wrote nothing)",
                                       where, what, options.statement_timeout_ms));
     }
-    if (code == "23503") throw foreign_key_violation(text);
-    throw storage_error(text);
+    if (f.code == "23503") throw foreign_key_violation(f.text);
+    throw storage_error(f.text);
+  }
+
+  // Gives up a connection that broke, or whose server did not take or answer what was sent in time: closed without
+  // waiting, so the call can reconnect.
+  [[noreturn]] void give_up(Connection& c, const char* what, const char* why) const {
+    const std::string msg = trimmed(PQerrorMessage(c.conn));
+    PQfinish(c.conn);
+    c.conn = nullptr;
+    throw connection_lost(fmt::format("{}: {}: {}{}", where, what, why, msg.empty() ? "" : ": " + msg));
   }
 
   // Waits for the reply to what was sent, at most statement_timeout_ms + 1 s; keeps the first error, else the
   // last result. When no reply comes in time the connection is closed and counts as lost.
   Result await(Connection& c, const char* what) const {
     const auto deadline = steady::now() + std::chrono::milliseconds(options.statement_timeout_ms + 1000);
-    auto give_up = [&](const char* why) {
-      const std::string msg = trimmed(PQerrorMessage(c.conn));
-      PQfinish(c.conn);
-      c.conn = nullptr;
-      throw connection_lost(fmt::format("{}: {}: {}{}", where, what, why, msg.empty() ? "" : ": " + msg));
-    };
-    for (;;) {
-      const int flushed = PQflush(c.conn);
-      if (flushed == 0) break;
-      if (flushed < 0) give_up("cannot send");
-      if (!wait_socket(PQsocket(c.conn), POLLIN | POLLOUT, deadline)) give_up("the server took no data in time");
-      if (!PQconsumeInput(c.conn)) give_up("connection broken");
+    detail::pg::Replies replies = detail::pg::collect_replies(c.conn, deadline);
+    switch (replies.stall) {
+      case detail::pg::Stall::none: break;
+      case detail::pg::Stall::send_failed: give_up(c, what, "cannot send");
+      case detail::pg::Stall::send_timed_out: give_up(c, what, "the server took no data in time");
+      case detail::pg::Stall::broken: give_up(c, what, "connection broken");
+      case detail::pg::Stall::reply_timed_out: give_up(c, what, "no reply from the server in time");
     }
-    Result kept(nullptr, &PQclear);
-    for (;;) {
-      while (PQisBusy(c.conn)) {
-        if (!wait_socket(PQsocket(c.conn), POLLIN, deadline)) give_up("no reply from the server in time");
-        if (!PQconsumeInput(c.conn)) give_up("connection broken");
-      }
-      PGresult* r = PQgetResult(c.conn);
-      if (!r) break;
-      const bool kept_failed = kept && PQresultStatus(kept.get()) != PGRES_TUPLES_OK &&
-                               PQresultStatus(kept.get()) != PGRES_COMMAND_OK;
-      if (kept_failed) {
-        PQclear(r);
-      } else {
-        kept.reset(r);
-      }
-    }
-    if (!kept) fail(c, nullptr, what);
-    const auto status = PQresultStatus(kept.get());
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) fail(c, kept.get(), what);
-    return kept;
+    if (replies.error) fail(c, replies.error.get(), what);
+    if (!replies.last) fail(c, nullptr, what);
+    return std::move(replies.last);
   }
 
   Result run(Connection& c, Stmt s, const Params& p) const {
@@ -410,22 +353,13 @@ struct PostgresRunJournal::Impl {
     return await(c, what);
   }
 
-  // Runs `op(connection, retry)` on a pooled connection. When the connection turns out broken, it is re-opened
-  // and `op` runs once more with retry = true (op decides what is safe to repeat). A second loss is final and
-  // thrown as connection_lost.
+  // Runs `op(connection, retry)` on a pooled connection (with_retry()). When the connection turns out broken, it is
+  // re-opened and `op` runs once more (op decides what is safe to repeat). A second loss is final and thrown as
+  // connection_lost.
   template <typename Op>
   auto with_connection(Op&& op) {
-    auto lease = pool.acquire();
-    bool need_reconnect = !lease->ok();
-    if (!need_reconnect) {
-      try {
-        return op(*lease, false);
-      } catch (const connection_lost&) {
-        need_reconnect = true;
-      }
-    }
-    reconnect(*lease);
-    return op(*lease, true);
+    return detail::pg::with_retry(
+        pool, [this](Connection& c, bool) { reconnect(c); }, std::forward<Op>(op));
   }
 
   // ---- schema -----------------------------------------------------------------------------------------------------

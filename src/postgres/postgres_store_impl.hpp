@@ -1,17 +1,15 @@
-// cairn (private) — PostgresArtifactStore::Impl, what the store's files share: its connections (opening them with
-// deadlines, running a statement, reconnecting, writing once across a retry), decoding a row, the tenants' lexeme
-// prefixes, pruning the change sequence, and the store's search helpers (postgres_search.cpp). The schema is
-// postgres_schema.cpp's, the SQL postgres_statements.cpp's; CRUD is postgres_store.cpp.
+// cairn (private) — PostgresArtifactStore::Impl, what the store's files share: its connections (their deadlines,
+// running a statement, reconnecting, writing once across a retry; the mechanics, shared with the run journal, are
+// src/common/postgres_session.hpp), decoding a row, the tenants' lexeme prefixes, pruning the change sequence, and
+// the store's search helpers (postgres_search.cpp). The schema is postgres_schema.cpp's, the SQL
+// postgres_statements.cpp's; CRUD is postgres_store.cpp.
 #pragma once
 
 #include <libpq-fe.h>
 
-#include <poll.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -30,6 +28,7 @@
 
 #include "../common/connection_pool.hpp"
 #include "../common/postgres_connection.hpp"
+#include "../common/postgres_session.hpp"
 #include "../common/record_cache.hpp"
 #include "../common/record_columns.hpp"
 #include "cairn/artifact/search/filter_columns.hpp"
@@ -102,72 +101,25 @@ struct PostgresArtifactStore::Impl {
     return Clock::now() + std::chrono::milliseconds(options.statement_timeout_ms) + std::chrono::seconds(1);
   }
 
-  // Waits until the connection's socket is readable (or writable) or the deadline passed; false on the deadline.
-  static bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point deadline) {
-    const int fd = PQsocket(conn);
-    if (fd < 0) return true;  // libpq reports the broken connection on the next call
-    for (;;) {
-      int timeout = -1;
-      if (deadline != Clock::time_point::max()) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) return false;
-        timeout = static_cast<int>(std::min<std::int64_t>(left, std::numeric_limits<int>::max()));
-      }
-      pollfd p{fd, static_cast<short>((read ? POLLIN : 0) | (write ? POLLOUT : 0)), 0};
-      const int r = ::poll(&p, 1, timeout);
-      if (r > 0) return true;
-      if (r == 0) {
-        if (Clock::now() >= deadline) return false;
-        continue;
-      }
-      if (errno != EINTR) return true;
-    }
-  }
-
-  static long long ms_until(Clock::time_point from, Clock::time_point deadline) {
-    return static_cast<long long>(std::chrono::ceil<std::chrono::milliseconds>(deadline - from).count());
-  }
-
-  // Opens c.conn without blocking past the deadline: PQconnectStart + PQconnectPoll, waiting with poll() for the
-  // remaining time (PQconnectdb and PQreset would wait for a silent server as long as the kernel lets them).
-  // Throws connection_lost when the server cannot be reached in time, so callers may try again.
-  // `budget_ms` is the time the error message names (by default, what was left of the deadline).
+  // Opens c.conn without blocking past the deadline (finish_connecting()). Throws connection_lost when the server
+  // cannot be reached in time, so callers may try again. `budget_ms` is the time the error message names (by
+  // default, what was left of the deadline).
   void open(Connection& c, Clock::time_point deadline, std::optional<long long> budget_ms = std::nullopt) {
     c.close();
     if (!budget_ms) budget_ms = std::max(0LL, ms_until(Clock::now(), deadline));
     c.conn = PQconnectStart(conninfo.c_str());
-    if (!c.conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
-    auto status = PQstatus(c.conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
-    while (status != PGRES_POLLING_OK) {
-      if (status == PGRES_POLLING_FAILED) {
-        throw connection_lost(fmt::format("{}: cannot connect: {}", where, trimmed(PQerrorMessage(c.conn))));
-      }
-      if (!wait_socket(c.conn, status == PGRES_POLLING_READING, status == PGRES_POLLING_WRITING, deadline)) {
-        c.close();
-        throw connection_lost(
-            fmt::format("{}: cannot connect: no answer from the server within {} ms", where, *budget_ms));
-      }
-      status = PQconnectPoll(c.conn);
-    }
-    ignore_notices(c.conn);
-    // Non-blocking, so that sending a large statement to a server that stopped reading never blocks past the
-    // deadline either.
-    if (PQsetnonblocking(c.conn, 1) != 0) fail(c, nullptr, "connecting");
+    if (!finish_connecting(c.conn, where, deadline, *budget_ms)) fail(c, nullptr, "connecting");
   }
 
   // Throws connection_lost when the failure is the connection's (the server restarted, the network went), a
   // plain storage_error otherwise.
   [[noreturn]] void fail(const Connection& c, const PGresult* res, const char* what) const {
-    const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    const std::string_view code = state ? state : "";
+    const Failure f = describe_failure(c.conn, res, where, what);
     const char* constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : nullptr;
-    const std::string msg = trimmed(res ? PQresultErrorMessage(res) : PQerrorMessage(c.conn));
-    const bool lost = PQstatus(c.conn) == CONNECTION_BAD || connection_gone(code);
-    const std::string text = fmt::format("{}: {}: {}", where, what, msg.empty() ? "no reply from the server" : msg);
-    if (lost) throw connection_lost(text);
-    if (code == "23505" && constraint && constraint == write_token_index) throw token_taken(text);
-    if (code == "40001" || code == "40P01" || code == "23505") throw write_conflict(text);
-    throw storage_error(text);
+    if (f.lost) throw connection_lost(f.text);
+    if (f.code == "23505" && constraint && constraint == write_token_index) throw token_taken(f.text);
+    if (f.code == "40001" || f.code == "40P01" || f.code == "23505") throw write_conflict(f.text);
+    throw storage_error(f.text);
   }
 
   // Gives up a connection whose server did not answer in time: closed without waiting (the server's own
@@ -185,32 +137,17 @@ struct PostgresArtifactStore::Impl {
   Result exec(Connection& c, Send&& send, const char* what, Clock::time_point deadline) const {
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) fail(c, nullptr, what);
     if (!send(c.conn)) fail(c, nullptr, what);
-    for (;;) {
-      const int flushed = PQflush(c.conn);
-      if (flushed == 0) break;
-      if (flushed < 0) fail(c, nullptr, what);
-      if (!wait_socket(c.conn, true, true, deadline)) abandon(c, what);
-      if (PQconsumeInput(c.conn) == 0) fail(c, nullptr, what);
+    Replies replies = collect_replies(c.conn, deadline);
+    switch (replies.stall) {
+      case Stall::none: break;
+      case Stall::send_timed_out:
+      case Stall::reply_timed_out: abandon(c, what);
+      case Stall::send_failed:
+      case Stall::broken: fail(c, nullptr, what);
     }
-    Result last(nullptr, &PQclear);
-    Result error(nullptr, &PQclear);
-    for (;;) {
-      while (PQisBusy(c.conn)) {
-        if (!wait_socket(c.conn, true, false, deadline)) abandon(c, what);
-        if (PQconsumeInput(c.conn) == 0) fail(c, nullptr, what);
-      }
-      Result res(PQgetResult(c.conn), &PQclear);
-      if (!res) break;
-      const auto status = PQresultStatus(res.get());
-      if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-        if (!error) error = std::move(res);
-      } else {
-        last = std::move(res);
-      }
-    }
-    if (error) fail(c, error.get(), what);
-    if (!last) fail(c, nullptr, what);
-    return last;
+    if (replies.error) fail(c, replies.error.get(), what);
+    if (!replies.last) fail(c, nullptr, what);
+    return std::move(replies.last);
   }
 
   // Runs a prepared statement; with `binary`, its rows come in PostgreSQL's binary format (binary_int64).
@@ -275,51 +212,36 @@ struct PostgresArtifactStore::Impl {
   void reconnect(Connection& c, bool broken) {
     const auto start = Clock::now();
     const auto deadline = start + std::chrono::milliseconds(options.reconnect_timeout_ms);
-    auto pause = std::chrono::milliseconds(20);
-    for (bool first = true;; first = false) {
-      std::string last_error;
-      try {
-        const auto try_deadline = first ? std::max(deadline, start + std::chrono::milliseconds(min_first_try_ms))
-                                        : deadline;
-        open(c, try_deadline);
-        set_up_session(c, try_deadline);
-        prepare(c, true, try_deadline);
-        if (broken) reconnect_count.fetch_add(1, std::memory_order_relaxed);
-        return;
-      } catch (const connection_lost& e) {
-        // the server went away again (or is still starting up); keep trying
-        last_error = e.what();
-      }
-      if (Clock::now() + pause > deadline) {
-        c.close();
-        throw storage_error(fmt::format("{}: lost the connection to the server and could not reconnect within {} ms "
-                                        "(last try: {})",
-                                        where, options.reconnect_timeout_ms, last_error));
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+    const std::optional<std::string> last_error = keep_trying(deadline, [&](bool first) {
+      const auto try_deadline =
+          first ? std::max(deadline, start + std::chrono::milliseconds(min_first_try_ms)) : deadline;
+      open(c, try_deadline);
+      set_up_session(c, try_deadline);
+      prepare(c, true, try_deadline);
+    });
+    if (!last_error) {
+      if (broken) reconnect_count.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
+    c.close();
+    throw storage_error(
+        fmt::format("{}: lost the connection to the server and could not reconnect within {} ms "
+                    "(last try: {})",
+                    where, options.reconnect_timeout_ms, *last_error));
   }
 
-  // Runs `op(connection, retry)` on a pooled connection. When the connection turns out broken (or the server
-  // stopped answering), it is re-opened and `op` runs once more with retry = true: op decides what is safe to
-  // repeat (reads are; writes go through write_once()).
+  // Runs `op(connection, retry)` on a pooled connection (with_retry()). When the connection turns out broken (or
+  // the server stopped answering), it is re-opened and `op` runs once more with retry = true: op decides what is
+  // safe to repeat (reads are; writes go through write_once()).
   template <typename Op>
   auto with_connection(Op&& op) {
-    auto lease = pool.acquire();
-    bool need_reconnect = PQstatus(lease->conn) != CONNECTION_OK;
-    const bool retry = lease->conn != nullptr;  // a connection never opened (or closed by an earlier call) ran nothing
-    if (!need_reconnect) {
-      try {
-        if (!lease->prepared) prepare(*lease, false);
-        return op(*lease, false);
-      } catch (const connection_lost&) {
-        need_reconnect = true;
-      }
-    }
-    reconnect(*lease, retry);
     try {
-      return op(*lease, retry);
+      return with_retry(
+          pool, [this](Connection& c, bool broken) { reconnect(c, broken); },
+          [&](Connection& c, bool retry) {
+            if (!c.prepared) prepare(c, false);  // a re-opened connection was prepared by reconnect()
+            return op(c, retry);
+          });
     } catch (const connection_lost& e) {
       throw storage_error(e.what());
     }
