@@ -4,4 +4,5 @@
 #include "cairn/workflow/run_state-inl.hpp"
 #include "cairn/workflow/state-inl.hpp"
 #include "cairn/workflow/state_file-inl.hpp"
+#include "cairn/workflow/template-inl.hpp"
 #include "cairn/workflow/tools-inl.hpp"

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cairn/artifact/search.hpp"
+#include "cairn/artifact/search/embedding.hpp"
+#include "cairn/artifact/search/text.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/version.hpp"
 

@@ -19,7 +19,6 @@
 
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/search.hpp"
-#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/artifact/type.hpp"
 #include "cairn/clock.hpp"
 #include "cairn/detail/random.hpp"
@@ -99,7 +98,7 @@ class ArtifactStore {
   /// where; another tenant's artifacts are never seen. This default reads the tenant's artifacts through list()
   /// and fetch() and ranks them exactly (BM25 for words, cosine for vectors, reciprocal rank fusion for both): a
   /// backend of a host's own gets correct search without an index; the built-in ones override it with one.
-  [[nodiscard]] virtual SearchPage search(const std::string& tenant_id, const SearchQuery& query) const;
+  [[nodiscard]] CAIRN_INLINE virtual SearchPage search(const std::string& tenant_id, const SearchQuery& query) const;
 
   /// The vector kept for a version of an artifact, or nothing. Stores that keep none (the default) refuse
   /// similarity queries; see keeps_embeddings().
@@ -207,78 +206,22 @@ inline ArtifactPtr stamp(const ArtifactRecord& r, std::uint64_t version, const C
 
 namespace detail {
 
+struct PreparedSearch;  // artifact/search/pipeline.hpp
+
 /// prepare_search (artifact/search/pipeline.hpp) for `store`, after checking the tenant.
-inline PreparedSearch prepare_search(const ArtifactStore& store, const std::string& tenant_id, const SearchQuery& q) {
-  check_tenant(tenant_id);
-  return prepare_search(store.embedder(), store.keeps_embeddings(), q);
-}
-
-}  // namespace detail
-
-namespace detail {
+CAIRN_INLINE PreparedSearch prepare_search(const ArtifactStore& store, const std::string& tenant_id,
+                                           const SearchQuery& q);
 
 /// The default search of `store` for a prepared query: an exact scan of the tenant's artifacts (see
 /// ArtifactStore::search). BM25's statistics are those of every version searched in the tenant (the latest of each
 /// id, or all), whatever the filters. A store routes what its indexes do not answer here, with the query it prepared.
-inline SearchPage default_search(const ArtifactStore& store, const std::string& tenant_id, const SearchQuery& q,
-                                 const PreparedSearch& p) {
-  // Every version searched: the latest of each id (or all of them), read page by page.
-  std::vector<ArtifactPtr> searched;
-  ListQuery lq;
-  lq.limit = ListQuery::max_limit;
-  for (;;) {
-    ListPage page = store.list(tenant_id, lq);
-    for (auto& r : page.items) {
-      if (!q.all_versions) {
-        searched.push_back(std::move(r));
-        continue;
-      }
-      for (const std::uint64_t v : store.versions(r->id(), tenant_id)) {
-        if (v == r->version()) {
-          searched.push_back(r);
-        } else if (auto older = store.fetch(r->id(), tenant_id, v)) {
-          searched.push_back(std::move(older));
-        }
-      }
-    }
-    if (!page.next_cursor) break;
-    lq.cursor = *page.next_cursor;
-  }
-
-  std::vector<SearchCandidate> found;
-  Bm25 bm25(p.words.words());
-  std::vector<RecordWords> searched_words;
-  if (p.by_text) {
-    searched_words.reserve(searched.size());
-    for (const auto& r : searched) {
-      searched_words.push_back(record_words(*r));
-      bm25.add(searched_words.back());
-    }
-  }
-  for (std::size_t i = 0; i < searched.size(); ++i) {
-    const ArtifactPtr& r = searched[i];
-    if (!matches_filter(*r, q.filter)) continue;
-    SearchCandidate c{r, std::nullopt, std::nullopt, {}};
-    if (p.by_text && matches_words(searched_words[i], p.words)) {
-      c.bm25 = bm25.score(searched_words[i]);
-      describe_word_match(searched_words[i], p.words.words(), c.matched);
-    }
-    if (p.by_vector) {
-      const auto e = store.embedding(r->id(), tenant_id, r->version());
-      if (e && e->model == p.vector->model && e->values.size() == p.vector->values.size()) {
-        c.similarity = cosine(p.vector->values, e->values);
-        c.matched.similarity = c.similarity;
-      }
-    }
-    found.push_back(std::move(c));
-  }
-  return rank_search_page(std::move(found), q, p);
-}
+CAIRN_INLINE SearchPage default_search(const ArtifactStore& store, const std::string& tenant_id, const SearchQuery& q,
+                                       const PreparedSearch& p);
 
 }  // namespace detail
 
-inline SearchPage ArtifactStore::search(const std::string& tenant_id, const SearchQuery& q) const {
-  return detail::default_search(*this, tenant_id, q, detail::prepare_search(*this, tenant_id, q));
-}
-
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/artifact/store-inl.hpp"
+#endif

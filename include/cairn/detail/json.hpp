@@ -33,43 +33,7 @@ namespace detail {
 
 /// Parses `text` as JSON within `limits`. `what` names the input in error messages ("tool call", "state file").
 /// Throws cairn::limit_exceeded for oversized or too-deep input, cairn::parse_error for malformed input.
-inline nlohmann::json parse_json(std::string_view text, const JsonLimits& limits, std::string_view what) {
-  if (text.size() > limits.max_bytes) {
-    throw limit_exceeded(
-        fmt::format("{}: input is {} bytes, more than the limit of {} bytes", what, text.size(), limits.max_bytes));
-  }
-  const int max_depth = limits.max_depth;
-  // Text with fewer '[' and '{' bytes than the limit (in strings too) cannot nest that deep: parsed without the
-  // callback, which costs a call per value (most of what a journal or a store reads: small objects).
-  std::size_t opens = 0;
-  for (const char c : text) opens += (c == '[' || c == '{') ? 1 : 0;
-  if (opens < static_cast<std::size_t>(std::max(max_depth, 0))) {
-    try {
-      return nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::exception&) {
-      // the same text again, below, for the same error as ever
-    }
-  }
-  // The callback sees the depth of every container start; stopping there keeps the partial value shallow.
-  auto guard = [max_depth, what](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start ||
-         event == nlohmann::json::parse_event_t::array_start) &&
-        depth >= max_depth) {
-      throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the limit of {} levels", what, max_depth));
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), guard);
-  } catch (const nlohmann::json::exception& e) {
-    // Malformed text (parse_error) and numbers too large for a double (out_of_range 406) both land here.
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: ..."; keep the tail.
-    std::string msg = e.what();
-    const auto pos = msg.find("] ");
-    if (pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw parse_error(fmt::format("{}: invalid JSON: {}", what, msg));
-  }
-}
+CAIRN_INLINE nlohmann::json parse_json(std::string_view text, const JsonLimits& limits, std::string_view what);
 
 /// Depth of the deepest container in `value` (a scalar is 0, `[]` is 1), computed without recursion. Stops
 /// counting once `stop_at` is exceeded, so a hostile value costs no more than needed to reject it.
@@ -152,3 +116,7 @@ inline std::size_t json_text_size(const nlohmann::json& value) {
 
 }  // namespace detail
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/detail/json-inl.hpp"
+#endif

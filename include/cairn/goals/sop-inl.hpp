@@ -3,6 +3,7 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
+#include "cairn/artifact/search/words.hpp"
 #include "cairn/goals/sop.hpp"
 #include "cairn/version.hpp"
 

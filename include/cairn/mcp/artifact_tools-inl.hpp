@@ -3,6 +3,7 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
+#include "cairn/artifact/search/filter.hpp"
 #include "cairn/mcp/artifact_tools.hpp"
 #include "cairn/version.hpp"
 
