@@ -15,6 +15,7 @@
 #include <thread>
 #include <tuple>
 
+#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/search.hpp"
 #include "cairn/observe.hpp"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/prompt.hpp"
 #include "cairn/testing/embedder.hpp"

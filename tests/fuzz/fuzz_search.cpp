@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "cairn/artifact/search/words.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/search.hpp"
 #include "fuzz.hpp"

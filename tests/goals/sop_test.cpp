@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/goals/sop.hpp"
 #include "cairn/testing/embedder.hpp"
 #include "goals_test_support.hpp"

@@ -1,5 +1,6 @@
 // mcp::ArtifactTools over a real InMemoryArtifactStore: every tool, its argument errors, and tenant isolation
 // (search_artifacts also on a store with a deterministic embedder).
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/mcp/artifact_tools.hpp"
 
 #include <memory>

@@ -1,3 +1,4 @@
+#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/store/sqlite_store.hpp"
 #include "cairn/store/sqlite_journal.hpp"
 

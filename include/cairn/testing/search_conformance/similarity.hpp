@@ -23,7 +23,7 @@
 #include "cairn/artifact/store.hpp"
 #include "cairn/error.hpp"
 #include "cairn/testing/conformance_check.hpp"
-#include "cairn/artifact/search/cosine.hpp"
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/testing/search_conformance/support.hpp"
 #include "cairn/version.hpp"
 

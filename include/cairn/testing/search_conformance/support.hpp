@@ -14,7 +14,6 @@
 
 #include <fmt/format.h>
 
-#include "cairn/artifact/search/cosine.hpp"
 #include "cairn/artifact/search/rank.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/testing/conformance_check.hpp"
