@@ -38,13 +38,8 @@ else()
   set(_cairn_pc_includedir "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
 set(_cairn_pc_requires "nlohmann_json >= 3.11, fmt >= 9")
-set(_cairn_pc_cflags "")
 if(CAIRN_WITH_SCHEMA)
   string(APPEND _cairn_pc_requires ", re2")
-  set(_cairn_pc_cflags " -DCAIRN_WITH_SCHEMA=1")
-endif()
-if(CAIRN_WITH_HNSWLIB)
-  string(APPEND _cairn_pc_cflags " -DCAIRN_WITH_HNSWLIB=1")
 endif()
 file(WRITE "${PROJECT_BINARY_DIR}/cairn.pc" "prefix=${_cairn_pc_prefix}
 includedir=${_cairn_pc_includedir}
@@ -53,7 +48,7 @@ Name: cairn
 Description: ${PROJECT_DESCRIPTION} (header-only core, C++17)
 Version: ${PROJECT_VERSION}
 Requires: ${_cairn_pc_requires}
-Cflags: -I\${includedir}${_cairn_pc_cflags}
+Cflags: -I\${includedir}
 ")
 
 if(CAIRN_INSTALL)
@@ -73,6 +68,7 @@ if(CAIRN_INSTALL)
   endif()
   install(DIRECTORY include/ DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
           FILES_MATCHING PATTERN "*.hpp" ${_cairn_header_excludes})
+  install(FILES "${PROJECT_BINARY_DIR}/include/cairn/build_config.hpp" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/cairn")
   install(TARGETS ${CAIRN_EXPORTED_TARGETS} EXPORT cairnTargets
           ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
           LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"

@@ -2,6 +2,7 @@
 #   CONSUMER  folder of the consumer's CMakeLists.txt      BUILD  its build folder
 #   ARGS      extra configure arguments (a ;-list)          INSTALL_FROM / PREFIX  install cairn first
 #   COMPONENTS  the compiled parts the install must hold and the consumer asks for (comma-separated)
+#   WITH_SCHEMA, WITH_HNSWLIB  (0 or 1) what the installed cairn/build_config.hpp must say
 cmake_minimum_required(VERSION 3.21)
 string(REPLACE "," ";" _components "${COMPONENTS}")
 if(INSTALL_FROM)
@@ -16,6 +17,25 @@ if(INSTALL_FROM)
   if(EXISTS "${INSTALL_FROM}/examples/cairn-mcp" AND NOT EXISTS "${PREFIX}/bin/cairn-mcp")
     message(FATAL_ERROR "cmake --install did not install cairn-mcp into ${PREFIX}/bin")
   endif()
+  # The optional parts it was built with are in an installed header, not in the usage requirements: a consumer's
+  # files get no CAIRN_WITH_* definition (in compiled mode none of them parses RE2 or hnswlib).
+  file(GLOB_RECURSE _targets "${PREFIX}/*cairnTargets.cmake")
+  foreach(_file IN LISTS _targets)
+    file(READ "${_file}" _text)
+    if(_text MATCHES "CAIRN_WITH_")
+      message(FATAL_ERROR "${_file} hands a CAIRN_WITH_* switch to cairn's users")
+    endif()
+  endforeach()
+  if(NOT EXISTS "${PREFIX}/include/cairn/build_config.hpp")
+    message(FATAL_ERROR "cmake --install did not install include/cairn/build_config.hpp")
+  endif()
+  file(READ "${PREFIX}/include/cairn/build_config.hpp" _config)
+  foreach(_option SCHEMA HNSWLIB)
+    if(DEFINED WITH_${_option} AND NOT _config MATCHES "#define CAIRN_WITH_${_option} ${WITH_${_option}}\n")
+      message(FATAL_ERROR "the installed cairn/build_config.hpp does not say CAIRN_WITH_${_option} "
+                          "${WITH_${_option}}:\n${_config}")
+    endif()
+  endforeach()
   # Each compiled part comes with its header, and a static library makes the version check architecture-bound.
   set(_header_of_sqlite store/sqlite_store.hpp)
   set(_header_of_postgres store/postgres_store.hpp)

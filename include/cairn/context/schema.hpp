@@ -22,13 +22,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cairn/detail/build_config.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
-
-#ifndef CAIRN_WITH_SCHEMA
-#define CAIRN_WITH_SCHEMA 0
-#endif
 
 CAIRN_BEGIN_NAMESPACE
 

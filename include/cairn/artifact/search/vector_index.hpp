@@ -27,138 +27,14 @@
 #include <utility>
 #include <vector>
 
-// Under ThreadSanitizer the index answers exactly, without hnswlib: hnswlib 0.6.2's addPoint takes its own mutexes
-// in an order TSan reports as a potential deadlock (an element's link-list lock, then its `global` lock), and once
-// resizeIndex has replaced its mutexes TSan loses the stacks a suppression would match. That cycle cannot close here
-// (every add and remove holds this class's exclusive lock), and the locking TSan checks is this class's own, the
-// same in both implementations; ASan, UBSan and the plain builds run hnswlib.
-#if defined(CAIRN_WITH_HNSWLIB) && !defined(__SANITIZE_THREAD__)
-#if defined(__has_feature)
-#if !__has_feature(thread_sanitizer)
-#define CAIRN_DETAIL_HNSWLIB 1
-#endif
-#else
-#define CAIRN_DETAIL_HNSWLIB 1
-#endif
-#endif
-
-#if defined(CAIRN_DETAIL_HNSWLIB)
-// hnswlib 0.6.2's headers define functions and variables that are not inline (cpuid, AVXCapable, the SIMD function
-// pointers), so two translation units that include them do not link. They are included inside an unnamed namespace
-// (each translation unit gets its own copy, of internal linkage); the headers they use are included first, so that
-// their include guards keep them out of that namespace. VectorIndex holds hnswlib's objects type-erased, so no
-// member of it has a type of the unnamed namespace.
-#include <assert.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <atomic>
-#include <cassert>
-#include <cmath>
-#include <deque>
-#include <fstream>
-#include <iostream>
-#include <list>
-#include <queue>
-#include <random>
-#include <stdexcept>
-#include <unordered_set>
-#if defined(__SSE__) && !defined(_MSC_VER)
-#include <cpuid.h>
-#include <x86intrin.h>
-#endif
-// Under AddressSanitizer or UndefinedBehaviorSanitizer, hnswlib goes without its SSE code: its search prefetches
-// one element past a link list (searchBaseLayer), which ASan stops at, and the garbage label there makes a pointer
-// addition overflow, which UBSan reports (harmless in a release build: a prefetch of a wild address does nothing).
-// The distances are then computed without SIMD (equal up to float rounding).
-#if defined(__SANITIZE_ADDRESS__)
-#define CAIRN_HNSWLIB_PLAIN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define CAIRN_HNSWLIB_PLAIN 1
-#endif
-#endif
-#if defined(CAIRN_HNSWLIB_PLAIN) && !defined(NO_MANUAL_VECTORIZATION)
-#define NO_MANUAL_VECTORIZATION
-#define CAIRN_UNDEF_NO_MANUAL_VECTORIZATION
-#endif
-namespace {
-#include <hnswlib/hnswlib.h>
-}  // namespace
-#if defined(CAIRN_UNDEF_NO_MANUAL_VECTORIZATION)
-#undef NO_MANUAL_VECTORIZATION
-#undef CAIRN_UNDEF_NO_MANUAL_VECTORIZATION
-#endif
-namespace {
-namespace cairn_hnswlib {
-// Cosine distance over the index's layout: `dimension` floats (a vector scaled by a power of two), then its inverse
-// length; a query's last float is 1 (it is scaled to length 1). hnswlib's own inner product (with its SIMD code)
-// runs over the first `dimension` floats.
-class CosineSpace final : public hnswlib::SpaceInterface<float> {
- public:
-  explicit CosineSpace(std::size_t dimension)
-      : inner_(dimension),
-        inner_distance_(inner_.get_dist_func()),
-        inner_param_(inner_.get_dist_func_param()),
-        dimension_(dimension) {}
-  CosineSpace(const CosineSpace&) = delete;
-  CosineSpace& operator=(const CosineSpace&) = delete;
-  std::size_t get_data_size() override { return (dimension_ + 1) * sizeof(float); }
-  hnswlib::DISTFUNC<float> get_dist_func() override { return &distance; }
-  void* get_dist_func_param() override { return this; }
-
- private:
-  static float distance(const void* a, const void* b, const void* param) {
-    const auto* space = static_cast<const CosineSpace*>(param);
-    const float dot = 1.0f - space->inner_distance_(a, b, space->inner_param_);  // hnswlib's is 1 - a.b
-    const float inverse_a = static_cast<const float*>(a)[space->dimension_];
-    const float inverse_b = static_cast<const float*>(b)[space->dimension_];
-    return 1.0f - dot * inverse_a * inverse_b;
-  }
-
-  hnswlib::InnerProductSpace inner_;
-  hnswlib::DISTFUNC<float> inner_distance_;
-  void* inner_param_;
-  std::size_t dimension_;
-};
-}  // namespace cairn_hnswlib
-}  // namespace
-#endif
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "cairn/artifact/search/cosine.hpp"
+#include "cairn/artifact/search/dot_i16.hpp"
+#include "cairn/artifact/search/hnsw.hpp"
 #include "cairn/detail/mapped_array.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace detail {
-
-/// The dot product of two vectors of 16-bit integers, exact (SSE2's pmaddwd where there is SSE2). Each |a[i]| and
-/// |b[i]| is at most 32767 and the lengths of `a` and `b` are below 46,340 (VectorIndex's copies are), so that no
-/// partial sum leaves 32 bits.
-inline std::int64_t dot_i16(const std::int16_t* a, const std::int16_t* b, std::size_t n) noexcept {
-  std::int64_t dot = 0;
-  std::size_t i = 0;
-#if defined(__SSE2__)
-  __m128i even = _mm_setzero_si128(), odd = _mm_setzero_si128();  // two sums, so that the adds overlap
-  for (; i + 16 <= n; i += 16) {
-    const auto* pa = reinterpret_cast<const __m128i*>(a + i);
-    const auto* pb = reinterpret_cast<const __m128i*>(b + i);
-    even = _mm_add_epi32(even, _mm_madd_epi16(_mm_loadu_si128(pa), _mm_loadu_si128(pb)));
-    odd = _mm_add_epi32(odd, _mm_madd_epi16(_mm_loadu_si128(pa + 1), _mm_loadu_si128(pb + 1)));
-  }
-  alignas(16) std::int32_t lanes[8];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), even);
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes + 4), odd);
-  for (const std::int32_t lane : lanes) dot += lane;
-#endif
-  for (; i < n; ++i) dot += static_cast<std::int32_t>(a[i]) * b[i];
-  return dot;
-}
 
 /// One candidate an index returned: a version of an artifact and its cosine similarity to the query.
 struct VectorHit {
