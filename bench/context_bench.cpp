@@ -163,10 +163,10 @@ ExecutionContext& catalog_context() {
     ExecutionContext c(shared_store(), "bench");
     for (int i = 0; i < 1000; ++i) {
       c.add_artifact("artifact_" + std::to_string(i), ArtifactRecord::builder()
-                                                           .type("data")
-                                                           .description("Artifact number " + std::to_string(i))
-                                                           .purpose("Benchmark input")
-                                                           .value({{"index", i}, {"name", "x"}}));
+                                                          .type("data")
+                                                          .description("Artifact number " + std::to_string(i))
+                                                          .purpose("Benchmark input")
+                                                          .value({{"index", i}, {"name", "x"}}));
     }
     return c;
   }();
@@ -230,8 +230,8 @@ const json& fetch_inputs() {
 
 // The same rules written by hand, as a host would without a validator.
 bool hand_check(const json& in) {
-  static const char* const known[] = {"url", "port", "method", "timeout_ms", "follow_redirects", "headers", "query",
-                                      "auth"};
+  static const char* const known[] = {"url",     "port",  "method", "timeout_ms", "follow_redirects",
+                                      "headers", "query", "auth"};
   if (!in.is_object()) return false;
   for (const auto& [key, value] : in.items()) {
     bool ok = false;

@@ -60,13 +60,13 @@ std::shared_ptr<cairn::InMemoryArtifactStore> make_store() {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   for (int i = 0; i < kDistinctArtifacts; ++i) {
     (void)store->store(*cairn::ArtifactRecord::builder()
-                      .tenant_id(kTenant)
-                      .id(id_of(i))
-                      .type(cairn::ArtifactType::document)
-                      .title("Artifact " + std::to_string(i))
-                      .description("summary of the artifact")
-                      .value(content_of(i))
-                      .build());
+                            .tenant_id(kTenant)
+                            .id(id_of(i))
+                            .type(cairn::ArtifactType::document)
+                            .title("Artifact " + std::to_string(i))
+                            .description("summary of the artifact")
+                            .value(content_of(i))
+                            .build());
   }
   return store;
 }

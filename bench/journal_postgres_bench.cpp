@@ -29,18 +29,18 @@ using nlohmann::json;
 const char* pg_conninfo() { return std::getenv("CAIRN_TEST_PG_CONNINFO"); }
 
 // A message-sized entry: ~400 bytes once dumped.
-json message_of(int i) {
-  return json{{"role", "assistant"}, {"turn", i}, {"content", std::string(360, 'm')}};
-}
+json message_of(int i) { return json{{"role", "assistant"}, {"turn", i}, {"content", std::string(360, 'm')}}; }
 
 std::string fresh(const char* tag) { return tag + cairn::detail::random_string(12, "abcdefghijklmnopqrstuvwxyz"); }
 
 class PgFloor {
  public:
   explicit PgFloor(const char* conninfo) : conn_(PQconnectdb(conninfo)) {
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
-    exec("CREATE TABLE IF NOT EXISTS bench_journal_floor (tenant text COLLATE \"C\", run text COLLATE \"C\", "
-         "seq bigint, kind text, data text, time bigint, PRIMARY KEY (tenant, run, seq))");
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
+    exec(
+        "CREATE TABLE IF NOT EXISTS bench_journal_floor (tenant text COLLATE \"C\", run text COLLATE \"C\", "
+        "seq bigint, kind text, data text, time bigint, PRIMARY KEY (tenant, run, seq))");
     PQclear(PQprepare(conn_, "floor_ins",
                       "INSERT INTO bench_journal_floor VALUES ($1::text, $2::text, $3::bigint, $4::text, $5::text, "
                       "$6::bigint)",

@@ -14,9 +14,9 @@
 // checkpoint moves everything out of the WAL) and the bytes the process wrote (WAL frames and checkpoints, from
 // /proc/self/io). Flat means a step costs what it adds, not what the run holds. Synchronous NORMAL there: the bytes
 // do not depend on it, the time to build a 10,000-entry run does.
-#include <sqlite3.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,9 +64,8 @@ std::string bench_dir() {
     std::filesystem::create_directories(d);
     std::atexit([] {
       std::error_code ec;
-      std::filesystem::remove_all(std::filesystem::temp_directory_path() /
-                                      ("cairn-journal-bench-" + std::to_string(::getpid())),
-                                  ec);
+      std::filesystem::remove_all(
+          std::filesystem::temp_directory_path() / ("cairn-journal-bench-" + std::to_string(::getpid())), ec);
     });
     return d.string();
   }();
@@ -132,8 +131,8 @@ class Floor {
 
 cairn::SqliteJournalOptions options(bool full_sync) {
   cairn::SqliteJournalOptions o;
-  o.synchronous = full_sync ? cairn::SqliteJournalOptions::Synchronous::full
-                            : cairn::SqliteJournalOptions::Synchronous::normal;
+  o.synchronous =
+      full_sync ? cairn::SqliteJournalOptions::Synchronous::full : cairn::SqliteJournalOptions::Synchronous::normal;
   return o;
 }
 
@@ -579,9 +578,22 @@ BENCHMARK(BM_AppendGrowth_Floor)->Arg(10)->Arg(10000)->Iterations(1)->UseRealTim
 BENCHMARK(BM_AppendGrowth_Cairn)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_Conversation500_Cairn)->Iterations(1)->UseRealTime();
 
-BENCHMARK(BM_RunConversation_Floor)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)->Iterations(1)->UseRealTime()
+BENCHMARK(BM_RunConversation_Floor)
+    ->Arg(10)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Iterations(1)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_RunConversation_Cairn)->Arg(10)->Arg(100)->Arg(500)->Arg(1000)->Arg(10000)->Iterations(1)->UseRealTime()
+BENCHMARK(BM_RunConversation_Cairn)
+    ->Arg(10)
+    ->Arg(100)
+    ->Arg(500)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Iterations(1)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RunRestore_Floor)->Arg(1000)->Arg(10000)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RunRestore_Cairn)->Arg(1000)->Arg(10000)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);

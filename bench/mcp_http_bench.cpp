@@ -60,8 +60,8 @@ class McpProcess {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    std::vector<std::string> args = {CAIRN_MCP_EXE, "--http", "127.0.0.1:0", "--store", "postgres:" + conninfo,
-                                     "--tenant", tenant, "--http-threads", "64"};
+    std::vector<std::string> args = {CAIRN_MCP_EXE, "--http", "127.0.0.1:0",    "--store", "postgres:" + conninfo,
+                                     "--tenant",    tenant,   "--http-threads", "64"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -119,8 +119,8 @@ void check_writes(benchmark::State& state, const std::string& tenant, long store
   state.counters["doubled"] = static_cast<double>(doubled);
   state.counters["errors"] = static_cast<double>(errors);
   if (found != stored || doubled != 0 || errors != 0) {
-    std::fprintf(stderr, "%s: stored %ld, found %ld, doubled %ld, errors %ld\n", tenant.c_str(), stored, found,
-                 doubled, errors);
+    std::fprintf(stderr, "%s: stored %ld, found %ld, doubled %ld, errors %ld\n", tenant.c_str(), stored, found, doubled,
+                 errors);
     state.SkipWithError("lost, doubled or failed writes");
   }
 }
@@ -151,7 +151,10 @@ void BM_McpInProcess(benchmark::State& state) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = tools->call("artifact_store", {{"id", id}, {"type", "data"}, {"title", "alpha " + id}, {"value", n}});
     auto t1 = std::chrono::steady_clock::now();
-    if (r.at("isError") == true) ++errors; else ++stored;
+    if (r.at("isError") == true)
+      ++errors;
+    else
+      ++stored;
     r = tools->call("search_artifacts", {{"query", "alpha"}, {"limit", 10}});
     auto t2 = std::chrono::steady_clock::now();
     if (r.at("isError") == true) ++errors;
@@ -206,7 +209,9 @@ void BM_McpHttp(benchmark::State& state) {
   const nlohmann::json meta = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
                                {"io.modelcontextprotocol/clientCapabilities", nlohmann::json::object()}};
   const auto call = [&](const std::string& name, const nlohmann::json& args) {
-    const nlohmann::json body = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+    const nlohmann::json body = {{"jsonrpc", "2.0"},
+                                 {"id", 1},
+                                 {"method", "tools/call"},
                                  {"params", {{"name", name}, {"arguments", args}, {"_meta", meta}}}};
     auto h = headers;
     h.emplace("Mcp-Name", name);
@@ -224,8 +229,10 @@ void BM_McpHttp(benchmark::State& state) {
     auto& mine = latencies.slots[static_cast<std::size_t>(state.thread_index())];
     const std::string id = "t" + std::to_string(state.thread_index()) + "-" + std::to_string(n++);
     auto t0 = std::chrono::steady_clock::now();
-    if (call("artifact_store", {{"id", id}, {"type", "data"}, {"title", "alpha " + id}, {"value", n}})) ++stored;
-    else ++errors;
+    if (call("artifact_store", {{"id", id}, {"type", "data"}, {"title", "alpha " + id}, {"value", n}}))
+      ++stored;
+    else
+      ++errors;
     auto t1 = std::chrono::steady_clock::now();
     if (!call("search_artifacts", {{"query", "alpha"}, {"limit", 10}})) ++errors;
     auto t2 = std::chrono::steady_clock::now();

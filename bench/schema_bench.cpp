@@ -197,9 +197,8 @@ void BM_Worst_StepBudget(benchmark::State& state) {
   json defs = json::object();
   for (int i = 0; i < 24; ++i) {
     const json next = {{"$ref", "#/definitions/l" + std::to_string(i + 1)}};
-    defs["l" + std::to_string(i)] = {
-        {"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
-                               {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
+    defs["l" + std::to_string(i)] = {{"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
+                                                            {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
   }
   defs["l24"] = {{"type", "string"}};
   const cairn::CompiledSchema schema(json{{"definitions", defs}, {"$ref", "#/definitions/l0"}}, "bench");

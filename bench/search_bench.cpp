@@ -72,8 +72,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -240,7 +240,7 @@ struct Query {
   int tenant = 0;
   std::string tenant_name, type, words;  // words: two of the source artifact's, both required
   std::string any_words;                 // four more of its words, any of them (W6HybridOr: joined by OR)
-  std::vector<float> vector;            // 12 of its words, embedded
+  std::vector<float> vector;             // 12 of its words, embedded
 };
 
 const std::vector<Query>& queries() {
@@ -453,18 +453,22 @@ class FtsFloor {
     if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("sqlite3_open " + path);
     exec("PRAGMA journal_mode = WAL");
     exec("PRAGMA synchronous = NORMAL");
-    exec("CREATE VIRTUAL TABLE docs USING fts5(tenant UNINDEXED, id UNINDEXED, type UNINDEXED, title, description, "
-         "body, tokenize = 'ascii')");
+    exec(
+        "CREATE VIRTUAL TABLE docs USING fts5(tenant UNINDEXED, id UNINDEXED, type UNINDEXED, title, description, "
+        "body, tokenize = 'ascii')");
     exec("CREATE TABLE vectors (tenant TEXT, id TEXT, vec BLOB, PRIMARY KEY (tenant, id)) WITHOUT ROWID");
     begin_ = prepare("BEGIN IMMEDIATE");
     commit_ = prepare("COMMIT");
-    insert_doc_ = prepare("INSERT INTO docs (rowid, tenant, id, type, title, description, body) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    insert_doc_ = prepare(
+        "INSERT INTO docs (rowid, tenant, id, type, title, description, body) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     insert_vec_ = prepare("INSERT INTO vectors VALUES (?1, ?2, ?3)");
-    words_ = prepare("SELECT id, title, body, bm25(docs) FROM docs WHERE docs MATCH ?1 AND tenant = ?2 AND "
-                     "type = ?3 ORDER BY bm25(docs) LIMIT ?4");
-    ranked_ = prepare("SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ?1 AND tenant = ?2 ORDER BY bm25(docs) "
-                      "LIMIT ?3");
+    words_ = prepare(
+        "SELECT id, title, body, bm25(docs) FROM docs WHERE docs MATCH ?1 AND tenant = ?2 AND "
+        "type = ?3 ORDER BY bm25(docs) LIMIT ?4");
+    ranked_ = prepare(
+        "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ?1 AND tenant = ?2 ORDER BY bm25(docs) "
+        "LIMIT ?3");
     row_ = prepare("SELECT id, title, body FROM docs WHERE rowid = ?1");
   }
   ~FtsFloor() {
@@ -570,7 +574,8 @@ class Pg {
  public:
   explicit Pg(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str())) {
     if (PQstatus(conn_) != CONNECTION_OK) throw std::runtime_error(std::string("PostgreSQL: ") + PQerrorMessage(conn_));
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
   }
   ~Pg() { PQfinish(conn_); }
   Pg(const Pg&) = delete;
@@ -629,18 +634,21 @@ class PgFloor {
         "STORED)");
     pg_.exec("CREATE INDEX w6_floor_tsv ON w6_floor USING gin (tsv)");
     pg_.prepare("ins", "INSERT INTO w6_floor VALUES ($1::integer, $2, $3, $4, $5, $6, $7, $8::bytea)");
-    pg_.prepare("words", "SELECT id, title, body, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
-                         "WHERE tsv @@ q AND tenant = $2 AND type = $3 ORDER BY r DESC, id LIMIT $4::integer");
-    pg_.prepare("ranked", "SELECT n, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
-                          "WHERE tsv @@ q AND tenant = $2 ORDER BY r DESC, n LIMIT $3::integer");
+    pg_.prepare("words",
+                "SELECT id, title, body, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
+                "WHERE tsv @@ q AND tenant = $2 AND type = $3 ORDER BY r DESC, id LIMIT $4::integer");
+    pg_.prepare("ranked",
+                "SELECT n, ts_rank_cd(tsv, q) AS r FROM w6_floor, to_tsquery('simple', $1) q "
+                "WHERE tsv @@ q AND tenant = $2 ORDER BY r DESC, n LIMIT $3::integer");
     pg_.prepare("rows", "SELECT id, title, body FROM w6_floor WHERE n = ANY($1::integer[])");
   }
   void add(int i, const Doc& d, const std::vector<float>& v) {
     const std::string n = std::to_string(i);
     const char* bin = reinterpret_cast<const char*>(v.data());
     const int vlen = static_cast<int>(v.size() * sizeof(float));
-    PQclear(pg_.call("ins", {n.c_str(), d.tenant.c_str(), d.id.c_str(), d.type.c_str(), d.title.c_str(),
-                             d.description.c_str(), d.body.c_str(), bin},
+    PQclear(pg_.call("ins",
+                     {n.c_str(), d.tenant.c_str(), d.id.c_str(), d.type.c_str(), d.title.c_str(), d.description.c_str(),
+                      d.body.c_str(), bin},
                      {0, 0, 0, 0, 0, 0, 0, vlen}, {0, 0, 0, 0, 0, 0, 0, 1}));
   }
   std::vector<Row> words(const Query& q, std::size_t limit) {
@@ -713,9 +721,16 @@ Subjects& subjects() {
 }
 
 cairn::ArtifactPtr record_of(const Doc& d) {
-  return cairn::ArtifactRecord::builder().tenant_id(d.tenant).id(d.id).type(d.type).title(d.title)
-      .description(d.description).created_by("agent-w6").value(json(d.body))
-      .metadata(json{{"bucket", bucket_of(index_of(d.id))}}).build();
+  return cairn::ArtifactRecord::builder()
+      .tenant_id(d.tenant)
+      .id(d.id)
+      .type(d.type)
+      .title(d.title)
+      .description(d.description)
+      .created_by("agent-w6")
+      .value(json(d.body))
+      .metadata(json{{"bucket", bucket_of(index_of(d.id))}})
+      .build();
 }
 
 // Calls add(i, doc) for every artifact: the time of the calls alone (the corpus is made in chunks outside the
@@ -995,11 +1010,14 @@ void words_cairn(benchmark::State& state, const Store& store, Timing timing = Ti
     first_ms[&store] = state.counters["first_query_ms"];
   }
   state.counters["first_query_ms"] = first_ms[&store];
-  each_query(state, [&](const Query& q) {
-    auto page = store.search(q.tenant_name, words_query(q));
-    benchmark::DoNotOptimize(page);
-    return page.hits.size();
-  }, timing);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto page = store.search(q.tenant_name, words_query(q));
+        benchmark::DoNotOptimize(page);
+        return page.hits.size();
+      },
+      timing);
 }
 void BM_W6Words_Memory(benchmark::State& state) { words_cairn(state, mem_store()); }
 void BM_W6Words_Sqlite(benchmark::State& state) { words_cairn(state, sqlite_store()); }
@@ -1030,11 +1048,14 @@ void similar_cairn(benchmark::State& state, const Store& store, Timing timing = 
     first_ms[&store] = state.counters["first_query_ms"];
   }
   state.counters["first_query_ms"] = first_ms[&store];
-  each_query(state, [&](const Query& q) {
-    auto page = store.search(q.tenant_name, similar_query(q));
-    benchmark::DoNotOptimize(page);
-    return page.hits.size();
-  }, timing);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto page = store.search(q.tenant_name, similar_query(q));
+        benchmark::DoNotOptimize(page);
+        return page.hits.size();
+      },
+      timing);
 }
 void BM_W6Similar_Memory(benchmark::State& state) { similar_cairn(state, mem_store()); }
 
@@ -1095,13 +1116,16 @@ void BM_W6SimilarExact_Floor(benchmark::State& state) { BM_W6Similar_Exact(state
 template <class Store>
 void exact_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu) {
   if (skip_without_vectors(state, store)) return;
-  each_query(state, [&](const Query& q) {
-    cairn::SearchQuery s = similar_query(q);
-    s.exact = true;
-    auto page = store.search(q.tenant_name, s);
-    benchmark::DoNotOptimize(page);
-    return page.hits.size();
-  }, timing);
+  each_query(
+      state,
+      [&](const Query& q) {
+        cairn::SearchQuery s = similar_query(q);
+        s.exact = true;
+        auto page = store.search(q.tenant_name, s);
+        benchmark::DoNotOptimize(page);
+        return page.hits.size();
+      },
+      timing);
 }
 void BM_W6SimilarExact_Memory(benchmark::State& state) { exact_cairn(state, mem_store()); }
 void BM_W6SimilarExact_Sqlite(benchmark::State& state) { exact_cairn(state, sqlite_store()); }
@@ -1145,11 +1169,14 @@ void filtered_cairn(benchmark::State& state, const Store& store, Timing timing =
   for (const auto& q : queries()) {
     if (warm.insert(q.tenant).second) benchmark::DoNotOptimize(store.search(q.tenant_name, similar_query(q)));
   }
-  each_query(state, [&](const Query& q) {
-    auto page = store.search(q.tenant_name, filtered_query(q, below));
-    benchmark::DoNotOptimize(page);
-    return page.hits.size();
-  }, timing);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto page = store.search(q.tenant_name, filtered_query(q, below));
+        benchmark::DoNotOptimize(page);
+        return page.hits.size();
+      },
+      timing);
   state.counters["recall_at_10"] = filtered_recall(below, [&](const Query& q) {
     std::vector<int> out;
     for (const auto& h : store.search(q.tenant_name, filtered_query(q, below)).hits) {
@@ -1238,11 +1265,14 @@ void hybrid_cairn(benchmark::State& state, const Store& store, Timing timing = T
   for (const auto& q : queries()) {
     if (warm.insert(q.tenant).second) benchmark::DoNotOptimize(store.search(q.tenant_name, hybrid_query(q)));
   }
-  each_query(state, [&](const Query& q) {
-    auto page = store.search(q.tenant_name, any ? hybrid_or_query(q) : hybrid_query(q));
-    benchmark::DoNotOptimize(page);
-    return page.hits.size();
-  }, timing);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto page = store.search(q.tenant_name, any ? hybrid_or_query(q) : hybrid_query(q));
+        benchmark::DoNotOptimize(page);
+        return page.hits.size();
+      },
+      timing);
 }
 void BM_W6Hybrid_Memory(benchmark::State& state) { hybrid_cairn(state, mem_store()); }
 void BM_W6Hybrid_Sqlite(benchmark::State& state) { hybrid_cairn(state, sqlite_store()); }
@@ -1341,22 +1371,28 @@ void BM_W6WordsPgAgain_Postgres(benchmark::State& state) {
 void BM_W6SimilarPg_Floor(benchmark::State& state) {
   auto& pg = pg_floor();
   const auto& mem = mem_floor();
-  each_query(state, [&](const Query& q) {
-    auto rows = pg.rows(mem.similar(q.tenant, q.vector, kLimit));
-    benchmark::DoNotOptimize(rows);
-    return rows.size();
-  }, Timing::wall);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto rows = pg.rows(mem.similar(q.tenant, q.vector, kLimit));
+        benchmark::DoNotOptimize(rows);
+        return rows.size();
+      },
+      Timing::wall);
 }
 void BM_W6SimilarPg_Postgres(benchmark::State& state) { similar_cairn(state, pg_store(), Timing::wall); }
 void BM_W6SimilarPg_PostgresRows(benchmark::State& state) { similar_cairn(state, pg_rows_store(), Timing::wall); }
 void hybrid_pg_floor(benchmark::State& state, bool any) {
   auto& pg = pg_floor();
   const auto& mem = mem_floor();
-  each_query(state, [&](const Query& q) {
-    auto rows = pg.rows(fuse(pg.ranked(q, kFused, any), mem.similar(q.tenant, q.vector, kFused), kLimit));
-    benchmark::DoNotOptimize(rows);
-    return rows.size();
-  }, Timing::wall);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto rows = pg.rows(fuse(pg.ranked(q, kFused, any), mem.similar(q.tenant, q.vector, kFused), kLimit));
+        benchmark::DoNotOptimize(rows);
+        return rows.size();
+      },
+      Timing::wall);
 }
 void BM_W6HybridPg_Floor(benchmark::State& state) { hybrid_pg_floor(state, false); }
 void BM_W6HybridPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_store(), Timing::wall); }
@@ -1368,11 +1404,14 @@ void BM_W6SimilarMatchedPg_Floor(benchmark::State& state) {
   const auto& mem = mem_floor();
   double r = 0;
   const std::size_t ef = matched_ef(&r);
-  each_query(state, [&](const Query& q) {
-    auto rows = pg.rows(mem.similar_at(q.tenant, q.vector, kLimit, ef));
-    benchmark::DoNotOptimize(rows);
-    return rows.size();
-  }, Timing::wall);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto rows = pg.rows(mem.similar_at(q.tenant, q.vector, kLimit, ef));
+        benchmark::DoNotOptimize(rows);
+        return rows.size();
+      },
+      Timing::wall);
   state.counters["ef"] = static_cast<double>(ef);
 }
 void BM_W6SimilarMatchedPg_Postgres(benchmark::State& state) { similar_cairn(state, pg_store(), Timing::wall); }
@@ -1382,16 +1421,17 @@ void BM_W6FilteredPg_Floor(benchmark::State& state) {
   auto& pg = pg_floor();
   const auto& mem = mem_floor();
   const int below = static_cast<int>(state.range(0));
-  each_query(state, [&](const Query& q) {
-    auto rows = pg.rows(mem.exact(q.tenant, q.vector, kLimit, below));
-    benchmark::DoNotOptimize(rows);
-    return rows.size();
-  }, Timing::wall);
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto rows = pg.rows(mem.exact(q.tenant, q.vector, kLimit, below));
+        benchmark::DoNotOptimize(rows);
+        return rows.size();
+      },
+      Timing::wall);
 }
 void BM_W6FilteredPg_Postgres(benchmark::State& state) { filtered_cairn(state, pg_store(), Timing::wall); }
-void BM_W6FilteredPg_PostgresRows(benchmark::State& state) {
-  filtered_cairn(state, pg_rows_store(), Timing::wall);
-}
+void BM_W6FilteredPg_PostgresRows(benchmark::State& state) { filtered_cairn(state, pg_rows_store(), Timing::wall); }
 void BM_W6RestartPg_Postgres(benchmark::State& state) {
   pg_store();
   restart_cairn(state, [] {
@@ -1462,8 +1502,13 @@ class ClusteredSet {
         const auto n = static_cast<std::uint32_t>(t * 1000000 + static_cast<int>(i));
         x.vectors.push_back(member(shared, x.topics[i % topics], Rng(42, n)));
         x.index->addPoint(x.vectors.back().data(), i);
-        const auto r = cairn::ArtifactRecord::builder().id("v" + std::to_string(i)).tenant_id(x.name).type("text")
-                           .title("clustered").value("a clustered vector").build();
+        const auto r = cairn::ArtifactRecord::builder()
+                           .id("v" + std::to_string(i))
+                           .tenant_id(x.name)
+                           .type("text")
+                           .title("clustered")
+                           .value("a clustered vector")
+                           .build();
         benchmark::DoNotOptimize(store_.store_embedded(*r, cairn::Embedding{kModel, x.vectors.back()}));
       }
     }
@@ -1491,9 +1536,9 @@ class ClusteredSet {
       all.push_back({static_cast<int>(i), static_cast<double>(dot)});
     }
     k = std::min(k, all.size());
-    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                      [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score &&
-                                                                                      a.index < b.index); });
+    std::partial_sort(
+        all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
+        [](const Hit& a, const Hit& b) { return a.score > b.score || (a.score == b.score && a.index < b.index); });
     all.resize(k);
     return all;
   }
@@ -1666,7 +1711,9 @@ const bool registered = [] {
   query("BM_W6Clustered_Hnswlib", BM_W6Clustered_Hnswlib);
   query("BM_W6Clustered_Memory", BM_W6Clustered_Memory);
   query("BM_W6Clustered_MemoryEf", BM_W6Clustered_MemoryEf);
-  benchmark::RegisterBenchmark("BM_W6Restart_Sqlite", BM_W6Restart_Sqlite)->Iterations(1)->UseManualTime()
+  benchmark::RegisterBenchmark("BM_W6Restart_Sqlite", BM_W6Restart_Sqlite)
+      ->Iterations(1)
+      ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
 #if defined(CAIRN_HAS_POSTGRES)
   if (pg_conninfo()) {
@@ -1692,7 +1739,9 @@ const bool registered = [] {
     filtered("BM_W6FilteredPg_Floor", BM_W6FilteredPg_Floor);
     filtered("BM_W6FilteredPg_Postgres", BM_W6FilteredPg_Postgres);
     filtered("BM_W6FilteredPg_PostgresRows", BM_W6FilteredPg_PostgresRows);
-    benchmark::RegisterBenchmark("BM_W6RestartPg_Postgres", BM_W6RestartPg_Postgres)->Iterations(1)->UseManualTime()
+    benchmark::RegisterBenchmark("BM_W6RestartPg_Postgres", BM_W6RestartPg_Postgres)
+        ->Iterations(1)
+        ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
 #endif

@@ -205,12 +205,22 @@ void BM_List_Tenant(benchmark::State& state) {
   const auto others = static_cast<int>(state.range(0));
   cairn::InMemoryArtifactStore s;
   for (int i = 0; i < 1000; ++i) {
-    (void)s.store(*ArtifactRecord::builder().tenant_id("target").id("doc-" + std::to_string(100000 + i))
-                 .type("document").title("t").value(i).build());
+    (void)s.store(*ArtifactRecord::builder()
+                       .tenant_id("target")
+                       .id("doc-" + std::to_string(100000 + i))
+                       .type("document")
+                       .title("t")
+                       .value(i)
+                       .build());
   }
   for (int i = 0; i < others; ++i) {
-    (void)s.store(*ArtifactRecord::builder().tenant_id("other-" + std::to_string(i % 1000)).id(std::to_string(i))
-                 .type("document").title("t").value(i).build());
+    (void)s.store(*ArtifactRecord::builder()
+                       .tenant_id("other-" + std::to_string(i % 1000))
+                       .id(std::to_string(i))
+                       .type("document")
+                       .title("t")
+                       .value(i)
+                       .build());
   }
   cairn::ListQuery q;
   q.limit = 100;

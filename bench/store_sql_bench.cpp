@@ -50,8 +50,14 @@ json value_of(int i) {
       {"title", "Report " + std::to_string(i)}, {"rows", {1, 2, 3, i}}, {"ok", true}, {"text", std::string(200, 'x')}};
 }
 cairn::ArtifactPtr record_of(int i, json value) {
-  return ArtifactRecord::builder().tenant_id(tenant_of(i)).id(id_of(i)).type("document").title("Report")
-      .created_by("agent-1").value(std::move(value)).build();
+  return ArtifactRecord::builder()
+      .tenant_id(tenant_of(i))
+      .id(id_of(i))
+      .type("document")
+      .title("Report")
+      .created_by("agent-1")
+      .value(std::move(value))
+      .build();
 }
 
 std::string bench_dir() {
@@ -60,9 +66,8 @@ std::string bench_dir() {
     std::filesystem::create_directories(d);
     std::atexit([] {
       std::error_code ec;
-      std::filesystem::remove_all(std::filesystem::temp_directory_path() /
-                                      ("cairn-sql-bench-" + std::to_string(::getpid())),
-                                  ec);
+      std::filesystem::remove_all(
+          std::filesystem::temp_directory_path() / ("cairn-sql-bench-" + std::to_string(::getpid())), ec);
     });
     return d.string();
   }();
@@ -78,8 +83,9 @@ class Floor {
     sqlite3_busy_timeout(db_, 10000);
     exec("PRAGMA journal_mode = WAL");
     exec(full_sync ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
-    exec("CREATE TABLE IF NOT EXISTS t (tenant TEXT, id TEXT, version INTEGER, value TEXT, "
-         "PRIMARY KEY (tenant, id, version)) WITHOUT ROWID");
+    exec(
+        "CREATE TABLE IF NOT EXISTS t (tenant TEXT, id TEXT, version INTEGER, value TEXT, "
+        "PRIMARY KEY (tenant, id, version)) WITHOUT ROWID");
     prepare(&begin_, "BEGIN IMMEDIATE");
     prepare(&commit_, "COMMIT");
     prepare(&latest_, "SELECT max(version) FROM t WHERE tenant = ?1 AND id = ?2");
@@ -266,9 +272,11 @@ const char* pg_conninfo() { return std::getenv("CAIRN_TEST_PG_CONNINFO"); }
 class PgFloor {
  public:
   explicit PgFloor(const char* conninfo) : conn_(PQconnectdb(conninfo)) {
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
-    exec("CREATE TABLE IF NOT EXISTS bench_floor (tenant text, id text, version bigint, value jsonb, "
-         "PRIMARY KEY (tenant, id, version))");
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
+    exec(
+        "CREATE TABLE IF NOT EXISTS bench_floor (tenant text, id text, version bigint, value jsonb, "
+        "PRIMARY KEY (tenant, id, version))");
     PQclear(PQprepare(conn_, "ins",
                       "INSERT INTO bench_floor VALUES ($1, $2, (SELECT coalesce(max(version), 0) + 1 FROM bench_floor "
                       "WHERE tenant = $1 AND id = $2), $3::jsonb) RETURNING version",

@@ -21,9 +21,9 @@
 // search of every tenant, so with every tenant's word index built (what a searched store keeps).
 #include <malloc.h>
 
-#include <ctime>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>

@@ -197,13 +197,15 @@ int main(int argc, char** argv) {
       const bool durable_store = store_url.rfind("memory:", 0) != 0;
       const bool in_journal = workflow_state == "journal" || (workflow_state == "auto" && durable_store);
       if (in_journal && !durable_store) {
-        throw cairn::invalid_argument("--workflow-state journal needs a sqlite: or postgres: --store (a memory: "
-                                      "journal would die with this process)");
+        throw cairn::invalid_argument(
+            "--workflow-state journal needs a sqlite: or postgres: --store (a memory: "
+            "journal would die with this process)");
       }
       if (!run_id.empty() && !in_journal) throw cairn::invalid_argument("--run is only used with a journal");
       if (!auth_keys.empty() && !in_journal) {
-        throw cairn::invalid_argument("--auth-key with --workflow needs the journal (--workflow-state journal): the "
-                                      "state file is one per workspace, not one per tenant");
+        throw cairn::invalid_argument(
+            "--auth-key with --workflow needs the journal (--workflow-state journal): the "
+            "state file is one per workspace, not one per tenant");
       }
       if (in_journal) {
         if (run_id.empty()) run_id = tmpl->name();
@@ -212,8 +214,7 @@ int main(int argc, char** argv) {
         } catch (const cairn::error& e) {
           throw cairn::invalid_argument(std::string("--store: ") + e.what());
         }
-        log("workflow '" + workflow + "' in run '" + run_id + "' of the store's journal; workspace " +
-            root->string());
+        log("workflow '" + workflow + "' in run '" + run_id + "' of the store's journal; workspace " + root->string());
       } else {
         log("workflow '" + workflow + "' in " + root->string());
       }
@@ -250,7 +251,8 @@ int main(int argc, char** argv) {
       "cairn keeps what agents produce and steers what they do next. "
       "Workflow tools (when a workflow is configured): call workflow_start, follow the instructions of each step, "
       "call workflow_advance with what you did, register files you create with register_artefacts. "
-      "Artifact tools store, fetch, list, version and delete artifacts of tenant '" + tenant + "'.";
+      "Artifact tools store, fetch, list, version and delete artifacts of tenant '" +
+      tenant + "'.";
   config.log = log;
   cairn::mcp::Server server(std::move(tools), config);
 

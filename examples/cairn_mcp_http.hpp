@@ -40,13 +40,13 @@ struct HttpOptions {
   std::size_t max_body_bytes = 16u << 20;    ///< longer: 413
   int read_timeout_seconds = 10;             ///< a client silent this long mid-request is dropped
   int write_timeout_seconds = 10;
-  int request_timeout_seconds = 30;          ///< a request not whole this long after its first byte: 408
-  int idle_timeout_seconds = 10;             ///< a connection with no request in progress this long is closed
-  std::size_t threads = 32;                  ///< requests served at once
-  std::size_t max_connections = 1000;        ///< connections open at once; one more: 503
-  std::size_t max_sessions = 1000;           ///< legacy sessions held at once; more: 503
-  std::chrono::seconds session_idle{1800};   ///< a legacy session unused this long is ended
-  std::size_t max_tenants = 10000;           ///< tenants (from tokens) whose tools are held at once; more: 503
+  int request_timeout_seconds = 30;         ///< a request not whole this long after its first byte: 408
+  int idle_timeout_seconds = 10;            ///< a connection with no request in progress this long is closed
+  std::size_t threads = 32;                 ///< requests served at once
+  std::size_t max_connections = 1000;       ///< connections open at once; one more: 503
+  std::size_t max_sessions = 1000;          ///< legacy sessions held at once; more: 503
+  std::chrono::seconds session_idle{1800};  ///< a legacy session unused this long is ended
+  std::size_t max_tenants = 10000;          ///< tenants (from tokens) whose tools are held at once; more: 503
 };
 
 /// The tools of one tenant (cairn-mcp builds them per tenant: with authorization each token names its own).
@@ -57,8 +57,12 @@ class HttpTransport {
   /// Serves `default_tenant` to every request when `auth` is not enabled; else the tenant of each request's token.
   HttpTransport(ToolFactory make_tools, std::string default_tenant, cairn::mcp::ServerConfig config,
                 HttpOptions options, AuthOptions auth = {})
-      : make_tools_(std::move(make_tools)), default_tenant_(std::move(default_tenant)), config_(std::move(config)),
-        options_(std::move(options)), verifier_(std::move(auth)), http_(connection_limits(options_)) {
+      : make_tools_(std::move(make_tools)),
+        default_tenant_(std::move(default_tenant)),
+        config_(std::move(config)),
+        options_(std::move(options)),
+        verifier_(std::move(auth)),
+        http_(connection_limits(options_)) {
     if (!verifier_.options().enabled()) tenant_tools(default_tenant_);  // built now: a bad store fails at start
     http_.set_payload_max_length(options_.max_body_bytes);
     http_.set_keep_alive_max_count(1000);
@@ -191,8 +195,9 @@ class HttpTransport {
     const nlohmann::json body = {
         {"jsonrpc", "2.0"},
         {"id", id},
-        {"error", {{"code", cairn::mcp::error_code::invalid_request},
-                   {"message", "Forbidden: insufficient_scope: tool '" + tool + "' needs scope '" + scope + "'"}}}};
+        {"error",
+         {{"code", cairn::mcp::error_code::invalid_request},
+          {"message", "Forbidden: insufficient_scope: tool '" + tool + "' needs scope '" + scope + "'"}}}};
     res.set_content(body.dump(), "application/json");
   }
 
@@ -295,13 +300,21 @@ class HttpTransport {
     std::size_t pad = 0;
     for (const char c : b64) {
       int d;
-      if (c >= 'A' && c <= 'Z') d = c - 'A';
-      else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
-      else if (c >= '0' && c <= '9') d = c - '0' + 52;
-      else if (c == '+') d = 62;
-      else if (c == '/') d = 63;
-      else if (c == '=') { ++pad; continue; }
-      else return std::nullopt;
+      if (c >= 'A' && c <= 'Z')
+        d = c - 'A';
+      else if (c >= 'a' && c <= 'z')
+        d = c - 'a' + 26;
+      else if (c >= '0' && c <= '9')
+        d = c - '0' + 52;
+      else if (c == '+')
+        d = 62;
+      else if (c == '/')
+        d = 63;
+      else if (c == '=') {
+        ++pad;
+        continue;
+      } else
+        return std::nullopt;
       if (pad) return std::nullopt;  // data after padding
       acc = (acc << 6) | static_cast<std::uint32_t>(d);
       bits += 6;
@@ -364,8 +377,8 @@ class HttpTransport {
     const auto version_header = req.get_header_value("MCP-Protocol-Version");
     for (const char* h : {"MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id"}) {
       if (!header_value_ok(req.get_header_value(h))) {
-        transport_error(res, 400, ec::header_mismatch, std::string("Header mismatch: ") + h +
-                                                           " holds characters a header value may not");
+        transport_error(res, 400, ec::header_mismatch,
+                        std::string("Header mismatch: ") + h + " holds characters a header value may not");
         return;
       }
     }
@@ -385,8 +398,8 @@ class HttpTransport {
         }
       }
     }
-    const bool modern = method != "initialize" && (meta_version || is_modern_version(version_header) ||
-                                                   method == "server/discover");
+    const bool modern =
+        method != "initialize" && (meta_version || is_modern_version(version_header) || method == "server/discover");
     if (modern) {
       const auto t = tenant_tools(tenant);
       if (!t) {
@@ -401,16 +414,16 @@ class HttpTransport {
   }
 
   void serve_modern(const httplib::Request& req, httplib::Response& res, const Tenant& t,
-                    const std::optional<Principal>& who, const nlohmann::json& body,
-                    const std::string& method, const nlohmann::json* params,
-                    const std::optional<std::string>& meta_version, const std::string& version_header,
-                    bool has_id) {
+                    const std::optional<Principal>& who, const nlohmann::json& body, const std::string& method,
+                    const nlohmann::json* params, const std::optional<std::string>& meta_version,
+                    const std::string& version_header, bool has_id) {
     namespace ec = cairn::mcp::error_code;
     const nlohmann::json id = body.is_object() && body.contains("id") ? body["id"] : nlohmann::json(nullptr);
     const auto mismatch = [&](const std::string& what) {
       reply(req, res, 400,
-            {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", ec::header_mismatch},
-                                                        {"message", "Header mismatch: " + what}}}});
+            {{"jsonrpc", "2.0"},
+             {"id", id},
+             {"error", {{"code", ec::header_mismatch}, {"message", "Header mismatch: " + what}}}});
     };
     if (version_header.empty()) return mismatch("the MCP-Protocol-Version header is required");
     if (meta_version && *meta_version != version_header) {
@@ -449,12 +462,12 @@ class HttpTransport {
     std::optional<nlohmann::json> answer;
     if (!meta_version) {
       // The header says 2026-07-28 but the body carries no _meta version: a malformed request (-32602).
-      answer = nlohmann::json{
-          {"jsonrpc", "2.0"},
-          {"id", id},
-          {"error", {{"code", ec::invalid_params},
-                     {"message", method + ": params._meta[\"" + cairn::mcp::meta_key::protocol_version +
-                                     "\"] is required (a string such as \"2026-07-28\")"}}}};
+      answer = nlohmann::json{{"jsonrpc", "2.0"},
+                              {"id", id},
+                              {"error",
+                               {{"code", ec::invalid_params},
+                                {"message", method + ": params._meta[\"" + cairn::mcp::meta_key::protocol_version +
+                                                "\"] is required (a string such as \"2026-07-28\")"}}}};
     } else {
       answer = t.stateless->handle_line(req.body);
     }

@@ -45,14 +45,14 @@
 namespace cairn_mcp {
 
 struct ConnectionLimits {
-  std::size_t threads = 32;                        ///< requests read (body) and served at once
-  std::size_t max_connections = 1000;              ///< open at once; one more: 503 and closed
-  std::size_t max_head_bytes = 64u << 10;          ///< request line and headers; more: 431 and closed
+  std::size_t threads = 32;                          ///< requests read (body) and served at once
+  std::size_t max_connections = 1000;                ///< open at once; one more: 503 and closed
+  std::size_t max_head_bytes = 64u << 10;            ///< request line and headers; more: 431 and closed
   std::chrono::milliseconds request_timeout{30000};  ///< from a request's first byte to its last; else 408, closed
-  std::chrono::milliseconds idle_timeout{10000};   ///< no request in progress this long: closed
-  std::chrono::milliseconds read_timeout{10000};   ///< silent this long mid-request: closed
-  std::chrono::milliseconds write_timeout{10000};  ///< a reply not taken this long: closed
-  int backlog = 1024;                              ///< the kernel's accept queue (capped by net.core.somaxconn)
+  std::chrono::milliseconds idle_timeout{10000};     ///< no request in progress this long: closed
+  std::chrono::milliseconds read_timeout{10000};     ///< silent this long mid-request: closed
+  std::chrono::milliseconds write_timeout{10000};    ///< a reply not taken this long: closed
+  int backlog = 1024;                                ///< the kernel's accept queue (capped by net.core.somaxconn)
 };
 
 class BoundedHttpServer : public httplib::Server {
@@ -111,7 +111,7 @@ class BoundedHttpServer : public httplib::Server {
 
     int fd;
     std::atomic<std::size_t>& open_count;
-    std::string in;              // bytes read and not yet taken by the parser, from `off`
+    std::string in;  // bytes read and not yet taken by the parser, from `off`
     std::size_t off = 0;
     std::size_t scanned = 0;     // `in` is searched for the end of the head up to here
     bool in_request = false;     // a request's first byte has arrived
@@ -292,12 +292,14 @@ class BoundedHttpServer : public httplib::Server {
   // is not instrumented by ThreadSanitizer, which then cannot see that lazy initialisation synchronised and reports
   // the first concurrent requests as a data race (halting a sanitizer build). No handler is reached (404s).
   void warm_up() {
-    const std::string part = "--b\r\nContent-Disposition: form-data; name=\"a\"\r\nContent-Type: text/plain\r\n\r\n"
-                             "x\r\n--b--\r\n";
+    const std::string part =
+        "--b\r\nContent-Disposition: form-data; name=\"a\"\r\nContent-Type: text/plain\r\n\r\n"
+        "x\r\n--b--\r\n";
     const std::string requests[] = {
         "GET /.warm-up HTTP/1.1\r\nHost: warm-up\r\nRange: bytes=0-1, 2-3\r\n\r\n",
         "POST /.warm-up HTTP/1.1\r\nHost: warm-up\r\nContent-Type: multipart/form-data; boundary=b\r\n"
-        "Content-Length: " + std::to_string(part.size()) + "\r\n\r\n" + part,
+        "Content-Length: " +
+            std::to_string(part.size()) + "\r\n\r\n" + part,
     };
     for (const auto& request : requests) {
       MemoryStream stream(request);
@@ -408,16 +410,15 @@ class BoundedHttpServer : public httplib::Server {
           }
           if (c->unread() > limits_.max_head_bytes) {
             refuse(c->fd, 431, "Request Header Fields Too Large",
-                   "the request line and headers are longer than " + std::to_string(limits_.max_head_bytes) +
-                       " bytes");
+                   "the request line and headers are longer than " + std::to_string(limits_.max_head_bytes) + " bytes");
             continue;
           }
         }
         if (now >= c->deadline) {
           if (c->in_request) {
             refuse(c->fd, 408, "Request Timeout",
-                   "the request did not arrive whole within " +
-                       std::to_string(limits_.request_timeout.count()) + " ms of its first byte");
+                   "the request did not arrive whole within " + std::to_string(limits_.request_timeout.count()) +
+                       " ms of its first byte");
           }
           continue;  // an idle connection is closed without a word, as HTTP/1.1 allows
         }

@@ -63,8 +63,7 @@ void record_effect(const std::string& call_id) {
 // Four tools with an effect each: a crash point before it and one after it.
 void add_tools(cairn::ToolRegistry& tools) {
   auto tool = [&](const char* name, std::function<json(const json&)> f) {
-    cairn::Tool t{name, name, json{{"type", "object"}},
-                  [f](const json& in) {
+    cairn::Tool t{name, name, json{{"type", "object"}}, [f](const json& in) {
                     crash_point();  // the intended entry is committed, the effect has not happened
                     record_effect(in.at("call").get<std::string>());
                     crash_point();  // the effect happened, the finished entry is not committed
@@ -75,9 +74,8 @@ void add_tools(cairn::ToolRegistry& tools) {
   };
   tool("fetch", [](const json& in) { return json("page of " + in.at("url").get<std::string>()); });
   tool("summarize", [](const json& in) { return json("summary of " + in.at("text").get<std::string>()); });
-  tool("translate", [](const json& in) {
-    return json(in.at("lang").get<std::string>() + ": " + in.at("text").get<std::string>());
-  });
+  tool("translate",
+       [](const json& in) { return json(in.at("lang").get<std::string>() + ": " + in.at("text").get<std::string>()); });
   tool("publish", [](const json& in) { return json{{"published", in.at("text")}, {"where", "blog"}}; });
 }
 
@@ -89,10 +87,22 @@ cairn::ToolCall step(int i) {
   cairn::ToolCall c;
   c.id = id;
   switch ((i - 1) % 4) {
-    case 0: c.tool = "fetch"; c.inputs = {{"url", "https://example.com/" + std::to_string(i)}}; break;
-    case 1: c.tool = "summarize"; c.inputs = {{"text", prev}}; break;
-    case 2: c.tool = "translate"; c.inputs = {{"text", prev}, {"lang", "fr"}}; break;
-    default: c.tool = "publish"; c.inputs = {{"text", prev}}; break;
+    case 0:
+      c.tool = "fetch";
+      c.inputs = {{"url", "https://example.com/" + std::to_string(i)}};
+      break;
+    case 1:
+      c.tool = "summarize";
+      c.inputs = {{"text", prev}};
+      break;
+    case 2:
+      c.tool = "translate";
+      c.inputs = {{"text", prev}, {"lang", "fr"}};
+      break;
+    default:
+      c.tool = "publish";
+      c.inputs = {{"text", prev}};
+      break;
   }
   c.inputs["call"] = id;
   c.outputs = {cairn::OutputSpec{out, cairn::ArtifactType::data, "output of " + id, ""}};

@@ -46,16 +46,16 @@ int main(int argc, char** argv) {
     // [docs:readme-taste]
     cairn::OpenStoreOptions options;
     options.embedder = std::make_shared<cairn::testing::WordHashEmbedder>();  // or your model's cairn::Embedder
-    auto store = cairn::open_store(url, options);      // sqlite:agents.db: every version embedded as it is stored
+    auto store = cairn::open_store(url, options);  // sqlite:agents.db: every version embedded as it is stored
     cairn::Run run(cairn::open_run_journal(url), "acme", trip);  // the same run: resumed where it stopped
     cairn::ExecutionContext ctx(store, "acme");
-    ctx.attach(run);                                    // its names and messages are back
-    auto itinerary = ctx.get_artifact("itinerary");     // bound by the first process
+    ctx.attach(run);                                 // its names and messages are back
+    auto itinerary = ctx.get_artifact("itinerary");  // bound by the first process
 
     cairn::SearchQuery query;
     query.text = "train to paris";
-    query.mode = cairn::SearchMode::hybrid;             // words (BM25) and meaning (the embedder), fused
-    auto page = store->search("acme", query);           // page.hits[0].record is the best match
+    query.mode = cairn::SearchMode::hybrid;    // words (BM25) and meaning (the embedder), fused
+    auto page = store->search("acme", query);  // page.hits[0].record is the best match
     // [docs:end]
 
     if (!itinerary || ctx.messages().size() != 1 || page.hits.empty() ||

@@ -50,8 +50,8 @@ Inputs read_task(const AgentEnv& env, const Task& task) {
       auto record = env.store->fetch(ref->artifact_id, tenant);
       if (!record) throw std::runtime_error("artifact '" + ref->artifact_id + "' not found");
       std::cout << task.agent << " fetched '" << record->id() << "' (" << record->title() << ", "
-                << record->value().get<std::string>().size() << " bytes, by "
-                << record->created_by().value_or("?") << ")\n";
+                << record->value().get<std::string>().size() << " bytes, by " << record->created_by().value_or("?")
+                << ")\n";
       in.artifacts.push_back(std::move(record));
     }
   }
@@ -69,7 +69,8 @@ std::string draft_agent(const AgentEnv& env, const Task& task) {
   const Inputs in = read_task(env, task);
   const std::string& findings = in.artifacts.at(0)->value().get_ref<const std::string&>();
   return "ARTIFACT\nSUMMARY: Report draft on WebAssembly adoption\n\n```markdown\n# WebAssembly in 2026\n\n"
-         "Based on the research:\n" + findings + "\n\nConclusion: adopt WASM for plugins.\n```\n";
+         "Based on the research:\n" +
+         findings + "\n\nConclusion: adopt WASM for plugins.\n```\n";
 }
 
 int review_attempts = 0;
@@ -100,8 +101,9 @@ int main(int argc, char** argv) {
   std::cout << "orchestrator stored '" << research_id << "'\n\n";
 
   // Steps 4-5: draft, given only a reference to the research.
-  Task draft{"draft", {cairn::ArtifactPart{research_id, std::string("Findings")},
-                       cairn::TextPart{"Write a report based on this research"}}};
+  Task draft{"draft",
+             {cairn::ArtifactPart{research_id, std::string("Findings")},
+              cairn::TextPart{"Write a report based on this research"}}};
   show_task(draft);
   const auto draft_out = handoff.accept_reply(draft_agent(env, draft), draft.agent);
   const std::string draft_id = draft_out.artifact->id();
@@ -119,13 +121,12 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::cout << "review attempt " << attempt << " failed: " << e.what() << "\n";
       survived = store->fetch(research_id, tenant) && store->fetch(draft_id, tenant);
-      std::cout << "after the failure, research '" << research_id << "' and draft '" << draft_id
-                << "' are " << (survived ? "still in the store" : "GONE") << "; retrying\n\n";
+      std::cout << "after the failure, research '" << research_id << "' and draft '" << draft_id << "' are "
+                << (survived ? "still in the store" : "GONE") << "; retrying\n\n";
     }
   }
   if (!review_out.artifact) return 1;
-  std::cout << "orchestrator stored '" << review_out.artifact->id() << "' after " << review_attempts
-            << " attempts\n\n";
+  std::cout << "orchestrator stored '" << review_out.artifact->id() << "' after " << review_attempts << " attempts\n\n";
 
   // The orchestrator's answer names the result by reference; the user gets it expanded.
   const auto answer = handoff.expand_references("The reviewed report:\n\n" + review_out.text);
@@ -134,7 +135,6 @@ int main(int argc, char** argv) {
   const bool ok = survived && review_attempts == 2 && answer.unresolved.empty() &&
                   answer.text.find("Reviewer's note") != std::string::npos &&
                   answer.text.find("WASM GC") != std::string::npos;
-  std::cout << (ok ? "pipeline example: retry found research and draft artifacts" : "pipeline example: FAILED")
-            << "\n";
+  std::cout << (ok ? "pipeline example: retry found research and draft artifacts" : "pipeline example: FAILED") << "\n";
   return ok ? 0 : 1;
 }

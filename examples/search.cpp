@@ -104,8 +104,7 @@ int main() {
   options.embedder = std::make_shared<TrigramEmbedder>();  // every artifact is embedded as it is stored
   auto store = std::make_shared<cairn::InMemoryArtifactStore>(options);
   cairn::ToolRegistry tools;
-  tools.add({"produce", "Produces an artifact from a text",
-             json::parse(R"({"type": "object", "required": ["text"],
+  tools.add({"produce", "Produces an artifact from a text", json::parse(R"({"type": "object", "required": ["text"],
                              "properties": {"text": {"type": "string"}, "labels": {"type": "object"}}})"),
              produce});
 

@@ -107,23 +107,25 @@ class WeatherPlanner : public cairn::GoalPlanner {
 // ---- in-process tools ----------------------------------------------------------------------------------------------
 
 void add_tools(cairn::ToolRegistry& tools) {
-  tools.add({"train-search-api", "Searches the timetable",
-             json::parse(R"({"type": "object", "properties": {"origin": {"type": "string"},
+  tools.add(
+      {"train-search-api", "Searches the timetable",
+       json::parse(R"({"type": "object", "properties": {"origin": {"type": "string"},
                "destination": {"type": "string"}, "date": {"type": "string"}, "passengers": {"type": "number"}},
                "required": ["origin", "destination", "date"]})"),
-             [](const json& in) {
-               json trains = json::array();
-               const std::string route = in["origin"].get<std::string>().substr(0, 1) +
-                                         in["destination"].get<std::string>().substr(0, 1);
-               int n = 0;
-               for (const auto& [departs, arrives, price] : {std::tuple{"07:01", "10:20", 119},
-                                                             std::tuple{"09:01", "12:20", 89},
-                                                             std::tuple{"10:31", "13:47", 64}}) {
-                 trains.push_back({{"id", fmt::format("{}90{}4", route, ++n)}, {"departs", departs},
-                                   {"arrives", arrives}, {"price", price}});
-               }
-               return cairn::ToolResult::ok(trains, {{"date", in["date"]}});
-             }});
+       [](const json& in) {
+         json trains = json::array();
+         const std::string route =
+             in["origin"].get<std::string>().substr(0, 1) + in["destination"].get<std::string>().substr(0, 1);
+         int n = 0;
+         for (const auto& [departs, arrives, price] :
+              {std::tuple{"07:01", "10:20", 119}, std::tuple{"09:01", "12:20", 89}, std::tuple{"10:31", "13:47", 64}}) {
+           trains.push_back({{"id", fmt::format("{}90{}4", route, ++n)},
+                             {"departs", departs},
+                             {"arrives", arrives},
+                             {"price", price}});
+         }
+         return cairn::ToolResult::ok(trains, {{"date", in["date"]}});
+       }});
   tools.add({"train-booking-api", "Books a seat on a train",
              json::parse(R"({"type": "object", "properties": {"selectedTrain": {"type": "object"},
                "date": {"type": "string"}}, "required": ["selectedTrain", "date"]})"),
@@ -132,8 +134,10 @@ void add_tools(cairn::ToolRegistry& tools) {
                day.erase(std::remove(day.begin(), day.end(), '-'), day.end());
                const std::string reference =
                    fmt::format("CRN-{}-{}", in["selectedTrain"]["id"].get<std::string>(), day);
-               return cairn::ToolResult::ok({{"reference", reference}, {"train", in["selectedTrain"]["id"]},
-                                             {"departs", in["selectedTrain"]["departs"]}, {"date", in["date"]}});
+               return cairn::ToolResult::ok({{"reference", reference},
+                                             {"train", in["selectedTrain"]["id"]},
+                                             {"departs", in["selectedTrain"]["departs"]},
+                                             {"date", in["date"]}});
              }});
   tools.add({"weather-primary", "Forecasts (primary service)",
              json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})"),
@@ -207,9 +211,9 @@ void write_dot(const cairn::GoalStack& goals, const std::filesystem::path& path,
 class TracePrinter : public cairn::Observer {
  public:
   void on_event(const cairn::Event& e) noexcept override {
-    std::string line = fmt::format("trace: {} {} '{}' {:.3f}ms in={}B out={}B items={}", cairn::to_string(e.kind),
-                                   e.operation, e.subject, static_cast<double>(e.duration.count()) / 1e6, e.bytes_in,
-                                   e.bytes_out, e.items);
+    std::string line =
+        fmt::format("trace: {} {} '{}' {:.3f}ms in={}B out={}B items={}", cairn::to_string(e.kind), e.operation,
+                    e.subject, static_cast<double>(e.duration.count()) / 1e6, e.bytes_in, e.bytes_out, e.items);
     if (e.goal) line += fmt::format(" ({})", e.goal->gloss);
     if (e.failed()) line += fmt::format(" FAILED {}: {}", cairn::to_string(e.error), e.message);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -93,9 +93,8 @@ int main() {
   work_and_advance(file, "process 1:");  // define_tasks
   work_and_advance(file, "process 1:");  // parser: code
   // A failing test is retried (on_fail: retry).
-  print("process 1:", file.update([](cairn::WorkflowMachine& m) {
-    return m.advance("2 tests fail", cairn::StepResult::failed);
-  }));
+  print("process 1:",
+        file.update([](cairn::WorkflowMachine& m) { return m.advance("2 tests fail", cairn::StepResult::failed); }));
   work_and_advance(file, "process 1:");  // parser: test
   std::cout << "process 1 stops half-way; " << file.path().filename().string() << " holds the state\n";
 

@@ -4,7 +4,8 @@
 # Debian 12 packages. The demo needs the first list; tests and benchmarks need both.
 CAIRN_DEMO_PACKAGES="g++ cmake ninja-build nlohmann-json3-dev libfmt-dev libsqlite3-dev"
 CAIRN_TEST_PACKAGES="catch2 libgtest-dev libbenchmark-dev python3-jsonschema libyaml-cpp-dev libcli11-dev
-  libcpp-httplib-dev libjwt-dev openssl pkgconf libre2-dev json-schema-test-suite libspdlog-dev libhnswlib-dev"
+  libcpp-httplib-dev libjwt-dev openssl pkgconf libre2-dev json-schema-test-suite libspdlog-dev libhnswlib-dev
+  clang-format-14"
 # Sanitizer builds and fuzzing use clang 14 and its runtimes.
 CAIRN_SANITIZER_PACKAGES="clang libclang-rt-14-dev"
 # The durable stores (cairn::sqlite, cairn::postgres) and the throwaway PostgreSQL server their tests run against.

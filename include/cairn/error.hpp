@@ -25,21 +25,21 @@ CAIRN_BEGIN_NAMESPACE
 /// category) and a cairn::error_code that is an enum would read as one. cairn::errc is deliberately NOT registered with
 /// std::is_error_code_enum — cairn reports failures as exceptions, and the code is a field of the exception.
 enum class errc : int {
-  generic = 1,              ///< a cairn::error thrown as itself (no more specific kind)
-  invalid_argument = 2,     ///< cairn::invalid_argument
-  invalid_artifact = 3,     ///< cairn::invalid_artifact
-  not_found = 4,            ///< cairn::not_found
-  artifact_not_found = 5,   ///< cairn::artifact_not_found (also a not_found)
-  invalid_template = 6,     ///< cairn::invalid_template
-  state_error = 7,          ///< cairn::state_error
-  limit_exceeded = 8,       ///< cairn::limit_exceeded
-  parse_error = 9,          ///< cairn::parse_error
-  conflict = 10,            ///< cairn::conflict
-  storage_error = 11,       ///< cairn::storage_error
-  invalid_goal = 12,        ///< cairn::invalid_goal (goals/goal.hpp)
-  call_in_doubt = 13,       ///< cairn::call_in_doubt (context/tool.hpp; also a state_error)
-  script_error = 14,        ///< cairn::testing::script_error (testing/scripted_model.hpp)
-  call_in_flight = 15,      ///< cairn::call_in_flight (context/execution_context.hpp; also a conflict)
+  generic = 1,             ///< a cairn::error thrown as itself (no more specific kind)
+  invalid_argument = 2,    ///< cairn::invalid_argument
+  invalid_artifact = 3,    ///< cairn::invalid_artifact
+  not_found = 4,           ///< cairn::not_found
+  artifact_not_found = 5,  ///< cairn::artifact_not_found (also a not_found)
+  invalid_template = 6,    ///< cairn::invalid_template
+  state_error = 7,         ///< cairn::state_error
+  limit_exceeded = 8,      ///< cairn::limit_exceeded
+  parse_error = 9,         ///< cairn::parse_error
+  conflict = 10,           ///< cairn::conflict
+  storage_error = 11,      ///< cairn::storage_error
+  invalid_goal = 12,       ///< cairn::invalid_goal (goals/goal.hpp)
+  call_in_doubt = 13,      ///< cairn::call_in_doubt (context/tool.hpp; also a state_error)
+  script_error = 14,       ///< cairn::testing::script_error (testing/scripted_model.hpp)
+  call_in_flight = 15,     ///< cairn::call_in_flight (context/execution_context.hpp; also a conflict)
 };
 
 /// The code's name, spelled as its enumerator ("not_found"); "unknown" for a value that is not an enumerator (a code
@@ -82,15 +82,15 @@ class error : public std::runtime_error {
 
 // Each class below has the constructors it always had (`throw not_found("...")`), which set its own code, and a
 // protected one taking the code, for a subclass to pass its own.
-#define CAIRN_DETAIL_ERROR_CONSTRUCTORS(name, base)                                   \
- public:                                                                              \
-  explicit name(const std::string& what) : base(what, ::cairn::errc::name) {}         \
-  explicit name(const char* what) : base(what, ::cairn::errc::name) {}                \
-                                                                                      \
- protected:                                                                           \
-  name(const std::string& what, ::cairn::errc code) : base(what, code) {}             \
-  name(const char* what, ::cairn::errc code) : base(what, code) {}                    \
-                                                                                      \
+#define CAIRN_DETAIL_ERROR_CONSTRUCTORS(name, base)                           \
+ public:                                                                      \
+  explicit name(const std::string& what) : base(what, ::cairn::errc::name) {} \
+  explicit name(const char* what) : base(what, ::cairn::errc::name) {}        \
+                                                                              \
+ protected:                                                                   \
+  name(const std::string& what, ::cairn::errc code) : base(what, code) {}     \
+  name(const char* what, ::cairn::errc code) : base(what, code) {}            \
+                                                                              \
  public:
 
 /// A caller passed an argument that can never be valid (an empty tenant, a malformed name, ...).

@@ -77,7 +77,10 @@ inline bool connection_gone(std::string_view code) noexcept {
 }
 
 /// Server notices ("relation already exists, skipping") are not errors; libpq would print them to stderr.
-inline void ignore_notices(PGconn* conn) { PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr); }
+inline void ignore_notices(PGconn* conn) {
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
+}
 
 /// Throws cairn::invalid_argument when `conninfo` is not libpq connection info. A malformed conninfo is reported
 /// without libpq's message, which can quote the text (and a password in it). `where`: "postgres store".
@@ -86,9 +89,10 @@ inline void check_conninfo(const std::string& conninfo, const char* where) {
   PQconninfoOption* parsed = PQconninfoParse(conninfo.c_str(), &parse_error);
   if (!parsed) {
     PQfreemem(parse_error);
-    throw invalid_argument(fmt::format("{}: the conninfo is not valid libpq connection info "
-                                       "(expected \"key=value ...\" or a postgresql:// URI)",
-                                       where));
+    throw invalid_argument(
+        fmt::format("{}: the conninfo is not valid libpq connection info "
+                    "(expected \"key=value ...\" or a postgresql:// URI)",
+                    where));
   }
   PQconninfoFree(parsed);
 }

@@ -28,8 +28,8 @@ namespace detail {
 /// refused here, so that nothing is stored that the store could not read back.
 inline std::string dump_json_column(const nlohmann::json& j, const char* field, const JsonLimits& limits) {
   if (const int depth = json_depth(j, limits.max_depth); depth > limits.max_depth) {
-    throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the store's limit of {} levels", field,
-                                     limits.max_depth));
+    throw limit_exceeded(
+        fmt::format("{}: JSON nesting is deeper than the store's limit of {} levels", field, limits.max_depth));
   }
   std::string text;
   try {
@@ -82,7 +82,7 @@ inline std::optional<std::string_view> plain_json_string(std::string_view text) 
 /// back). A quick scan of the nesting lets well-formed text take nlohmann's plain parser, which is much faster than
 /// the depth-checking callback parser of parse_json; anything deeper goes the checked way and fails there.
 inline nlohmann::json parse_json_column(std::string_view text, const JsonLimits& limits, std::string_view what) {
-  if (text == "{}") return nlohmann::json::object();  // the metadata of most records
+  if (text == "{}") return nlohmann::json::object();                          // the metadata of most records
   if (text.size() > limits.max_bytes) return parse_json(text, limits, what);  // throws limit_exceeded
   if (const auto plain = plain_json_string(text)) return nlohmann::json(std::string(*plain));  // a text value
   int depth = 0;

@@ -262,10 +262,10 @@ class SqliteWriteTransaction {
 /// A schema kept in its own version table (`cairn_schema` for the store, `cairn_run_schema` for the journal), so
 /// several users share one file and each migrates only its own tables. Migration i brings version i to i + 1.
 struct SqliteSchema {
-  const char* table;             ///< its version table
-  int version;                   ///< the version this cairn knows
-  const char* const* migrations; ///< `version` statements
-  const char* holds;             ///< "the database has" / "the database's runs have", in the too-new error
+  const char* table;              ///< its version table
+  int version;                    ///< the version this cairn knows
+  const char* const* migrations;  ///< `version` statements
+  const char* holds;              ///< "the database has" / "the database's runs have", in the too-new error
 };
 
 /// The version the file holds, or -1 when it has no such schema yet. A version table that does not hold a number
@@ -281,9 +281,10 @@ int sqlite_schema_version(Connection& c, const SqliteSchema& schema) {
   int version = -1;
   const auto r = std::from_chars(out.data(), out.data() + out.size(), version);
   if (r.ec != std::errc() || r.ptr != out.data() + out.size() || version < 0) {
-    throw storage_error(fmt::format("{}: {} holds version '{}', which is not a schema version; "
-                                    "the file was changed by something other than cairn",
-                                    c.where(), schema.table, excerpt(out, 80)));
+    throw storage_error(
+        fmt::format("{}: {} holds version '{}', which is not a schema version; "
+                    "the file was changed by something other than cairn",
+                    c.where(), schema.table, excerpt(out, 80)));
   }
   return version;
 }
@@ -303,9 +304,10 @@ void sqlite_migrate(Connection& c, const SqliteSchema& schema) {
       version = 0;
     }
     if (version > schema.version) {
-      throw storage_error(fmt::format("{}: {} schema version {}, newer than the version {} this cairn knows; "
-                                      "open it with a newer cairn",
-                                      c.where(), schema.holds, version, schema.version));
+      throw storage_error(
+          fmt::format("{}: {} schema version {}, newer than the version {} this cairn knows; "
+                      "open it with a newer cairn",
+                      c.where(), schema.holds, version, schema.version));
     }
     for (int v = version; v < schema.version; ++v) c.exec(schema.migrations[v]);
     c.exec(fmt::format("UPDATE {} SET version = {}", schema.table, schema.version).c_str());

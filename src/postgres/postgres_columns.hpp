@@ -66,8 +66,10 @@ inline std::optional<PrefixRange> prefix_range(const std::string& prefix) {
   if (head == prefix.size()) return PrefixRange{prefix, utf8_upper_bound(prefix)};
   const std::string_view tail = std::string_view(prefix).substr(head);
   const auto lead = static_cast<unsigned char>(tail[0]);
-  const std::size_t len = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
-                          : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  const std::size_t len = lead >= 0xC2 && lead <= 0xDF   ? 2
+                          : lead >= 0xE0 && lead <= 0xEF ? 3
+                          : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                         : 0;
   // A byte that cannot start a sequence, or a whole (so invalid) sequence, or more text after a cut one.
   if (len == 0 || tail.size() >= len) return std::nullopt;
   std::uint32_t lo = lead & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
@@ -217,8 +219,8 @@ inline std::optional<std::vector<float>> bytea_vector(std::string_view text) {
 
 inline void require_pg_text(const char* field, const std::string& v) {
   if (v.find('\0') != std::string::npos) {
-    throw invalid_argument(fmt::format("postgres store: {}: holds a NUL character, which PostgreSQL text cannot keep",
-                                       field));
+    throw invalid_argument(
+        fmt::format("postgres store: {}: holds a NUL character, which PostgreSQL text cannot keep", field));
   }
   if (!detail::is_valid_utf8(v)) {
     throw invalid_argument(fmt::format("postgres store: {}: is not valid UTF-8 ('{}')", field, detail::excerpt(v)));

@@ -236,9 +236,11 @@ struct PostgresRunJournal::Impl {
   using Params = detail::pg::Params<9>;
 
   Impl(std::string c, PostgresJournalOptions o)
-      : conninfo(std::move(c)), options(std::move(o)), pool(options.pool_size, [this] { return connect_lazily(); },
-             std::chrono::milliseconds(options.pool_wait_ms), "postgres journal",
-             "PostgresJournalOptions::pool_size or pool_wait_ms") {}
+      : conninfo(std::move(c)),
+        options(std::move(o)),
+        pool(
+            options.pool_size, [this] { return connect_lazily(); }, std::chrono::milliseconds(options.pool_wait_ms),
+            "postgres journal", "PostgresJournalOptions::pool_size or pool_wait_ms") {}
 
   // ---- connecting ---------------------------------------------------------------------------------------------
 
@@ -305,9 +307,10 @@ struct PostgresRunJournal::Impl {
     // A failure without a SQLSTATE (no result, or libpq's own) counts as lost too: the call is retried once.
     if (f.lost || f.code.empty()) throw connection_lost(f.text);
     if (f.code == "57014") {
-      throw storage_error(fmt::format("{}: {}: no result within the statement timeout of {} ms (the statement was "
-                                      "cancelled and wrote nothing)",
-                                      where, what, options.statement_timeout_ms));
+      throw storage_error(
+          fmt::format("{}: {}: no result within the statement timeout of {} ms (the statement was "
+                      "cancelled and wrote nothing)",
+                      where, what, options.statement_timeout_ms));
     }
     if (f.code == "23503") throw foreign_key_violation(f.text);
     throw storage_error(f.text);
@@ -428,8 +431,8 @@ struct PostgresRunJournal::Impl {
                        std::int64_t min) const {
     const std::int64_t v = int_at(res, row, col, run_id, column);
     if (v < min) {
-      throw storage_error(fmt::format("{}: run '{}': {} is {}, below {}", where, detail::excerpt(run_id, 80), column,
-                                      v, min));
+      throw storage_error(
+          fmt::format("{}: run '{}': {} is {}, below {}", where, detail::excerpt(run_id, 80), column, v, min));
     }
     return static_cast<std::uint64_t>(v);
   }
@@ -453,8 +456,8 @@ PostgresRunJournal::PostgresRunJournal(std::string conninfo, PostgresJournalOpti
     // reconnect_timeout_ms 0: one reconnect attempt; pool_wait_ms 0: wait for ever for a pooled connection
     const bool zero_ok = std::string_view(name) == "reconnect_timeout_ms" || std::string_view(name) == "pool_wait_ms";
     if (value < (zero_ok ? 0 : 1)) {
-      throw invalid_argument(fmt::format("postgres journal: {} must be {} (got {})", name,
-                                         zero_ok ? "0 or more" : "positive", value));
+      throw invalid_argument(
+          fmt::format("postgres journal: {} must be {} (got {})", name, zero_ok ? "0 or more" : "positive", value));
     }
   }
   impl_ = std::make_unique<Impl>(std::move(conninfo), std::move(options));
@@ -491,13 +494,13 @@ std::uint64_t PostgresRunJournal::statements() const noexcept {
 // Of two statements that both need the run at `expected`, at most one can match (last_seq only grows, and the
 // row lock orders them), and the primary key (tenant, run, seq) refuses a second copy of expected + 1 in any case;
 // so no token needs a unique index. A retry that fails too leaves the outcome unknown: storage_error says so.
-void PostgresRunJournal::do_append(const std::string& tenant_id, const std::string& run_id,
-                                   std::uint64_t expected_seq, const std::vector<JournalEntry>& entries,
-                                   std::int64_t now) {
+void PostgresRunJournal::do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
+                                   const std::vector<JournalEntry>& entries, std::int64_t now) {
   if (!fits_pg_text(tenant_id)) {
-    throw invalid_argument(fmt::format("append to run '{}': tenant_id '{}' holds a NUL character or is not valid "
-                                       "UTF-8, which PostgreSQL text cannot keep",
-                                       excerpt(run_id), excerpt(tenant_id)));
+    throw invalid_argument(
+        fmt::format("append to run '{}': tenant_id '{}' holds a NUL character or is not valid "
+                    "UTF-8, which PostgreSQL text cannot keep",
+                    excerpt(run_id), excerpt(tenant_id)));
   }
   const JsonLimits& limits = impl_->options.json_limits;
   std::vector<std::string> texts;
@@ -505,21 +508,24 @@ void PostgresRunJournal::do_append(const std::string& tenant_id, const std::stri
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& data = entries[i].data;
     if (detail::json_depth(data, limits.max_depth) > limits.max_depth) {
-      throw limit_exceeded(fmt::format("append to run '{}': entries[{}].data is nested deeper than the journal's "
-                                       "limit of {} levels",
-                                       excerpt(run_id), i, limits.max_depth));
+      throw limit_exceeded(
+          fmt::format("append to run '{}': entries[{}].data is nested deeper than the journal's "
+                      "limit of {} levels",
+                      excerpt(run_id), i, limits.max_depth));
     }
     try {
       texts.push_back(data.dump());
     } catch (const nlohmann::json::type_error&) {
-      throw invalid_argument(fmt::format("append to run '{}': entries[{}].data holds a string that is not valid "
-                                         "UTF-8",
-                                         excerpt(run_id), i));
+      throw invalid_argument(
+          fmt::format("append to run '{}': entries[{}].data holds a string that is not valid "
+                      "UTF-8",
+                      excerpt(run_id), i));
     }
     if (texts.back().size() > limits.max_bytes) {
-      throw limit_exceeded(fmt::format("append to run '{}': entries[{}].data is {} bytes of JSON, more than the "
-                                       "journal's limit of {} bytes",
-                                       excerpt(run_id), i, texts.back().size(), limits.max_bytes));
+      throw limit_exceeded(
+          fmt::format("append to run '{}': entries[{}].data is {} bytes of JSON, more than the "
+                      "journal's limit of {} bytes",
+                      excerpt(run_id), i, texts.back().size(), limits.max_bytes));
     }
   }
   const bool one = entries.size() == 1;
@@ -549,7 +555,14 @@ void PostgresRunJournal::do_append(const std::string& tenant_id, const std::stri
   try {
     impl_->with_connection([&](Impl::Connection& c, bool) {
       Impl::Params p;
-      p.add(tenant_id).add(run_id).add(expected_text).add(count_text).add(now_text).add(token).add(kinds).add(datas)
+      p.add(tenant_id)
+          .add(run_id)
+          .add(expected_text)
+          .add(count_text)
+          .add(now_text)
+          .add(token)
+          .add(kinds)
+          .add(datas)
           .add(times);
       auto res = impl_->run(c, stmt, p);
       if (std::string_view(PQcmdTuples(res.get())) != "0") return;  // INSERT 0 n: written
@@ -560,10 +573,11 @@ void PostgresRunJournal::do_append(const std::string& tenant_id, const std::stri
       lost_to = PQgetisnull(found.get(), 0, 0) ? 0 : impl_->seq_at(found.get(), 0, 0, run_id, "last_seq", 0);
     });
   } catch (const connection_lost& e) {
-    throw storage_error(fmt::format("append to run '{}' after seq {}: the connection was lost and the retry could "
-                                    "not finish, so whether the append was written is unknown; read the run to "
-                                    "find out ({})",
-                                    excerpt(run_id), expected_seq, e.what()));
+    throw storage_error(
+        fmt::format("append to run '{}' after seq {}: the connection was lost and the retry could "
+                    "not finish, so whether the append was written is unknown; read the run to "
+                    "find out ({})",
+                    excerpt(run_id), expected_seq, e.what()));
   }
   if (lost_to) {
     throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}", excerpt(run_id),
@@ -589,8 +603,8 @@ std::optional<RunInfo> PostgresRunJournal::head(const std::string& tenant_id, co
     info.created_at = impl_->int_at(r, 0, 4, run_id, "created_at");
     info.updated_at = impl_->int_at(r, 0, 5, run_id, "updated_at");
     if (info.fork_seq > info.last_seq) {
-      throw storage_error(fmt::format("{}: run '{}': fork_seq {} is beyond last_seq {}", impl_->where,
-                                      excerpt(run_id), info.fork_seq, info.last_seq));
+      throw storage_error(fmt::format("{}: run '{}': fork_seq {} is beyond last_seq {}", impl_->where, excerpt(run_id),
+                                      info.fork_seq, info.last_seq));
     }
     return info;
   });
@@ -707,9 +721,10 @@ bool PostgresRunJournal::do_remove(const std::string& tenant_id, const std::stri
     throw storage_error(e.what());
   } catch (const foreign_key_violation&) {
     // A fork created after remove() checked for forks: the foreign key kept the source.
-    throw state_error(fmt::format("remove: run '{}' has forks that read its entries (one was made meanwhile); "
-                                  "remove them first",
-                                  excerpt(run_id)));
+    throw state_error(
+        fmt::format("remove: run '{}' has forks that read its entries (one was made meanwhile); "
+                    "remove them first",
+                    excerpt(run_id)));
   }
 }
 
@@ -732,9 +747,10 @@ std::size_t PostgresRunJournal::do_prune(const std::string& tenant_id, const std
   if (blocker) {
     // RunJournal::prune chose keep_from from the forks it saw; a fork made since at an earlier point would lose
     // its entries.
-    throw state_error(fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
-                                  "nothing was pruned, try again",
-                                  excerpt(run_id), keep_from, excerpt(*blocker)));
+    throw state_error(
+        fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
+                    "nothing was pruned, try again",
+                    excerpt(run_id), keep_from, excerpt(*blocker)));
   }
   return gone;
 }

@@ -360,10 +360,10 @@ void PostgresArtifactStore::Impl::migrate(Connection& c) {
       version = 0;
     }
     if (version > PostgresArtifactStore::schema_version) {
-      throw storage_error(fmt::format(
-          "{}: the database has schema version {}, newer than the version {} this cairn knows; "
-          "use a newer cairn",
-          where, version, PostgresArtifactStore::schema_version));
+      throw storage_error(
+          fmt::format("{}: the database has schema version {}, newer than the version {} this cairn knows; "
+                      "use a newer cairn",
+                      where, version, PostgresArtifactStore::schema_version));
     }
     for (int v = version; v < PostgresArtifactStore::schema_version; ++v) simple(c, migrations[v]);
     simple(c, fmt::format("UPDATE cairn_schema SET version = {}", PostgresArtifactStore::schema_version));

@@ -272,8 +272,8 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candid
   const std::string dimension_text = std::to_string(dimension);
   // This process's index of (tenant, model), caught up with every change committed before this call. At first,
   // and when the changes it has not seen were pruned since, it starts from every current vector instead.
-  const detail::ReadVectorChanges read = [&](const std::string& tenant, const std::string& model,
-                                             std::uint64_t after, const detail::VectorChangeSink& sink) {
+  const detail::ReadVectorChanges read = [&](const std::string& tenant, const std::string& model, std::uint64_t after,
+                                             const detail::VectorChangeSink& sink) {
     return with_connection([&](Impl::Connection& c, bool) {
       bool any = false;
       detail::VectorChange ch;  // one change object, handed to `sink` row after row
@@ -388,7 +388,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candid
   // changes committed later do not send it back (the rows decide what is returned, as always).
   std::uint64_t seen = 0;
   const detail::ReadVectorChanges nothing = [](const std::string&, const std::string&, std::uint64_t,
-                                                const detail::VectorChangeSink&) { return false; };
+                                               const detail::VectorChangeSink&) { return false; };
   auto index = vectors.current(tenant_id, vector.model, dimension, nothing, &seen);
   bool caught_up = seen == 0;
   if (caught_up) index = vectors.current(tenant_id, vector.model, dimension, read, &seen);
@@ -530,10 +530,12 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
         after_id.assign(PQgetvalue(res.get(), i, 1), static_cast<std::size_t>(PQgetlength(res.get(), i, 1)));
         after_version = PQgetvalue(res.get(), i, 2);
         try {
-          items.push_back({impl_->decode(res.get(), i),
-                           std::string(PQgetvalue(res.get(), i, 16),
-                                       static_cast<std::size_t>(PQgetlength(res.get(), i, 16))),
-                           PQgetvalue(res.get(), i, 15)[0] == 't', {}, {}});
+          items.push_back(
+              {impl_->decode(res.get(), i),
+               std::string(PQgetvalue(res.get(), i, 16), static_cast<std::size_t>(PQgetlength(res.get(), i, 16))),
+               PQgetvalue(res.get(), i, 15)[0] == 't',
+               {},
+               {}});
         } catch (const storage_error&) {
           // a damaged row: left as it is (fetch it to get the error); it stays unindexed
         }

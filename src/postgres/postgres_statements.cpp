@@ -74,16 +74,18 @@ std::string statement_sql(Stmt s) {
   // A word search is the function cairn_search_words (migration 5: why a function; migration 7: the document
   // counts the caller has, $11, of the statistics state $12), its parameters this statement's.
   const auto search_sql = [](const char* all_versions) {
-    return fmt::format("SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], "
-                       "$5::tsquery, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint[], "
-                       "$12::text)",
-                       all_versions);
+    return fmt::format(
+        "SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], "
+        "$5::tsquery, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint[], "
+        "$12::text)",
+        all_versions);
   };
   // Exact similarity: every version in scope with a vector of the model $4 and dimension $5, after the filters.
   const auto vectors_sql = [](std::string scope) {
-    scope.insert(scope.find(" WHERE "), " JOIN cairn_search_vectors v ON v.tenant_id = a.tenant_id "
-                                        "AND v.model = $4::text AND v.id = a.id AND v.version = a.version "
-                                        "AND v.dim = $5::integer");
+    scope.insert(scope.find(" WHERE "),
+                 " JOIN cairn_search_vectors v ON v.tenant_id = a.tenant_id "
+                 "AND v.model = $4::text AND v.id = a.id AND v.version = a.version "
+                 "AND v.dim = $5::integer");
     return fmt::format(
         "SELECT a.tenant_id, a.id, a.version, a.type, a.title, a.description, a.purpose, "
         "coalesce(a.value_text, a.value::text), a.storage_url, a.mime_type, a.size_bytes, a.schema_url, "
@@ -123,19 +125,20 @@ std::string statement_sql(Stmt s) {
              "WHERE tenant_id = $1::text AND id = $2::text AND latest = $22::bigint "
              "RETURNING latest, prev_word_count)" +
              insert_version + insert_vector;
-    case head_version:
-      return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
+    case head_version: return "SELECT latest FROM cairn_heads WHERE tenant_id = $1::text AND id = $2::text";
     case find_token:
       return "SELECT version FROM cairn_artifacts "
              "WHERE tenant_id = $1::text AND id = $2::text AND write_token = $3::text";
     case fetch_latest:
-      return fmt::format("SELECT {} FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text "
-                         "ORDER BY version DESC LIMIT 1",
-                         record_columns);
+      return fmt::format(
+          "SELECT {} FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text "
+          "ORDER BY version DESC LIMIT 1",
+          record_columns);
     case fetch_version:
-      return fmt::format("SELECT {} FROM cairn_artifacts "
-                         "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint",
-                         record_columns);
+      return fmt::format(
+          "SELECT {} FROM cairn_artifacts "
+          "WHERE tenant_id = $1::text AND id = $2::text AND version = $3::bigint",
+          record_columns);
     case versions_of:
       return "SELECT version FROM cairn_artifacts WHERE tenant_id = $1::text AND id = $2::text ORDER BY version";
     case remove_artifact: return "SELECT cairn_remove_artifact($1::text, $2::text)";

@@ -44,12 +44,13 @@ enum Stmt : std::size_t {
 };
 
 inline constexpr std::array<const char*, statement_count> statement_names = {
-    "cairn_store", "cairn_store_create", "cairn_store_replace", "cairn_head_version", "cairn_find_token",
-    "cairn_fetch_latest", "cairn_fetch_version", "cairn_versions", "cairn_remove", "cairn_list_bounded",
-    "cairn_list_open", "cairn_search_latest", "cairn_search_all", "cairn_fetch_vector", "cairn_read_changes",
-    "cairn_fetch_candidates", "cairn_reindex_count", "cairn_reindex_batch", "cairn_reindex_words",
-    "cairn_reindex_vector", "cairn_vectors_latest", "cairn_vectors_all", "cairn_tenant_number", "cairn_tenant_create",
-    "cairn_prune_changes", "cairn_all_vectors", "cairn_reindex_finish"};
+    "cairn_store",          "cairn_store_create",  "cairn_store_replace", "cairn_head_version",
+    "cairn_find_token",     "cairn_fetch_latest",  "cairn_fetch_version", "cairn_versions",
+    "cairn_remove",         "cairn_list_bounded",  "cairn_list_open",     "cairn_search_latest",
+    "cairn_search_all",     "cairn_fetch_vector",  "cairn_read_changes",  "cairn_fetch_candidates",
+    "cairn_reindex_count",  "cairn_reindex_batch", "cairn_reindex_words", "cairn_reindex_vector",
+    "cairn_vectors_latest", "cairn_vectors_all",   "cairn_tenant_number", "cairn_tenant_create",
+    "cairn_prune_changes",  "cairn_all_vectors",   "cairn_reindex_finish"};
 
 /// The SQL of statement `s`.
 std::string statement_sql(Stmt s);

@@ -223,9 +223,8 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
     }
   };
   // The common path is one statement; only a retry after a lost connection looks for the token first.
-  const std::int64_t version = impl_->with_connection([&](Impl::Connection& c, bool retry) {
-    return impl_->write_once<std::int64_t>(c, retry, find, apply);
-  });
+  const std::int64_t version = impl_->with_connection(
+      [&](Impl::Connection& c, bool retry) { return impl_->write_once<std::int64_t>(c, retry, find, apply); });
   if (sequence) impl_->prune_changes(record.tenant_id(), sequence->first, sequence->second);
 
   auto b = record.to_builder();
@@ -267,8 +266,7 @@ void PostgresArtifactStore::remove(const std::string& id, const std::string& ten
   if (!removed) throw not_found(detail::artifact_missing_message(id, tenant_id));
 }
 
-std::vector<std::uint64_t> PostgresArtifactStore::versions(const std::string& id,
-                                                           const std::string& tenant_id) const {
+std::vector<std::uint64_t> PostgresArtifactStore::versions(const std::string& id, const std::string& tenant_id) const {
   detail::check_tenant(tenant_id);
   if (!fits_pg_text(id) || !fits_pg_text(tenant_id)) return {};
   return impl_->with_connection([&](Impl::Connection& c, bool) {

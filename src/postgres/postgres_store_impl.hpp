@@ -32,8 +32,8 @@
 #include "../common/record_cache.hpp"
 #include "../common/record_columns.hpp"
 #include "cairn/artifact/search/filter_columns.hpp"
-#include "cairn/detail/text.hpp"
 #include "cairn/artifact/search/vector_cache.hpp"
+#include "cairn/detail/text.hpp"
 #include "cairn/store/postgres_store.hpp"
 #include "cairn/version.hpp"
 #include "postgres_columns.hpp"
@@ -91,8 +91,9 @@ struct PostgresArtifactStore::Impl {
         options(o),
         session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}", o.statement_timeout_ms)),
         // A pooled connection is opened by with_connection(), under the call's deadline.
-        pool(o.pool_size, [] { return std::make_unique<Connection>(); }, std::chrono::milliseconds(o.pool_wait_ms),
-             "postgres store", "PostgresOptions::pool_size or pool_wait_ms") {}
+        pool(
+            o.pool_size, [] { return std::make_unique<Connection>(); }, std::chrono::milliseconds(o.pool_wait_ms),
+            "postgres store", "PostgresOptions::pool_size or pool_wait_ms") {}
 
   /// The time a statement may take: the server cancels it after statement_timeout_ms, and the client waits one
   /// second more for that answer before it gives the connection up as dead. Never, when the timeout is 0.
@@ -126,9 +127,10 @@ struct PostgresArtifactStore::Impl {
   // statement_timeout ends whatever it was running), so the call can reconnect.
   [[noreturn]] void abandon(Connection& c, const char* what) const {
     c.close();
-    throw connection_lost(fmt::format("{}: {}: no reply from the server in time (statement_timeout_ms = {}); "
-                                      "the connection was closed",
-                                      where, what, options.statement_timeout_ms));
+    throw connection_lost(
+        fmt::format("{}: {}: no reply from the server in time (statement_timeout_ms = {}); "
+                    "the connection was closed",
+                    where, what, options.statement_timeout_ms));
   }
 
   // Sends what `send` queues on the connection and collects the results, waiting at most until `deadline`.
@@ -318,8 +320,8 @@ struct PostgresArtifactStore::Impl {
   detail::ConnectionPool<Connection> pool;
   std::atomic<std::uint64_t> reconnect_count{0};
   // this process's indexes, caught up from cairn_search_changes
-  mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries,
-                                      detail::VectorCache::default_max_bytes, detail::fields_column_reader()};
+  mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries, detail::VectorCache::default_max_bytes,
+                                      detail::fields_column_reader()};
   // the records similarity pages read, decoded (options.record_cache_bytes; similar_candidates says when one is used)
   mutable detail::RecordCache records{options.record_cache_bytes};
 
@@ -413,7 +415,7 @@ struct PostgresArtifactStore::Impl {
   /// and no record (their `type` NULL) are the records in `kept`; a row read whose key is in `keep` is kept under the
   /// change sequence number there.
   struct PageRecords {
-    std::unordered_map<std::string, ArtifactPtr> kept;     // "id\0version" -> the record kept
+    std::unordered_map<std::string, ArtifactPtr> kept;    // "id\0version" -> the record kept
     std::unordered_map<std::string, std::uint64_t> keep;  // "id\0version" -> its index entry's change
   };
   std::vector<detail::SearchCandidate> similar_rows(const PGresult* res, const Embedding& vector,

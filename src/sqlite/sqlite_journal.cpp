@@ -103,8 +103,7 @@ const char* statement_sql(Stmt s) {
       // Only while the run is still idle: its newest entry (or its creation) older than ?3.
       return "DELETE FROM cairn_runs WHERE tenant_id = ?1 AND run_id = ?2 AND coalesce((SELECT appended_at FROM "
              "cairn_run_entries WHERE tenant_id = ?1 AND run_id = ?2 ORDER BY seq DESC LIMIT 1), created_at) < ?3";
-    case run_keep:
-      return "UPDATE cairn_runs SET kept_from = max(kept_from, ?3) WHERE tenant_id = ?1 AND run_id = ?2";
+    case run_keep: return "UPDATE cairn_runs SET kept_from = max(kept_from, ?3) WHERE tenant_id = ?1 AND run_id = ?2";
     case entry_insert:
       return "INSERT INTO cairn_run_entries (tenant_id, run_id, seq, kind, data, time, appended_at) "
              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -150,14 +149,14 @@ std::string dump_data(const nlohmann::json& data, const JsonLimits& limits, cons
     const auto [node, depth] = todo.back();
     todo.pop_back();
     if (node->is_binary() || node->is_discarded()) {
-      throw invalid_argument(fmt::format("{}: holds a binary or discarded value, which JSON text cannot keep",
-                                         where()));
+      throw invalid_argument(
+          fmt::format("{}: holds a binary or discarded value, which JSON text cannot keep", where()));
     }
     if (!node->is_structured()) continue;
     deepest = std::max(deepest, depth + 1);
     if (deepest > limits.max_depth) {
-      throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the journal's limit of {} levels", where(),
-                                       limits.max_depth));
+      throw limit_exceeded(
+          fmt::format("{}: JSON nesting is deeper than the journal's limit of {} levels", where(), limits.max_depth));
     }
     for (const auto& child : *node) todo.emplace_back(&child, depth + 1);
   }
@@ -165,8 +164,8 @@ std::string dump_data(const nlohmann::json& data, const JsonLimits& limits, cons
   try {
     text = data.dump();
   } catch (const nlohmann::json::type_error&) {
-    throw invalid_argument(fmt::format("{}: holds a string that is not valid UTF-8; the journal keeps JSON text",
-                                       where()));
+    throw invalid_argument(
+        fmt::format("{}: holds a string that is not valid UTF-8; the journal keeps JSON text", where()));
   }
   if (text.size() > limits.max_bytes) {
     throw limit_exceeded(fmt::format("{}: JSON text is {} bytes, more than the journal's limit of {} bytes", where(),
@@ -182,8 +181,8 @@ struct SqliteRunJournal::Impl {
   using Query = detail::SqliteQuery<Connection>;
   using WriteTransaction = detail::SqliteWriteTransaction<Connection>;
 
-  static constexpr detail::SqliteSchema schema{"cairn_run_schema", SqliteRunJournal::schema_version,
-                                               migrations.data(), "the database's runs have"};
+  static constexpr detail::SqliteSchema schema{"cairn_run_schema", SqliteRunJournal::schema_version, migrations.data(),
+                                               "the database's runs have"};
 
   Impl(std::string p, SqliteJournalOptions o)
       : path(std::move(p)),
@@ -208,10 +207,10 @@ struct SqliteRunJournal::Impl {
   }
 
   std::unique_ptr<Connection> open() {
-    auto conn = std::make_unique<Connection>(
-        detail::SqliteOpen{path, where, options.busy_timeout_ms,
-                           options.synchronous == SqliteJournalOptions::Synchronous::full},
-        [](std::size_t s) { return std::string(statement_sql(static_cast<Stmt>(s))); });
+    auto conn =
+        std::make_unique<Connection>(detail::SqliteOpen{path, where, options.busy_timeout_ms,
+                                                        options.synchronous == SqliteJournalOptions::Synchronous::full},
+                                     [](std::size_t s) { return std::string(statement_sql(static_cast<Stmt>(s))); });
     if (options.checkpoint_pages > 0) {
       conn->exec("PRAGMA wal_autocheckpoint = 0");
       sqlite3_wal_hook(conn->db(), &Impl::wal_committed, this);
@@ -274,8 +273,7 @@ struct SqliteRunJournal::Impl {
       // The read opens the connection's WAL: a connection that has read nothing yet does not know the file is in
       // WAL mode, and its checkpoints copy nothing (they return at once with no error), so without it the WAL only
       // ever started over at the limit, in a commit.
-      sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr,
-                   nullptr);
+      sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr);
     }
     std::unique_lock<std::mutex> lock(checkpoint_mutex);
     for (;;) {
@@ -341,15 +339,15 @@ struct SqliteRunJournal::Impl {
   bool requested = false;
   bool stopping = false;
   std::size_t checkpointed = 0;  // the WAL's pages the thread's last checkpoint copied
-  std::thread checkpointer;  // started by the first commit that reaches checkpoint_pages
+  std::thread checkpointer;      // started by the first commit that reaches checkpoint_pages
 };
 
 SqliteRunJournal::SqliteRunJournal(std::string path, SqliteJournalOptions options) : RunJournal(options.clock) {
   if (path.empty() || path == ":memory:" || path.rfind("file::memory:", 0) == 0) {
-    throw invalid_argument(fmt::format(
-        "sqlite journal: path '{}' names an in-memory database, which each connection would see empty; "
-        "give a file path, or use InMemoryRunJournal",
-        path));
+    throw invalid_argument(
+        fmt::format("sqlite journal: path '{}' names an in-memory database, which each connection would see empty; "
+                    "give a file path, or use InMemoryRunJournal",
+                    path));
   }
   if (options.busy_timeout_ms < 0) {
     throw invalid_argument(
@@ -393,8 +391,8 @@ void SqliteRunJournal::do_append(const std::string& tenant_id, const std::string
     }
   }
   if (actual.value_or(0) != expected_seq) {
-    throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}",
-                               excerpt(run_id), expected_seq, actual.value_or(0)),
+    throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}", excerpt(run_id),
+                               expected_seq, actual.value_or(0)),
                    expected_seq, actual.value_or(0));
   }
   if (!actual) {
@@ -503,8 +501,7 @@ void SqliteRunJournal::do_create_fork(const std::string& tenant_id, const std::s
   tx.commit();
 }
 
-bool SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id,
-                                 std::int64_t updated_before) {
+bool SqliteRunJournal::do_remove(const std::string& tenant_id, const std::string& run_id, std::int64_t updated_before) {
   auto conn = impl_->pool.acquire();
   Impl::WriteTransaction tx(*conn);
   {
@@ -541,9 +538,10 @@ std::size_t SqliteRunJournal::do_prune(const std::string& tenant_id, const std::
     Impl::Query q(*conn, forks_between);
     q.bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(own_from)).bind(4, sql_seq(keep_from));
     if (q.step()) {
-      throw state_error(fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
-                                    "nothing was pruned, try again",
-                                    excerpt(run_id), keep_from, detail::excerpt(q.text(0), 80)));
+      throw state_error(
+          fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
+                      "nothing was pruned, try again",
+                      excerpt(run_id), keep_from, detail::excerpt(q.text(0), 80)));
     }
   }
   Impl::Query(*conn, entries_prune).bind(1, tenant_id).bind(2, run_id).bind(3, sql_seq(keep_from)).run();
@@ -567,8 +565,7 @@ std::vector<RunFork> SqliteRunJournal::forks(const std::string& tenant_id, const
   return out;
 }
 
-std::vector<std::string> SqliteRunJournal::stale_runs(const std::string& tenant_id,
-                                                      std::int64_t updated_before) const {
+std::vector<std::string> SqliteRunJournal::stale_runs(const std::string& tenant_id, std::int64_t updated_before) const {
   auto conn = impl_->pool.acquire();
   Impl::Query q(*conn, stale);
   q.bind(1, tenant_id).bind(2, updated_before);

@@ -93,8 +93,13 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
       if (sqlite3_changes(conn->db()) == 0) continue;  // it has a vector of the model by now
       // A vector of another model it replaced leaves that model's index; the new one joins this model's.
       // Only a latest version joins an index (older ones are searched by the scan, with all_versions).
-      Impl::Query(*conn, change_insert).bind(1, tenant_id).bind(2, std::string_view("", 0)).bind(3, r.id())
-          .bind(4, version).bind(5, std::int64_t{1}).run();
+      Impl::Query(*conn, change_insert)
+          .bind(1, tenant_id)
+          .bind(2, std::string_view("", 0))
+          .bind(3, r.id())
+          .bind(4, version)
+          .bind(5, std::int64_t{1})
+          .run();
       bool latest = false;
       {
         Impl::Query h(*conn, head_latest);
@@ -102,8 +107,13 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
         latest = h.step() && h.int64(0) == version;
       }
       if (latest) {
-        Impl::Query(*conn, change_insert).bind(1, tenant_id).bind(2, model).bind(3, r.id()).bind(4, version)
-            .bind(5, std::int64_t{0}).run();
+        Impl::Query(*conn, change_insert)
+            .bind(1, tenant_id)
+            .bind(2, model)
+            .bind(3, r.id())
+            .bind(4, version)
+            .bind(5, std::int64_t{0})
+            .run();
       }
       ++done;
     }
@@ -115,7 +125,7 @@ std::size_t SqliteArtifactStore::reindex(const std::string& tenant_id) {
 }
 
 std::shared_ptr<const void> SqliteArtifactStore::Impl::filter_fields(const Query& q, int at, std::uint64_t seq,
-                                                                   const JsonLimits& limits) {
+                                                                     const JsonLimits& limits) {
   if (q.is_null(at)) return nullptr;
   const auto optional_text = [&q](int col) {
     return q.is_null(col) ? std::nullopt : std::optional<std::string_view>(q.text(col));
@@ -201,9 +211,9 @@ bool SqliteArtifactStore::Impl::read_changes(Connection& conn, const std::string
 }
 
 std::shared_ptr<const detail::VectorIndex> SqliteArtifactStore::Impl::vector_index(Connection& conn,
-                                                                                  const std::string& tenant,
-                                                                                  const Embedding& query,
-                                                                                  std::size_t& unindexed) const {
+                                                                                   const std::string& tenant,
+                                                                                   const Embedding& query,
+                                                                                   std::size_t& unindexed) const {
   std::uint64_t seen = 0;
   auto index = vectors.current(
       tenant, query.model, query.values.size(),
@@ -253,8 +263,8 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
   const std::size_t dimension = query.values.size();
   using Found = detail::SearchCandidate;
   struct Accepted {
-    ArtifactPtr record;         // null: accepted by its kept fields, its row read after the walk
-    std::vector<float> vector;  // the row's, for a hit whose index copy cannot give the exact cosine
+    ArtifactPtr record;                            // null: accepted by its kept fields, its row read after the walk
+    std::vector<float> vector;                     // the row's, for a hit whose index copy cannot give the exact cosine
     const detail::FilterFields* fields = nullptr;  // what the index kept beside the version (null: nothing)
   };
   // The last change this read transaction sees, read when first needed. An index entry added by a change up to it is
@@ -496,9 +506,7 @@ std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::wor
   // searched: the postings alone count a word's documents, and a match needs no look at its head.
   const bool history = !q.all_versions && versions != latest;
   const std::size_t variant = (history ? 0 : 1) + (upper ? 2 : 0);
-  const auto bind_scope = [&](Query& s) {
-    s.bind(2, tenant).bind(3, q.filter.id_prefix).bind(4, upper);
-  };
+  const auto bind_scope = [&](Query& s) { s.bind(2, tenant).bind(3, q.filter.id_prefix).bind(4, upper); };
   const std::size_t documents = static_cast<std::size_t>(q.all_versions ? versions : latest);
   const std::size_t total_length = static_cast<std::size_t>(q.all_versions ? version_words : latest_words);
   const auto phrase = [&prefix](const detail::QueryTerm& t) {
@@ -551,12 +559,10 @@ std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::wor
     const auto& f = q.filter;
     // Bound without a copy (SQLITE_STATIC): every bound string lives until the statement is done.
     const std::optional<std::string> type = f.type ? std::optional<std::string>(f.type->str()) : std::nullopt;
-    s.bind(5, type)
-        .bind(6, f.mime_type)
-        .bind(7, f.created_by);
+    s.bind(5, type).bind(6, f.mime_type).bind(7, f.created_by);
     if (f.created_after) s.bind(8, *f.created_after);
     if (f.created_before) s.bind(9, *f.created_before);
-    constexpr int columns = 3;  // title, description, value
+    constexpr int columns = 3;                 // title, description, value
     const int hits_column = records ? 15 : 2;  // after the record's columns, or the key's
     while (s.step()) {
       WordMatch match;
@@ -578,8 +584,8 @@ std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::wor
       const auto length = static_cast<double>(s.int64(hits_column + 1));
       const auto count = [&hits](int phrase_index, int column) {
         std::int32_t n = 0;
-        const std::size_t at = (static_cast<std::size_t>(phrase_index) * columns + static_cast<std::size_t>(column)) *
-                               sizeof n;
+        const std::size_t at =
+            (static_cast<std::size_t>(phrase_index) * columns + static_cast<std::size_t>(column)) * sizeof n;
         if (at + sizeof n <= hits.size()) std::memcpy(&n, hits.data() + at, sizeof n);
         return n;
       };
@@ -604,8 +610,8 @@ std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::wor
         }
         const double tf = static_cast<double>(t) + static_cast<double>(d) + static_cast<double>(v);
         if (tf == 0) continue;
-        *out.bm25 += detail::Bm25::weight(tf, static_cast<double>(df[i]), static_cast<double>(documents), length,
-                                          average);
+        *out.bm25 +=
+            detail::Bm25::weight(tf, static_cast<double>(df[i]), static_cast<double>(documents), length, average);
         out.matched.words.push_back(scored[i]);
         in_title = in_title || t > 0;
         in_description = in_description || d > 0;

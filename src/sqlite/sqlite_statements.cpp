@@ -39,18 +39,19 @@ std::string statement_sql(Stmt s) {
       // In place: cheaper than INSERT OR REPLACE, which deletes and re-inserts the row.
       return "UPDATE cairn_heads SET latest = ?3, type = ?4, created_by = ?5 WHERE tenant_id = ?1 AND id = ?2";
     case artifact_insert:
-      return fmt::format("INSERT INTO cairn_artifacts ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                         "?12, ?13, ?14, ?15)",
-                         record_columns);
+      return fmt::format(
+          "INSERT INTO cairn_artifacts ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+          "?12, ?13, ?14, ?15)",
+          record_columns);
     case fetch_latest:
-      return fmt::format("SELECT {} FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2 "
-                         "ORDER BY version DESC LIMIT 1",
-                         record_columns);
+      return fmt::format(
+          "SELECT {} FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2 "
+          "ORDER BY version DESC LIMIT 1",
+          record_columns);
     case fetch_version:
       return fmt::format("SELECT {} FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2 AND version = ?3",
                          record_columns);
-    case versions_of:
-      return "SELECT version FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2 ORDER BY version";
+    case versions_of: return "SELECT version FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2 ORDER BY version";
     case head_delete: return "DELETE FROM cairn_heads WHERE tenant_id = ?1 AND id = ?2";
     case artifacts_delete: return "DELETE FROM cairn_artifacts WHERE tenant_id = ?1 AND id = ?2";
     case list_bounded: return fmt::format(list_select, "AND h.id < ?3");
@@ -60,19 +61,19 @@ std::string statement_sql(Stmt s) {
     case doc_insert:
       return "INSERT INTO cairn_search_docs (tenant_id, id, version, length, type) VALUES (?1, ?2, ?3, ?4, ?5) "
              "ON CONFLICT DO NOTHING";
-    case text_insert:
-      return "INSERT INTO cairn_search_text (rowid, title, description, value) VALUES (?1, ?2, ?3, ?4)";
+    case text_insert: return "INSERT INTO cairn_search_text (rowid, title, description, value) VALUES (?1, ?2, ?3, ?4)";
     case text_delete_id:
       return "DELETE FROM cairn_search_text WHERE rowid IN "
              "(SELECT doc FROM cairn_search_docs WHERE tenant_id = ?1 AND id = ?2)";
     case docs_delete_id: return "DELETE FROM cairn_search_docs WHERE tenant_id = ?1 AND id = ?2";
     case unindexed_next:
       // The next versions (in key order after ?1..?3) that have no search row; ?4: one tenant, or NULL for all.
-      return fmt::format("SELECT {} FROM cairn_artifacts a WHERE (a.tenant_id, a.id, a.version) > (?1, ?2, ?3) "
-                         "AND (?4 IS NULL OR a.tenant_id = ?4) AND NOT EXISTS (SELECT 1 FROM cairn_search_docs d "
-                         "WHERE d.tenant_id = a.tenant_id AND d.id = a.id AND d.version = a.version) "
-                         "ORDER BY a.tenant_id, a.id, a.version LIMIT 256",
-                         artifact_columns);
+      return fmt::format(
+          "SELECT {} FROM cairn_artifacts a WHERE (a.tenant_id, a.id, a.version) > (?1, ?2, ?3) "
+          "AND (?4 IS NULL OR a.tenant_id = ?4) AND NOT EXISTS (SELECT 1 FROM cairn_search_docs d "
+          "WHERE d.tenant_id = a.tenant_id AND d.id = a.id AND d.version = a.version) "
+          "ORDER BY a.tenant_id, a.id, a.version LIMIT 256",
+          artifact_columns);
     case words_done_get: return "SELECT words_done FROM cairn_search_state";
     case words_done_set: return "UPDATE cairn_search_state SET words_done = 1";
     case vector_insert:
@@ -118,19 +119,21 @@ std::string statement_sql(Stmt s) {
       // A candidate of the vector index checked against the rows: still the latest version (no newer one of
       // the id: a probe next to its own row, where cairn_heads would be another page to read), with its record and
       // vector of the model.
-      return fmt::format("SELECT {}, v.vec FROM cairn_artifacts a JOIN cairn_search_vectors v "
-                         "ON v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
-                         "WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 AND v.model = ?4 "
-                         "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
-                         "AND n.version > ?3)",
-                         artifact_columns);
+      return fmt::format(
+          "SELECT {}, v.vec FROM cairn_artifacts a JOIN cairn_search_vectors v "
+          "ON v.tenant_id = a.tenant_id AND v.id = a.id AND v.version = a.version "
+          "WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 AND v.model = ?4 "
+          "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
+          "AND n.version > ?3)",
+          artifact_columns);
     case candidate_record:
       // ... its record alone, for a hit whose exact score the index gave: the vector's row (past SQLite's 1 KB of a
       // WITHOUT ROWID row kept in its page, a second page) is not read.
-      return fmt::format("SELECT {} FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 "
-                         "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
-                         "AND n.version > ?3)",
-                         artifact_columns);
+      return fmt::format(
+          "SELECT {} FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND a.id = ?2 AND a.version = ?3 "
+          "AND NOT EXISTS (SELECT 1 FROM cairn_artifacts n WHERE n.tenant_id = ?1 AND n.id = ?2 "
+          "AND n.version > ?3)",
+          artifact_columns);
     case unindexed_vectors:
       // ... without a vector of the model ?2.
       return "SELECT count(*) FROM cairn_heads h WHERE h.tenant_id = ?1 AND NOT EXISTS (SELECT 1 FROM "
@@ -138,11 +141,12 @@ std::string statement_sql(Stmt s) {
              "AND v.model = ?2)";
     case unembedded_next:
       // The tenant's next versions (in id, version order after ?2, ?3) without a vector of the model ?4.
-      return fmt::format("SELECT {} FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND (a.id, a.version) > (?2, ?3) "
-                         "AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v WHERE v.tenant_id = a.tenant_id "
-                         "AND v.id = a.id AND v.version = a.version AND v.model = ?4) "
-                         "ORDER BY a.id, a.version LIMIT 64",
-                         artifact_columns);
+      return fmt::format(
+          "SELECT {} FROM cairn_artifacts a WHERE a.tenant_id = ?1 AND (a.id, a.version) > (?2, ?3) "
+          "AND NOT EXISTS (SELECT 1 FROM cairn_search_vectors v WHERE v.tenant_id = a.tenant_id "
+          "AND v.id = a.id AND v.version = a.version AND v.model = ?4) "
+          "ORDER BY a.id, a.version LIMIT 64",
+          artifact_columns);
     case unindexed_all:
       // How many versions have no search row (what unindexed_next walks); ?1: one tenant, or NULL for all.
       return "SELECT count(*) FROM cairn_artifacts a WHERE (?1 IS NULL OR a.tenant_id = ?1) AND NOT EXISTS "
@@ -211,8 +215,7 @@ std::string statement_sql(Stmt s) {
           "AND (?7 IS NULL OR a.created_by = ?7) AND (?8 IS NULL OR a.created_at >= ?8) "
           "AND (?9 IS NULL OR a.created_at < ?9) AND cairn_search_text.rowid NOT IN "
           "(SELECT rowid FROM cairn_search_text WHERE cairn_search_text MATCH ?10)",
-          artifact_columns,
-          scope);
+          artifact_columns, scope);
     }
   }
   return {};

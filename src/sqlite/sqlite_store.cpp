@@ -56,8 +56,7 @@ void register_fts5_functions(sqlite3* db, const std::string& where) {
     sqlite3_step(st);
   }
   sqlite3_finalize(st);
-  if (!api || api->iVersion < 2 ||
-      api->xCreateFunction(api, "cairn_hits", nullptr, &fts5_hits, nullptr) != SQLITE_OK) {
+  if (!api || api->iVersion < 2 || api->xCreateFunction(api, "cairn_hits", nullptr, &fts5_hits, nullptr) != SQLITE_OK) {
     throw storage_error(fmt::format("{}: this SQLite has no FTS5, which search needs", where));
   }
 }
@@ -76,10 +75,10 @@ std::unique_ptr<SqliteArtifactStore::Impl::Connection> SqliteArtifactStore::Impl
 
 SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options) {
   if (path.empty() || path == ":memory:" || path.rfind("file::memory:", 0) == 0) {
-    throw invalid_argument(fmt::format(
-        "sqlite store: path '{}' names an in-memory database, which each connection would see empty; "
-        "give a file path, or use InMemoryArtifactStore",
-        path));
+    throw invalid_argument(
+        fmt::format("sqlite store: path '{}' names an in-memory database, which each connection would see empty; "
+                    "give a file path, or use InMemoryArtifactStore",
+                    path));
   }
   if (options.busy_timeout_ms < 0) {
     throw invalid_argument(
@@ -90,8 +89,8 @@ SqliteArtifactStore::SqliteArtifactStore(std::string path, SqliteOptions options
         fmt::format("sqlite store: mmap_bytes must not be negative (got {}; 0 turns the map off)", options.mmap_bytes));
   }
   if (options.page_size < 512 || options.page_size > 65536 || (options.page_size & (options.page_size - 1)) != 0) {
-    throw invalid_argument(fmt::format(
-        "sqlite store: page_size must be a power of two from 512 to 65536 (got {})", options.page_size));
+    throw invalid_argument(
+        fmt::format("sqlite store: page_size must be a power of two from 512 to 65536 (got {})", options.page_size));
   }
   impl_ = std::make_unique<Impl>(std::move(path), options);
   auto first = impl_->open();
@@ -165,8 +164,7 @@ ArtifactPtr SqliteArtifactStore::Impl::put(const ArtifactRecord& record, const s
   const std::string metadata = detail::dump_json_column(record.metadata(), "metadata", limits);
   const detail::RecordWords words = detail::record_words(record);
   std::string id = record.id().empty() ? detail::new_uuid(options.ids.get()) : record.id();
-  const std::int64_t created_at =
-      record.created_at() == 0 ? detail::now_ms(options.clock.get()) : record.created_at();
+  const std::int64_t created_at = record.created_at() == 0 ? detail::now_ms(options.clock.get()) : record.created_at();
 
   auto conn = pool.acquire();
   std::int64_t version = 1;
@@ -283,8 +281,7 @@ ListPage SqliteArtifactStore::list(const std::string& tenant_id, const ListQuery
     lower.push_back('\0');
   }
   const auto upper = prefix_upper_bound(query.prefix);
-  const std::optional<std::string> type =
-      query.type ? std::optional<std::string>(query.type->str()) : std::nullopt;
+  const std::optional<std::string> type = query.type ? std::optional<std::string>(query.type->str()) : std::nullopt;
 
   auto conn = impl_->pool.acquire();
   Impl::Query q(*conn, upper ? list_bounded : list_open);

@@ -199,8 +199,7 @@ struct SqliteArtifactStore::Impl {
   /// What a filter reads of the version in the current row of `q`, from column `at` on (type, mime_type,
   /// created_by, created_at, metadata: detail::kept_filter_fields), added by change `seq`; null when the row has no
   /// record (gone since).
-  static std::shared_ptr<const void> filter_fields(const Query& q, int at, std::uint64_t seq,
-                                                   const JsonLimits& limits);
+  static std::shared_ptr<const void> filter_fields(const Query& q, int at, std::uint64_t seq, const JsonLimits& limits);
 
   /// The change sequence of a (tenant, model) for detail::VectorCache, read in the caller's read transaction on
   /// `conn`: after 0, every current vector (each an add at the newest sequence number), else the changes after
@@ -285,8 +284,8 @@ struct SqliteArtifactStore::Impl {
     return std::move(detail::embed_checked(*options.embedder, {options.embedder->text_of(record)}).front());
   }
 
-  mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries,
-                                      detail::VectorCache::default_max_bytes, detail::fields_column_reader()};
+  mutable detail::VectorCache vectors{detail::VectorCache::default_max_entries, detail::VectorCache::default_max_bytes,
+                                      detail::fields_column_reader()};
   // search_similar's count of unindexed versions per (tenant, model), with the change sequence it was made at.
   mutable std::mutex unindexed_mutex;
   mutable std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::size_t>> unindexed_counts;

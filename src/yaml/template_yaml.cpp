@@ -109,8 +109,8 @@ class JsonBuilder final : public YAML::EventHandler {
     nlohmann::json v;
     if (tag == "?") {
       v = resolve_plain(value);
-    } else if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
-               tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null") {
+    } else if (tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" || tag == "tag:yaml.org,2002:bool" ||
+               tag == "tag:yaml.org,2002:null") {
       v = resolve_plain(value);
     } else {
       v = value;  // quoted ("!"), !!str, or a tag cairn does not know: the text itself
@@ -222,8 +222,8 @@ nlohmann::json yaml_to_json(std::string_view text, const YamlLimits& limits, std
     while (parser.HandleNextDocument(builder)) {
     }
   } catch (const YAML::Exception& e) {
-    throw parse_error(fmt::format("{}: line {}, column {}: invalid YAML: {}", what, e.mark.line + 1,
-                                  e.mark.column + 1, e.msg));
+    throw parse_error(
+        fmt::format("{}: line {}, column {}: invalid YAML: {}", what, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   return builder.take();
 }
@@ -240,8 +240,8 @@ WorkflowTemplate load_template_yaml_file(const std::filesystem::path& path, cons
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<std::size_t>(in.gcount()));
     if (text.size() > limits.max_bytes) {
-      throw limit_exceeded(fmt::format("workflow template '{}' is larger than the limit of {} bytes", path.string(),
-                                       limits.max_bytes));
+      throw limit_exceeded(
+          fmt::format("workflow template '{}' is larger than the limit of {} bytes", path.string(), limits.max_bytes));
     }
   }
   const std::string what = fmt::format("workflow template '{}'", path.string());

@@ -23,19 +23,31 @@ ArtifactRecord::Builder base(const char* id) {
 int write() {
   const std::pair<const char*, cairn::ArtifactPtr> records[] = {
       {"text", base("text").value("# Q3\nSales rose.").build()},
-      {"markdown file inline", base("md").value("# Notes").mime_type("text/markdown")
-                                   .metadata({{"filename", "notes.md"}}).build()},
+      {"markdown file inline",
+       base("md").value("# Notes").mime_type("text/markdown").metadata({{"filename", "notes.md"}}).build()},
       {"object", base("object").type("structured").value({{"sections", {"sales", "costs"}}, {"n", 2}}).build()},
       {"array", base("array").type("data").value(json::array({1, "two", nullptr, json::object()})).build()},
       {"number", base("number").type("data").value(42.5).build()},
       {"boolean, untitled", base("flag").title("").description("a flag").value(false).build()},
-      {"file by storage_url", base("pdf").type("file").value(json(nullptr))
+      {"file by storage_url", base("pdf")
+                                  .type("file")
+                                  .value(json(nullptr))
                                   .storage_url("https://files.example.com/reports/Q3%20report.pdf?sig=1")
-                                  .mime_type("application/pdf").size_bytes(52133).build()},
-      {"value and file", base("both").type("file").value("summary of the file").storage_url("s3://bucket/data/rows.csv")
-                             .mime_type("text/csv").build()},
-      {"inline bytes", base("bytes").type("image").value("iVBORw0KGgo=").mime_type("image/png")
-                           .metadata({{"encoding", "base64"}, {"filename", "dot.png"}}).build()},
+                                  .mime_type("application/pdf")
+                                  .size_bytes(52133)
+                                  .build()},
+      {"value and file", base("both")
+                             .type("file")
+                             .value("summary of the file")
+                             .storage_url("s3://bucket/data/rows.csv")
+                             .mime_type("text/csv")
+                             .build()},
+      {"inline bytes", base("bytes")
+                           .type("image")
+                           .value("iVBORw0KGgo=")
+                           .mime_type("image/png")
+                           .metadata({{"encoding", "base64"}, {"filename", "dot.png"}})
+                           .build()},
   };
   json out = {{"records", json::array()}, {"references", json::array()}};
   for (const auto& [name, r] : records) {
@@ -44,8 +56,8 @@ int write() {
                               {"v1", cairn::to_a2a(*r)},
                               {"v03", cairn::to_a2a(*r, cairn::A2AVersion::v0_3)}});
   }
-  for (const cairn::ArtifactPart& ref : {cairn::ArtifactPart{"research-notes", std::string("Findings")},
-                                          cairn::ArtifactPart{"draft-7", std::nullopt}}) {
+  for (const cairn::ArtifactPart& ref :
+       {cairn::ArtifactPart{"research-notes", std::string("Findings")}, cairn::ArtifactPart{"draft-7", std::nullopt}}) {
     json j = {{"artifact_id", ref.artifact_id}};
     if (ref.title) j["title"] = *ref.title;
     out["references"].push_back({{"ref", std::move(j)},

@@ -3,16 +3,23 @@
 #include "catch.hpp"
 
 using namespace cairn;
-using nlohmann::json;
 using cairn_test::ContainsSubstring;
+using nlohmann::json;
 
 namespace {
 const std::string uri(a2a_extension_uri);
 
 ArtifactRecord::Builder base() {
   auto b = ArtifactRecord::builder();
-  b.id("a1").tenant_id("acme").version(3).type("document").title("Notes").description("research notes")
-      .created_by("researcher").created_at(1700000000000).metadata({{"tool_name", "search"}});
+  b.id("a1")
+      .tenant_id("acme")
+      .version(3)
+      .type("document")
+      .title("Notes")
+      .description("research notes")
+      .created_by("researcher")
+      .created_at(1700000000000)
+      .metadata({{"tool_name", "search"}});
   return b;
 }
 
@@ -32,8 +39,10 @@ std::vector<ArtifactPtr> every_shape(const ArtifactType& type) {
       b().value("inline").storage_url("https://x/y").mime_type("text/plain").size_bytes(6).schema_url("s").build(),
       b().value(json(nullptr)).storage_url("file:///tmp/report.pdf").mime_type("application/pdf").build(),
       b().value(json(nullptr)).storage_url("s3://bucket").build(),
-      b().value("aGVsbG8=").metadata({{"encoding", "base64"}, {"filename", "hello.bin"}})
-          .mime_type("application/octet-stream").build(),
+      b().value("aGVsbG8=")
+          .metadata({{"encoding", "base64"}, {"filename", "hello.bin"}})
+          .mime_type("application/octet-stream")
+          .build(),
       b().value("not base64!").metadata({{"encoding", "base64"}}).build(),
       b().value({{"rows", 2}}).mime_type("application/json").metadata({{"filename", "rows.json"}}).build(),
       b().title("").value(1).build(),
@@ -43,8 +52,8 @@ std::vector<ArtifactPtr> every_shape(const ArtifactType& type) {
 }
 
 const std::vector<ArtifactType> every_type = {
-    ArtifactType::document,   ArtifactType::dataset, ArtifactType::code,    ArtifactType::image,
-    ArtifactType::structured, ArtifactType::file,    ArtifactType::data,    ArtifactType::process,
+    ArtifactType::document,   ArtifactType::dataset,      ArtifactType::code, ArtifactType::image,
+    ArtifactType::structured, ArtifactType::file,         ArtifactType::data, ArtifactType::process,
     ArtifactType::config,     ArtifactType{"custom-type"}};
 }  // namespace
 
@@ -82,18 +91,27 @@ TEST_CASE("to_a2a writes A2A v1.0 by default: one part that carries the value wh
     CHECK_FALSE(file("https://cdn.example/x").contains("mediaType"));
   }
   SECTION("metadata.filename names the file when it is set") {
-    json a = to_a2a(*base().value(json(nullptr)).storage_url("https://x/blob/9f2c").metadata({{"filename", "r.pdf"}})
-                         .build());
+    json a = to_a2a(
+        *base().value(json(nullptr)).storage_url("https://x/blob/9f2c").metadata({{"filename", "r.pdf"}}).build());
     CHECK(a["parts"][0]["filename"] == "r.pdf");
     // Not a string, or empty: the URL's name.
-    CHECK(to_a2a(*base().value(json(nullptr)).storage_url("https://x/y.txt").metadata({{"filename", 3}}).build())
-              ["parts"][0]["filename"] == "y.txt");
-    CHECK(to_a2a(*base().value(json(nullptr)).storage_url("https://x/y.txt").metadata({{"filename", ""}}).build())
-              ["parts"][0]["filename"] == "y.txt");
+    CHECK(to_a2a(*base()
+                      .value(json(nullptr))
+                      .storage_url("https://x/y.txt")
+                      .metadata({{"filename", 3}})
+                      .build())["parts"][0]["filename"] == "y.txt");
+    CHECK(to_a2a(*base()
+                      .value(json(nullptr))
+                      .storage_url("https://x/y.txt")
+                      .metadata({{"filename", ""}})
+                      .build())["parts"][0]["filename"] == "y.txt");
   }
   SECTION("inline base64 bytes (metadata.encoding = \"base64\") are a raw part") {
-    json a = to_a2a(*base().value("aGk=").mime_type("application/octet-stream")
-                         .metadata({{"encoding", "base64"}, {"filename", "hi.bin"}}).build());
+    json a = to_a2a(*base()
+                         .value("aGk=")
+                         .mime_type("application/octet-stream")
+                         .metadata({{"encoding", "base64"}, {"filename", "hi.bin"}})
+                         .build());
     CHECK(a["parts"] == json::parse(R"([{"raw":"aGk=","filename":"hi.bin","mediaType":"application/octet-stream"}])"));
     // Marked base64 but not base64: it is text, sent as text.
     CHECK(to_a2a(*base().value("a b").metadata({{"encoding", "base64"}}).build())["parts"] ==
@@ -156,7 +174,8 @@ TEST_CASE("from_a2a takes the tenant from the caller, never from the artifact") 
 TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
   SECTION("text parts are joined into a document") {
     auto r = from_a2a(json::parse(R"({"artifactId":"x","name":"Report","parts":[{"text":"Hello, "},
-      {"text":"world"}]})"), "t");
+      {"text":"world"}]})"),
+                      "t");
     CHECK(r->value() == "Hello, world");
     CHECK(r->type() == ArtifactType::document);
     CHECK(r->title() == "Report");
@@ -171,7 +190,8 @@ TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
   }
   SECTION("a url part gives a file record with its mediaType and filename") {
     auto r = from_a2a(json::parse(R"({"artifactId":"img","name":"chart","parts":[
-      {"url":"https://cdn/x.png","filename":"chart.png","mediaType":"image/png"}]})"), "t");
+      {"url":"https://cdn/x.png","filename":"chart.png","mediaType":"image/png"}]})"),
+                      "t");
     CHECK(r->type() == ArtifactType::file);
     CHECK(r->storage_url() == "https://cdn/x.png");
     CHECK(r->mime_type() == "image/png");
@@ -182,7 +202,8 @@ TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
   }
   SECTION("a raw part gives the base64 text, marked") {
     auto r = from_a2a(json::parse(R"({"artifactId":"b","parts":[{"raw":"aGk=","filename":"hi.txt",
-      "mediaType":"text/plain"}]})"), "t");
+      "mediaType":"text/plain"}]})"),
+                      "t");
     CHECK(r->value() == "aGk=");
     CHECK(r->type() == ArtifactType::file);
     CHECK(r->mime_type() == "text/plain");
@@ -190,7 +211,8 @@ TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
     CHECK(to_a2a(*r)["parts"][0] == json::parse(R"({"raw":"aGk=","filename":"hi.txt","mediaType":"text/plain"})"));
     // Beside a url part, which gives the file's name and type, the bytes are still marked.
     auto both = from_a2a(json::parse(R"({"artifactId":"b","parts":[{"raw":"aGk=","mediaType":"text/plain"},
-      {"url":"https://x/y.txt"}]})"), "t");
+      {"url":"https://x/y.txt"}]})"),
+                         "t");
     CHECK(both->value() == "aGk=");
     CHECK(both->storage_url() == "https://x/y.txt");
     CHECK_FALSE(both->mime_type());
@@ -199,7 +221,8 @@ TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
   }
   SECTION("mixed parts give an array; what the other parts carry is kept in a2a_parts") {
     auto r = from_a2a(json::parse(R"({"artifactId":"m","parts":[{"text":"a","mediaType":"text/markdown"},
-      {"data":{"b":2},"metadata":{"trace":"t-1"}},{"url":"https://x/f.csv","mediaType":"text/csv"}]})"), "t");
+      {"data":{"b":2},"metadata":{"trace":"t-1"}},{"url":"https://x/f.csv","mediaType":"text/csv"}]})"),
+                      "t");
     CHECK(r->value() == json::parse(R"(["a",{"b":2}])"));
     CHECK(r->storage_url() == "https://x/f.csv");
     CHECK(r->mime_type() == "text/csv");
@@ -209,7 +232,8 @@ TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
   }
   SECTION("artifact metadata, other extensions and the proto's field names") {
     auto r = from_a2a(json::parse(R"({"artifact_id":"p","parts":[{"url":"https://x/y","media_type":"image/gif"}],
-      "metadata":{"vendor":{"trace":"t-1"}},"extensions":["https://example.com/ext/ts/v1"]})"), "t");
+      "metadata":{"vendor":{"trace":"t-1"}},"extensions":["https://example.com/ext/ts/v1"]})"),
+                      "t");
     CHECK(r->id() == "p");
     CHECK(r->mime_type() == "image/gif");
     CHECK(r->metadata()["a2a_metadata"] == json({{"vendor", {{"trace", "t-1"}}}}));
@@ -226,10 +250,12 @@ TEST_CASE("from_a2a reads the v1.0 artifacts other agents make") {
 TEST_CASE("from_a2a reads v0.3.0 artifacts") {
   SECTION("text, data and file parts") {
     auto r = from_a2a(json::parse(R"({"artifactId":"x","parts":[{"kind":"text","text":"Hello, "},
-      {"kind":"text","text":"world"}]})"), "t");
+      {"kind":"text","text":"world"}]})"),
+                      "t");
     CHECK(r->value() == "Hello, world");
     auto f = from_a2a(json::parse(R"({"artifactId":"img","parts":[
-      {"kind":"file","file":{"uri":"https://cdn/x.png","mimeType":"image/png","name":"x.png"}}]})"), "t");
+      {"kind":"file","file":{"uri":"https://cdn/x.png","mimeType":"image/png","name":"x.png"}}]})"),
+                      "t");
     CHECK(f->storage_url() == "https://cdn/x.png");
     CHECK(f->mime_type() == "image/png");
     CHECK(f->metadata()["filename"] == "x.png");
@@ -256,7 +282,8 @@ TEST_CASE("from_a2a reads v0.3.0 artifacts") {
   SECTION("what cairn wrote before v1.0: metadata.cairn and cairn_wrapped") {
     auto r = from_a2a(json::parse(R"({"artifactId":"a1","name":"Notes","parts":[{"kind":"data","data":{"value":[1,2]},
       "metadata":{"cairn_wrapped":true}}],"metadata":{"cairn":{"tenant_id":"other","version":3,"type":"data",
-      "purpose":"p","created_at":5,"metadata":{"k":1}}}})"), "t");
+      "purpose":"p","created_at":5,"metadata":{"k":1}}}})"),
+                      "t");
     CHECK(r->value() == json::array({1, 2}));
     CHECK(r->version() == 3);
     CHECK(r->type() == ArtifactType::data);
@@ -269,7 +296,8 @@ TEST_CASE("from_a2a reads cairn's flags only when they are booleans") {
   // Found by tests/fuzz/fuzz_record (corpus/record/regression-a2a-flag-not-boolean.json): a string where a boolean
   // flag was expected escaped as a raw nlohmann::json::type_error.
   auto r = from_a2a(json::parse(R"({"artifactId":"a1","name":"Notes","parts":[{"kind":"data","data":{"value":[1,2]},
-    "metadata":{"cairn_wrapped":"acme"}}],"metadata":{"cairn":{"type":"data","untitled":"yes"}}})"), "t");
+    "metadata":{"cairn_wrapped":"acme"}}],"metadata":{"cairn":{"type":"data","untitled":"yes"}}})"),
+                    "t");
   CHECK(r->value() == json({{"value", {1, 2}}}));  // not unwrapped
   CHECK(r->title() == "Notes");                    // not untitled
 }
@@ -295,8 +323,9 @@ TEST_CASE("from_a2a rejects what is not an A2A Artifact or what a record cannot 
 
   // v1.0 parts
   CHECK_THROWS_WITH(part(R"("text")"), "A2A Artifact.parts[0]: expected a JSON object, got string");
-  CHECK_THROWS_WITH(part("{}"), "A2A Artifact.parts[0]: has none of 'text', 'raw', 'url' and 'data' (a v1.0 Part "
-                                "holds one of them; a v0.3.0 part has 'kind')");
+  CHECK_THROWS_WITH(part("{}"),
+                    "A2A Artifact.parts[0]: has none of 'text', 'raw', 'url' and 'data' (a v1.0 Part "
+                    "holds one of them; a v0.3.0 part has 'kind')");
   CHECK_THROWS_WITH(part(R"({"text":"a","url":"b"})"),
                     "A2A Artifact.parts[0]: has both 'text' and 'url' (a Part holds exactly one of text, raw, url and "
                     "data)");
@@ -346,8 +375,9 @@ TEST_CASE("from_a2a rejects what is not an A2A Artifact or what a record cannot 
                     "A2A Artifact.parts[0].file.mimeType: 'x' is not a MIME type of the form type/subtype");
   CHECK_THROWS_WITH(part(R"({"kind":"data"})"), "A2A Artifact.parts[0]: missing required member 'data'");
   CHECK_THROWS_WITH(bad(R"({"artifactId":"x","parts":[{"kind":"file","file":{"uri":"a"}},
-    {"kind":"file","file":{"uri":"b"}}]})"), "A2A Artifact.parts[1].file.uri: a record holds one storage_url, and "
-                                              "parts[0] gave it");
+    {"kind":"file","file":{"uri":"b"}}]})"),
+                    "A2A Artifact.parts[1].file.uri: a record holds one storage_url, and "
+                    "parts[0] gave it");
 
   // cairn's extension
   json a = to_a2a(*base().value("hello").build());

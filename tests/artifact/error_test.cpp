@@ -128,8 +128,9 @@ TEST_CASE("errors thrown by the library carry their code, so a host can branch w
   small.max_bytes = 10;
   CHECK(code_of([&] { (void)cairn::ArtifactRecord::parse(R"({"tenant_id":"t","type":"data","value":1})", small); }) ==
         errc::limit_exceeded);
-  CHECK(code_of([] { (void)cairn::ArtifactRecord::from_json(nlohmann::json{{"tenant_id", "t"}}); }) ==
-        errc::invalid_artifact);
+  CHECK(code_of([] {
+          (void)cairn::ArtifactRecord::from_json(nlohmann::json{{"tenant_id", "t"}});
+        }) == errc::invalid_artifact);
   // The conflict's numbers are still there next to the code.
   try {
     (void)store.store_if(*note("a"), stored->version() + 5);

@@ -25,8 +25,13 @@ TEST_CASE("InMemoryArtifactStore with a single shard passes the conformance suit
 
 TEST_CASE("reads are zero-copy: fetch hands out the stored pointer") {
   InMemoryArtifactStore store;
-  auto stored = store.store(*ArtifactRecord::builder().tenant_id("t").id("x").type("data").title("x")
-                                 .value(nlohmann::json{{"big", std::string(1000, 'x')}}).build());
+  auto stored = store.store(*ArtifactRecord::builder()
+                                 .tenant_id("t")
+                                 .id("x")
+                                 .type("data")
+                                 .title("x")
+                                 .value(nlohmann::json{{"big", std::string(1000, 'x')}})
+                                 .build());
   CHECK(store.fetch("x", "t").get() == stored.get());
   CHECK(store.fetch("x", "t", 1).get() == stored.get());
   CHECK(store.list("t").items.at(0).get() == stored.get());
@@ -130,8 +135,8 @@ TEST_CASE("a store that fails while stamping leaves nothing behind") {
 
 TEST_CASE("the stored record shares the fields of the record it was given") {
   InMemoryArtifactStore store;
-  auto draft = ArtifactRecord::builder().tenant_id("t").id("x").type("data").title("title").description("d")
-                   .value(1).build();
+  auto draft =
+      ArtifactRecord::builder().tenant_id("t").id("x").type("data").title("title").description("d").value(1).build();
   auto stored = store.store(draft);
   CHECK(stored->version() == 1);
   CHECK(stored->id() == "x");

@@ -3,8 +3,8 @@
 #include "catch.hpp"
 
 using namespace cairn;
-using nlohmann::json;
 using cairn_test::ContainsSubstring;
+using nlohmann::json;
 
 namespace {
 const std::vector<MessagePart> every_part = {
@@ -63,8 +63,9 @@ TEST_CASE("an ArtifactPart travels as a data part marked with cairn's extension,
 
 TEST_CASE("bad parts are rejected with the part and member named") {
   auto parse = [](const char* text) { return message_part_from_json(json::parse(text)); };
-  CHECK_THROWS_WITH(parse(R"({"txt":"x"})"), "MessagePart: has none of 'text', 'raw', 'url' and 'data' (a v1.0 Part "
-                                             "holds one of them; a v0.3.0 part has 'kind')");
+  CHECK_THROWS_WITH(parse(R"({"txt":"x"})"),
+                    "MessagePart: has none of 'text', 'raw', 'url' and 'data' (a v1.0 Part "
+                    "holds one of them; a v0.3.0 part has 'kind')");
   CHECK_THROWS_WITH(parse(R"({"text":"x","data":1})"), ContainsSubstring("MessagePart: has both 'text' and 'data'"));
   CHECK_THROWS_WITH(parse(R"({"raw":"@@@@"})"), "MessagePart.raw: is not base64: '@' at offset 0");
   CHECK_THROWS_WITH(parse(R"({"kind":"video"})"),

@@ -82,8 +82,14 @@ TEST_CASE("a packed record unpacks to an equal record, every field and kind of v
   CHECK(back->value().at("min").get<std::int64_t>() == std::numeric_limits<std::int64_t>::min());
 
   // No value (storage_url only), purpose equal to the description, empty metadata.
-  auto bare = ArtifactRecord::builder().tenant_id("t").id("b").type("file").description("d").purpose("d")
-                  .storage_url("file:///x").build();
+  auto bare = ArtifactRecord::builder()
+                  .tenant_id("t")
+                  .id("b")
+                  .type("file")
+                  .description("d")
+                  .purpose("d")
+                  .storage_url("file:///x")
+                  .build();
   auto bare_back = detail::RecordPacker::unpack(detail::RecordPacker::pack(*bare));
   CHECK(*bare_back == *bare);
   CHECK_FALSE(bare_back->has_value());
@@ -146,7 +152,7 @@ TEST_CASE("a packed store gives back every field, every version and every listin
 
 TEST_CASE("a bounded store keeps the records fetched most recently parsed and packs the others") {
   const std::size_t one = detail::json_heap_estimate(document(0));
-  CHECK(one > 3 * document(0).dump().size());  // what packing is for
+  CHECK(one > 3 * document(0).dump().size());        // what packing is for
   auto store = bounded_store(3 * one + one / 2, 1);  // room for three parsed documents
   std::vector<ArtifactPtr> stored;
   for (int i = 0; i < 6; ++i) stored.push_back(store.store(*doc_record("d" + std::to_string(i), i)));

@@ -7,8 +7,8 @@
 
 using cairn::ArtifactRecord;
 using cairn::ArtifactType;
-using nlohmann::json;
 using cairn_test::ContainsSubstring;
+using nlohmann::json;
 
 namespace {
 ArtifactRecord::Builder minimal() {
@@ -257,10 +257,12 @@ TEST_CASE("non-finite numbers are refused at build time, naming the field and th
   const double inf = std::numeric_limits<double>::infinity();
   CHECK(invalid_artifact_message([&] { (void)minimal().value(nan).build(); }) ==
         "value: holds a non-finite number (NaN) at the top level; JSON has no NaN or Infinity");
-  CHECK(invalid_artifact_message([&] { (void)minimal().value(json{{"a", {1, 2, -inf}}}).build(); }) ==
-        "value: holds a non-finite number (-Infinity) at /a/2; JSON has no NaN or Infinity");
-  CHECK(invalid_artifact_message([&] { (void)minimal().value(json{{"x/y~z", inf}}).build(); }) ==
-        "value: holds a non-finite number (Infinity) at /x~1y~0z; JSON has no NaN or Infinity");
+  CHECK(invalid_artifact_message([&] {
+          (void)minimal().value(json{{"a", {1, 2, -inf}}}).build();
+        }) == "value: holds a non-finite number (-Infinity) at /a/2; JSON has no NaN or Infinity");
+  CHECK(invalid_artifact_message([&] {
+          (void)minimal().value(json{{"x/y~z", inf}}).build();
+        }) == "value: holds a non-finite number (Infinity) at /x~1y~0z; JSON has no NaN or Infinity");
   CHECK(invalid_artifact_message([&] { (void)minimal().metadata("score", nan).build(); }) ==
         "metadata: holds a non-finite number (NaN) at /score; JSON has no NaN or Infinity");
   // build_value and from_json go the same way.
@@ -290,10 +292,12 @@ TEST_CASE("invalid UTF-8 is refused in every string field and inside value and m
         "mime_type: is not valid UTF-8 ('text/plain; x=caf\\xc3')");
   CHECK(msg([&] { (void)minimal().schema_url(bad).build(); }) == "schema_url: is not valid UTF-8 ('caf\\xc3')");
   CHECK(msg([&] { (void)minimal().created_by(bad).build(); }) == "created_by: is not valid UTF-8 ('caf\\xc3')");
-  CHECK(msg([&] { (void)minimal().value(bad).build(); }) == "value: holds a string that is not valid UTF-8 at the top "
-                                                      "level ('caf\\xc3')");
-  CHECK(msg([&] { (void)minimal().value(json{{"k", {"ok", bad}}}).build(); }) ==
-        "value: holds a string that is not valid UTF-8 at /k/1 ('caf\\xc3')");
+  CHECK(msg([&] { (void)minimal().value(bad).build(); }) ==
+        "value: holds a string that is not valid UTF-8 at the top "
+        "level ('caf\\xc3')");
+  CHECK(msg([&] {
+          (void)minimal().value(json{{"k", {"ok", bad}}}).build();
+        }) == "value: holds a string that is not valid UTF-8 at /k/1 ('caf\\xc3')");
   json with_bad_key = json::object();
   with_bad_key["n"][bad] = 1;
   CHECK(msg([&] { (void)minimal().value(with_bad_key).build(); }) ==
@@ -321,8 +325,7 @@ TEST_CASE("a value is walked once per build, records revised from a checked one 
   CHECK_NOTHROW(r->revise().title("t2").build());
   CHECK_THROWS_AS(r->revise().value(json{{"a", std::numeric_limits<double>::infinity()}}).build(),
                   cairn::invalid_artifact);
-  CHECK_THROWS_AS(r->revise().metadata("m", std::numeric_limits<double>::quiet_NaN()).build(),
-                  cairn::invalid_artifact);
+  CHECK_THROWS_AS(r->revise().metadata("m", std::numeric_limits<double>::quiet_NaN()).build(), cairn::invalid_artifact);
   auto shared = std::make_shared<const json>(json{std::numeric_limits<double>::quiet_NaN()});
   CHECK_THROWS_AS(r->revise().shared_value(shared).build(), cairn::invalid_artifact);
 }
@@ -409,8 +412,14 @@ TEST_CASE("the rarely set fields read back alone and together, and take part in 
   auto sized = minimal().size_bytes(0).build();  // a size of 0 is set, not absent
   CHECK(sized->size_bytes() == std::optional<std::uint64_t>(0));
   CHECK(*sized != *plain);
-  auto all = minimal().purpose("p").storage_url("s3://b/k").mime_type("text/plain").size_bytes(3)
-                 .schema_url("https://x/s.json").created_by("me").build();
+  auto all = minimal()
+                 .purpose("p")
+                 .storage_url("s3://b/k")
+                 .mime_type("text/plain")
+                 .size_bytes(3)
+                 .schema_url("https://x/s.json")
+                 .created_by("me")
+                 .build();
   CHECK(*all == *all->to_builder().build());
   CHECK(*ArtifactRecord::from_json(nlohmann::json(*all)) == *all);
 }

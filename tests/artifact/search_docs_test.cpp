@@ -92,8 +92,14 @@ TEST_CASE("docs/search.md: the host's program stores, then finds by words, meani
   store_dataset(*store, "q3-apac", "Revenue APAC", "apac");
   store_dataset(*store, "q3-amer", "Quarterly revenue AMER", "amer");  // filtered out by region
   // A document, filtered out by type.
-  (void)store->store(cairn::ArtifactRecord::builder().tenant_id("acme").id("memo").type("document")
-                         .title("Quarterly revenue memo").value("notes").metadata("region", "emea").build());
+  (void)store->store(cairn::ArtifactRecord::builder()
+                         .tenant_id("acme")
+                         .id("memo")
+                         .type("document")
+                         .title("Quarterly revenue memo")
+                         .value("notes")
+                         .metadata("region", "emea")
+                         .build());
   const auto hits = revenue_datasets(*store);
   REQUIRE(hits.size() == 2);
   CHECK(hits[0].record->id() == "q3-emea");  // both words in its title: first in both lists
@@ -138,8 +144,13 @@ TEST_CASE("docs/search.md: exact by default, ef asks for the graph, exact and ef
 
 TEST_CASE("docs/search.md: a vector the host made, and what reindex is for") {
   auto store = make_store();
-  const auto record = cairn::ArtifactRecord::builder().tenant_id("acme").id("chart").type("image")
-                          .title("Revenue chart").storage_url("s3://acme/chart.png").build();
+  const auto record = cairn::ArtifactRecord::builder()
+                          .tenant_id("acme")
+                          .id("chart")
+                          .type("image")
+                          .title("Revenue chart")
+                          .storage_url("s3://acme/chart.png")
+                          .build();
   std::vector<float> vector(64, 0.0f);
   vector[5] = 1.0f;
   // [docs:search-embedded]

@@ -15,9 +15,9 @@
 #include <thread>
 #include <tuple>
 
-#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/search.hpp"
+#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/observe.hpp"
 #include "cairn/testing/embedder.hpp"
 #include "cairn/testing/store_conformance.hpp"
@@ -148,8 +148,8 @@ TEST_CASE("filter comparisons are typed, across integer kinds and doubles") {
 TEST_CASE("BM25 scores are Lucene's and FTS5's formula, exactly") {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   (void)store->store(*doc("a", "apple apple banana", "x").build());  // 3 + title 1 = 4 words
-  (void)store->store(*doc("b", "banana cherry", "x").build());        // 3 words
-  (void)store->store(*doc("c", "cherry", "x").build());               // 2 words
+  (void)store->store(*doc("b", "banana cherry", "x").build());       // 3 words
+  (void)store->store(*doc("c", "cherry", "x").build());              // 2 words
   SearchQuery q;
   q.text = "apple";
   const auto page = store->search("acme", q);
@@ -239,11 +239,11 @@ TEST_CASE("an observed store forwards search to the store it wraps and reports i
   inner->put(doc("a", "hello"), {"m", {1.0f}});
   int searches = 0;
   auto store = cairn::observed(inner, std::make_shared<cairn::FunctionObserver>([&searches](const cairn::Event& e) {
-    if (e.operation == "search") {
-      ++searches;
-      CHECK(e.items == 1);
-    }
-  }));
+                                 if (e.operation == "search") {
+                                   ++searches;
+                                   CHECK(e.items == 1);
+                                 }
+                               }));
   CHECK(store->keeps_embeddings());
   SearchQuery q;
   q.vector = Embedding{"m", {2.0f}};
@@ -318,7 +318,7 @@ TEST_CASE("an embedder that fails or returns bad vectors fails the store with it
   SearchQuery q;
   q.text = "still";
   CHECK_THROWS_WITH(store.search("acme", q), "the model is down");  // the query's text is embedded too
-  q.mode = cairn::SearchMode::text;  // words alone need no model
+  q.mode = cairn::SearchMode::text;                                 // words alone need no model
   CHECK(ids(store.search("acme", q)) == std::vector<std::string>{"kept"});
 }
 
@@ -354,8 +354,8 @@ TEST_CASE("the in-memory store's indexes find exactly what the scan finds, with 
   INFO("CAIRN_SEARCH_SEED=" << seed);
   std::mt19937 rng(seed);
   const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
-  const std::vector<std::string> vocabulary{"alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta",
-                                            "Grüße", "x1"};
+  const std::vector<std::string> vocabulary{"alpha", "beta",  "gamma", "delta", "omega",
+                                            "sigma", "kappa", "zeta",  "Grüße", "x1"};
   const auto words = [&](std::size_t n) {
     std::string s;
     for (std::size_t i = 0; i < n; ++i) s += vocabulary[pick(vocabulary.size())] + (pick(4) ? " " : ", ");
@@ -379,8 +379,12 @@ TEST_CASE("the in-memory store's indexes find exactly what the scan finds, with 
         continue;
       }
       auto b = ArtifactRecord::builder();
-      b.tenant_id(tenant).id(id).type(pick(2) ? "code" : "document").title(words(1 + pick(3)))
-          .description(words(pick(4))).created_at(1000 + op)
+      b.tenant_id(tenant)
+          .id(id)
+          .type(pick(2) ? "code" : "document")
+          .title(words(1 + pick(3)))
+          .description(words(pick(4)))
+          .created_at(1000 + op)
           .metadata({{"n", static_cast<int>(pick(5))}});
       if (pick(3)) {
         b.value(json{{"text", words(pick(12))}, {"k", words(1)}});
@@ -488,9 +492,10 @@ TEST_CASE("an observed store forwards store_embedded, reindex and the embedder, 
     bool failed;
   };
   std::vector<Seen> events;  // an Event's views live only during the call: copied
-  auto store = cairn::observed(inner, std::make_shared<cairn::FunctionObserver>([&events](const cairn::Event& e) {
-    events.push_back({e.kind, std::string(e.operation), std::string(e.subject), e.error != cairn::errc{}});
-  }));
+  auto store = cairn::observed(
+      inner, std::make_shared<cairn::FunctionObserver>([&events](const cairn::Event& e) {
+        events.push_back({e.kind, std::string(e.operation), std::string(e.subject), e.error != cairn::errc{}});
+      }));
   CHECK(store->embedder() == options.embedder);
   std::vector<float> v(8, 0.0f);
   v[3] = 1.0f;
@@ -621,8 +626,7 @@ TEST_CASE("a tenant's indexes made by its first search stay exact through every 
       q.vector = Embedding{"m", vec()};
       q.exact = pick(2) == 0;
     }
-    q.mode = kind < 2 ? cairn::SearchMode::text : kind == 2 ? cairn::SearchMode::similarity
-                                                            : cairn::SearchMode::hybrid;
+    q.mode = kind < 2 ? cairn::SearchMode::text : kind == 2 ? cairn::SearchMode::similarity : cairn::SearchMode::hybrid;
     q.all_versions = pick(3) == 0;
     q.limit = 1 + pick(6);
     return q;
@@ -767,10 +771,28 @@ TEST_CASE("first searches racing writers make indexes that miss no write") {
 TEST_CASE("search: a metadata pointer names what nlohmann's json_pointer names, walked once") {
   const nlohmann::json doc = nlohmann::json::parse(R"({"a": {"b": [10, 20, {"c": 3}]}, "x/y": 1, "m~n": 2, "": 5,
     "list": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], "s": "text"})");
-  const std::vector<std::string> pointers{
-      "", "/", "/a", "/a/b", "/a/b/0", "/a/b/2/c", "/a/b/3", "/a/b/-", "/a/b/01", "/a/b/x", "/x~1y", "/m~0n",
-      "/m~1n", "/list/11", "/list/12", "/list/00", "/s/0", "/missing", "/a/missing/deeper", "/a/b/2/c/d",
-      "/a/b/1/", "/a/"};  // (a step past 2^63 - 1 is refused before any search: check_search)
+  const std::vector<std::string> pointers{"",
+                                          "/",
+                                          "/a",
+                                          "/a/b",
+                                          "/a/b/0",
+                                          "/a/b/2/c",
+                                          "/a/b/3",
+                                          "/a/b/-",
+                                          "/a/b/01",
+                                          "/a/b/x",
+                                          "/x~1y",
+                                          "/m~0n",
+                                          "/m~1n",
+                                          "/list/11",
+                                          "/list/12",
+                                          "/list/00",
+                                          "/s/0",
+                                          "/missing",
+                                          "/a/missing/deeper",
+                                          "/a/b/2/c/d",
+                                          "/a/b/1/",
+                                          "/a/"};  // (a step past 2^63 - 1 is refused before any search: check_search)
   for (const auto& p : pointers) {
     INFO(p);
     REQUIRE(cairn::detail::json_pointer_valid(p));
@@ -793,12 +815,13 @@ TEST_CASE("search: a metadata pointer names what nlohmann's json_pointer names, 
   CHECK(holds("/a/b/3", cairn::FieldOp::ne, 7));
 }
 
-TEST_CASE("the in-memory store scores single-word queries from its postings as the scan does, a word held 255 "
-          "times or more included, and names the fields of the page's matches") {
+TEST_CASE(
+    "the in-memory store scores single-word queries from its postings as the scan does, a word held 255 "
+    "times or more included, and names the fields of the page's matches") {
   cairn::InMemoryArtifactStore store;
   const auto put = [&store](const std::string& id, const std::string& title, const std::string& value) {
-    (void)store.store(*ArtifactRecord::builder().tenant_id("t").id(id).type("document").title(title)
-                           .value(value).build());
+    (void)store.store(
+        *ArtifactRecord::builder().tenant_id("t").id(id).type("document").title(title).value(value).build());
   };
   std::string many;
   for (int i = 0; i < 300; ++i) many += "echo ";  // past a posting's 255

@@ -1,5 +1,5 @@
-// The vector index search shares across stores (cairn/artifact/search/vector_index.hpp): an exact scan by default at every
-// size, an hnswlib graph for searches that ask for it (ef) in this build (CAIRN_WITH_HNSWLIB). Its answers are
+// The vector index search shares across stores (cairn/artifact/search/vector_index.hpp): an exact scan by default
+// at every size, an hnswlib graph for searches that ask for it (ef) in this build (CAIRN_WITH_HNSWLIB). Its answers are
 // checked against an exact scan of the same random vectors; removal, replacement, the filter and concurrent use
 // are checked directly.
 #include <algorithm>
@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "cairn/artifact/search/vector_cache.hpp"
 #include "cairn/artifact/record.hpp"
 #include "cairn/artifact/search/filter_columns.hpp"
-#include "cairn/detail/mapped_array.hpp"
+#include "cairn/artifact/search/vector_cache.hpp"
 #include "cairn/artifact/search/vector_index.hpp"
+#include "cairn/detail/mapped_array.hpp"
 #include "catch.hpp"
 
 using cairn::detail::VectorHit;
@@ -65,8 +65,9 @@ double recall(const std::vector<VectorHit>& got, const std::vector<std::string>&
 
 }  // namespace
 
-TEST_CASE("vector index: past exact_scan_below a search is still exact by default, with ef it goes through the "
-          "graph (recall@10 >= 0.95 here), best first, cosine scores") {
+TEST_CASE(
+    "vector index: past exact_scan_below a search is still exact by default, with ef it goes through the "
+    "graph (recall@10 >= 0.95 here), best first, cosine scores") {
   std::mt19937 rng(7);
   const std::size_t dim = 32;
   std::vector<std::vector<float>> all;
@@ -109,8 +110,9 @@ TEST_CASE("vector index: past exact_scan_below a search is still exact by defaul
   CHECK(total / 50 >= 0.95);
 }
 
-TEST_CASE("vector index: where the graph's recall is poor (uniform vectors in many dimensions, ef 10) the default "
-          "stays exact, and a selective filter with ef gets the exact filtered page") {
+TEST_CASE(
+    "vector index: where the graph's recall is poor (uniform vectors in many dimensions, ef 10) the default "
+    "stays exact, and a selective filter with ef gets the exact filtered page") {
   std::mt19937 rng(17);
   const std::size_t dim = 128;
   std::vector<std::vector<float>> all;
@@ -172,9 +174,8 @@ TEST_CASE("vector index: below exact_scan_below versions a search is exact: the 
     // A filter: only odd numbers; still the scan's top 10 of what passes.
     std::set<std::size_t> skip = removed;
     for (std::size_t i = 0; i < n; i += 2) skip.insert(i);
-    const auto odd = index.search(query, 10, [](const std::string& id, std::uint64_t) {
-      return std::stoul(id.substr(1)) % 2 == 1;
-    });
+    const auto odd =
+        index.search(query, 10, [](const std::string& id, std::uint64_t) { return std::stoul(id.substr(1)) % 2 == 1; });
     const auto odd_truth = exact_top(all, query, 10, skip);
     REQUIRE(odd.size() == odd_truth.size());
     for (std::size_t i = 0; i < odd.size(); ++i) CHECK(odd[i].id == odd_truth[i]);
@@ -228,9 +229,8 @@ TEST_CASE("vector index: the scan ranks by the exact cosine where its 16-bit cop
     for (const bool filtered : {false, true}) {
       const auto pass = [filtered](std::size_t i) { return !filtered || i % 3 == 0; };
       const auto truth = exact_order(pass);
-      const auto hits = index.search(query, 10, [&](const std::string& id, std::uint64_t) {
-        return pass(std::stoul(id.substr(1)));
-      });
+      const auto hits =
+          index.search(query, 10, [&](const std::string& id, std::uint64_t) { return pass(std::stoul(id.substr(1))); });
       REQUIRE(hits.size() == 10);
       for (std::size_t i = 0; i < hits.size(); ++i) {
         CHECK(hits[i].id == truth[i].second);
@@ -239,9 +239,8 @@ TEST_CASE("vector index: the scan ranks by the exact cosine where its 16-bit cop
         CHECK(hits[i].similarity == truth[i].first);
       }
       // With `near`, every version within it of the 10th comes too, and nothing below it.
-      const auto near = index.search(query, 10, [&](const std::string& id, std::uint64_t) {
-        return pass(std::stoul(id.substr(1)));
-      }, 3e-7);
+      const auto near = index.search(
+          query, 10, [&](const std::string& id, std::uint64_t) { return pass(std::stoul(id.substr(1))); }, 3e-7);
       std::size_t within = 0;
       while (within < truth.size() && truth[within].first >= truth[9].first - 3e-7) ++within;
       REQUIRE(near.size() == within);
@@ -311,8 +310,9 @@ TEST_CASE("vector index: removed versions never come back, re-adding a key repla
   for (const auto& h : index.search(fresh, 600, nullptr)) CHECK(h.id != "multi");
 }
 
-TEST_CASE("vector index: removed versions' copies are given back once they outnumber the live ones, and every "
-          "search stays exact, with each version's tag") {
+TEST_CASE(
+    "vector index: removed versions' copies are given back once they outnumber the live ones, and every "
+    "search stays exact, with each version's tag") {
   std::mt19937 rng(23);
   const std::size_t dim = 8;
   VectorIndex index(dim);
@@ -350,18 +350,31 @@ TEST_CASE("vector index: removed versions' copies are given back once they outnu
   CHECK(back[0].id == "a" + std::to_string(order[0]));
 }
 
-TEST_CASE("filter bounds: every record a filter matches passes every bound it implies (numbers of every kind, "
-          "strings, type, MIME type, creator, time)") {
+TEST_CASE(
+    "filter bounds: every record a filter matches passes every bound it implies (numbers of every kind, "
+    "strings, type, MIME type, creator, time)") {
   using cairn::detail::filter_bounds;
   using cairn::detail::filter_column;
   using nlohmann::json;
   std::mt19937 rng(41);
-  const std::vector<json> values = {json(0), json(1), json(-1), json(2.5), json(-0.0), json(9007199254740993ull),
-                                    json(9007199254740992ll), json(std::numeric_limits<std::int64_t>::min()),
-                                    json(std::numeric_limits<std::uint64_t>::max()), json(1e300), json("a"),
-                                    json("b"), json(""), json(true), json(nullptr), json::array({1, 2})};
-  const std::vector<cairn::FieldOp> ops = {cairn::FieldOp::eq, cairn::FieldOp::ne, cairn::FieldOp::lt,
-                                           cairn::FieldOp::le, cairn::FieldOp::gt, cairn::FieldOp::ge,
+  const std::vector<json> values = {json(0),
+                                    json(1),
+                                    json(-1),
+                                    json(2.5),
+                                    json(-0.0),
+                                    json(9007199254740993ull),
+                                    json(9007199254740992ll),
+                                    json(std::numeric_limits<std::int64_t>::min()),
+                                    json(std::numeric_limits<std::uint64_t>::max()),
+                                    json(1e300),
+                                    json("a"),
+                                    json("b"),
+                                    json(""),
+                                    json(true),
+                                    json(nullptr),
+                                    json::array({1, 2})};
+  const std::vector<cairn::FieldOp> ops = {cairn::FieldOp::eq, cairn::FieldOp::ne,    cairn::FieldOp::lt,
+                                           cairn::FieldOp::le, cairn::FieldOp::gt,    cairn::FieldOp::ge,
                                            cairn::FieldOp::in, cairn::FieldOp::exists};
   std::size_t matched = 0, bounded = 0;
   for (int round = 0; round < 20000; ++round) {
@@ -470,7 +483,7 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
     index.build_graph();
     CHECK(index.searches_graph() == (n == 3000 && VectorIndex::approximate()));
     int replaced = 0;
-    index.add("a0", 1, random_unit(rng, dim), &replaced);  // re-adding a key replaces its tag too
+    index.add("a0", 1, random_unit(rng, dim), &replaced);     // re-adding a key replaces its tag too
     std::vector<std::pair<std::string, const void*>> passed;  // what accept let through, in order
     const auto accept = [&](const std::string& id, std::uint64_t, const void* tag) {
       const std::size_t i = std::stoul(id.substr(1));
@@ -488,8 +501,9 @@ TEST_CASE("vector index: search_tagged hands each version's tag to accept, and a
   }
 }
 
-TEST_CASE("vector index: bounds on columns are checked before accept, which sees only the versions that pass them, "
-          "and the page is the exact filtered one, through adds, removals and compaction") {
+TEST_CASE(
+    "vector index: bounds on columns are checked before accept, which sees only the versions that pass them, "
+    "and the page is the exact filtered one, through adds, removals and compaction") {
   std::mt19937 rng(31);
   const std::size_t dim = 16;
   for (const std::size_t ef : {std::size_t{0}, std::size_t{64}}) {  // the scan, and the graph where it answers
@@ -557,8 +571,9 @@ TEST_CASE("vector index: bounds on columns are checked before accept, which sees
   }
 }
 
-TEST_CASE("vector index: once asked for, the graph is made at exact_scan_below versions and filled a few versions "
-          "an add, and every search on the way is exact") {
+TEST_CASE(
+    "vector index: once asked for, the graph is made at exact_scan_below versions and filled a few versions "
+    "an add, and every search on the way is exact") {
   std::mt19937 rng(21);
   const std::size_t dim = 12;
   VectorIndex index(dim);
@@ -624,8 +639,9 @@ TEST_CASE("vector index: wrong dimensions are never indexed or searched, an empt
   CHECK(index.search({1, 0, 0, 0}, 5, nullptr).size() == 1);
 }
 
-TEST_CASE("vector index: vectors of any length rank by cosine, and each hit's exact cosine is detail::cosine's to "
-          "the last bit") {
+TEST_CASE(
+    "vector index: vectors of any length rank by cosine, and each hit's exact cosine is detail::cosine's to "
+    "the last bit") {
   const std::size_t dim = 24;
   const std::vector<float> scales = {1e-30f, 3e-5f, 0.7f, 1.0f, 13.3f, 4.2e6f, 1e30f};
   // Below exact_scan_below the index scans; once the graph holds every version, the graph answers (with hnswlib).
@@ -663,8 +679,9 @@ TEST_CASE("vector index: vectors of any length rank by cosine, and each hit's ex
   }
 }
 
-TEST_CASE("vector index: a vector whose copy cannot be exact is still found, without an exact cosine, and one of no "
-          "length has similarity 0") {
+TEST_CASE(
+    "vector index: a vector whose copy cannot be exact is still found, without an exact cosine, and one of no "
+    "length has similarity 0") {
   VectorIndex index(4);
   // Scaled down to a length in [1, 2), the small component falls below the floats: the copy is not exact.
   index.add("tiny-part", 1, {1e30f, 1e-30f, 0, 0});
@@ -682,8 +699,9 @@ TEST_CASE("vector index: a vector whose copy cannot be exact is still found, wit
   CHECK(index.search({0, 0, 0, 0}, 3, nullptr).empty());  // a query of no length ranks nothing
 }
 
-TEST_CASE("vector index: searches run while other threads add and remove, naming columns made, kept and evicted "
-          "meanwhile, through compaction (ThreadSanitizer checks this)") {
+TEST_CASE(
+    "vector index: searches run while other threads add and remove, naming columns made, kept and evicted "
+    "meanwhile, through compaction (ThreadSanitizer checks this)") {
   const std::size_t dim = 8;
   VectorIndex index(dim);
   index.set_column_reader([](const std::string& column, const std::string& id, std::uint64_t, const void*) {
@@ -720,8 +738,9 @@ TEST_CASE("vector index: searches run while other threads add and remove, naming
   CHECK(index.held() < 3200);
 }
 
-TEST_CASE("vector cache: an index catches up with a change sequence, per (tenant, model), and a failed read keeps "
-          "what was applied") {
+TEST_CASE(
+    "vector cache: an index catches up with a change sequence, per (tenant, model), and a failed read keeps "
+    "what was applied") {
   using cairn::detail::VectorCache;
   using cairn::detail::VectorChange;
   std::vector<VectorChange> log;  // the "database": the change sequence of tenant t, model m
@@ -773,8 +792,9 @@ TEST_CASE("vector cache: an index catches up with a change sequence, per (tenant
   CHECK(cache.current("t", "m", 2, read)->size() == 2);  // rebuilt from the whole sequence
 }
 
-TEST_CASE("vector cache: a reset starts a new index (a search holding the old one keeps it whole), then the changes "
-          "after it apply") {
+TEST_CASE(
+    "vector cache: a reset starts a new index (a search holding the old one keeps it whole), then the changes "
+    "after it apply") {
   using cairn::detail::VectorCache;
   using cairn::detail::VectorChange;
   std::vector<VectorChange> answer;
@@ -800,7 +820,7 @@ TEST_CASE("vector cache: a reset starts a new index (a search holding the old on
   CHECK(now != old);
   CHECK(now->size() == 2);  // b and c; a is gone with the old index
   for (const auto& h : now->search({1, 0}, 10, nullptr)) CHECK(h.id != "a");
-  CHECK(old->size() == 2);  // unchanged for whoever still searches it
+  CHECK(old->size() == 2);                                 // unchanged for whoever still searches it
   CHECK(asked == std::vector<std::uint64_t>{0, 2, 2, 9});  // each catch-up reads until nothing new
 }
 
@@ -878,8 +898,9 @@ TEST_CASE("vector cache: a (tenant, model, dimension) with nothing stored keeps 
   CHECK(cache.entries() == 0);
 }
 
-TEST_CASE("vector cache: past max_entries or max_bytes the least recently used index goes, and is built again when "
-          "asked for") {
+TEST_CASE(
+    "vector cache: past max_entries or max_bytes the least recently used index goes, and is built again when "
+    "asked for") {
   using cairn::detail::VectorCache;
   CacheLog db;
   for (const char* t : {"t1", "t2", "t3", "t4"}) {
@@ -1037,9 +1058,8 @@ TEST_CASE("vector index: an id's versions stay right through adds, re-adds, remo
       const std::string i = picked.first;
       const std::uint64_t v = picked.second.rbegin()->first;
       const std::vector<float>& vec = picked.second.rbegin()->second;
-      const auto hits = index.search(vec, 1, [&](const std::string& hid, std::uint64_t hv) {
-        return hid == i && hv == v;
-      });
+      const auto hits =
+          index.search(vec, 1, [&](const std::string& hid, std::uint64_t hv) { return hid == i && hv == v; });
       REQUIRE(hits.size() == 1);
       CHECK(hits[0].similarity == Approx(1.0).margin(1e-6));
     }

@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
+#include "catch.hpp"
 
 using cairn::ArtifactRecord;
 using cairn::ExecutionContext;
@@ -19,8 +19,10 @@ using nlohmann::json;
 namespace {
 
 ArtifactRecord::Builder data(json value, std::string description = "some data") {
-  return ArtifactRecord::builder().type(cairn::ArtifactType::data).description(std::move(description)).value(
-      std::move(value));
+  return ArtifactRecord::builder()
+      .type(cairn::ArtifactType::data)
+      .description(std::move(description))
+      .value(std::move(value));
 }
 
 std::vector<std::string> names_of(const ExecutionContext& ctx) {
@@ -107,9 +109,9 @@ TEST_CASE("artifact names must match [A-Za-z_][A-Za-z0-9_-]{0,127}, a bad one st
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   ExecutionContext ctx(store, "acme");
   ctx.add_artifact("kept", data(1));
-  for (const std::string& bad : {std::string(), std::string("1abc"), std::string("-x"), std::string("a b"),
-                                std::string("a.b"), std::string("@x"), std::string("a/b"), std::string("na\xC3\xAFve"),
-                                std::string("x") + std::string(128, 'y')}) {
+  for (const std::string& bad :
+       {std::string(), std::string("1abc"), std::string("-x"), std::string("a b"), std::string("a.b"),
+        std::string("@x"), std::string("a/b"), std::string("na\xC3\xAFve"), std::string("x") + std::string(128, 'y')}) {
     INFO(bad);
     REQUIRE_THROWS_AS(ctx.add_artifact(bad, data(2)), cairn::invalid_argument);
     REQUIRE_THROWS_WITH(ctx.add_artifact(bad, data(2)),
@@ -118,7 +120,7 @@ TEST_CASE("artifact names must match [A-Za-z_][A-Za-z0-9_-]{0,127}, a bad one st
     REQUIRE_FALSE(ExecutionContext::is_valid_name(bad));
   }
   for (const std::string& good : {std::string("_"), std::string("a"), std::string("A-b_9"), std::string("_x-"),
-                                 std::string("x") + std::string(127, 'y')}) {
+                                  std::string("x") + std::string(127, 'y')}) {
     INFO(good);
     REQUIRE(ExecutionContext::is_valid_name(good));
     ctx.add_artifact(good, data(3));

@@ -7,10 +7,10 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/observe.hpp"
 #include "cairn/observe/spdlog.hpp"
+#include "catch.hpp"
 
 TEST_CASE("SpdlogObserver writes one line per event with its fields, failures at the error level") {
   std::ostringstream out;

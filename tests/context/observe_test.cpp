@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/tool.hpp"
 #include "cairn/observe.hpp"
 #include "cairn/run/memory_journal.hpp"
+#include "catch.hpp"
 
 using cairn::ArtifactRecord;
 using cairn::Event;
@@ -40,8 +40,8 @@ class Recorder final : public cairn::Observer {
   void on_event(const Event& e) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
     seen_.push_back(Seen{e.kind, std::string(e.operation), std::string(e.tenant), std::string(e.subject),
-                         std::string(e.message), static_cast<std::int64_t>(e.duration.count()), e.bytes_in,
-                         e.bytes_out, e.items, e.error});
+                         std::string(e.message), static_cast<std::int64_t>(e.duration.count()), e.bytes_in, e.bytes_out,
+                         e.items, e.error});
   }
   std::vector<Seen> of(EventKind kind) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -62,8 +62,11 @@ class Recorder final : public cairn::Observer {
 };
 
 cairn::ArtifactRecord::Builder doc(json value) {
-  return ArtifactRecord::builder().tenant_id("acme").type(cairn::ArtifactType::data).description("d").value(
-      std::move(value));
+  return ArtifactRecord::builder()
+      .tenant_id("acme")
+      .type(cairn::ArtifactType::data)
+      .description("d")
+      .value(std::move(value));
 }
 
 }  // namespace
@@ -230,12 +233,26 @@ TEST_CASE("observers: function adapters drop what they throw, fan_out tells each
 }
 
 TEST_CASE("event sizes are the length of the value's compact JSON text, numbers and escapes included") {
-  const json values[] = {
-      json(0.5), json(3.0), json(-0.0), json(1e20), json(1.5e-7), json(123456789.125), json(-2.5e-300),
-      json(1.7976931348623157e308), json(4.9e-324), json(0.1), json(-7), json(std::uint64_t{18446744073709551615u}),
-      json("quote \" backslash \\ newline \n tab \t bell \x07 snow \u2603"), json(nullptr), json(true), json(false),
-      json::array(), json::object(), json{{"a", {1, 2.25, "x"}}, {"b", json::object()}, {"c", nullptr}},
-      json::array({json::array(), json::object(), 1e-5, 100.0})};
+  const json values[] = {json(0.5),
+                         json(3.0),
+                         json(-0.0),
+                         json(1e20),
+                         json(1.5e-7),
+                         json(123456789.125),
+                         json(-2.5e-300),
+                         json(1.7976931348623157e308),
+                         json(4.9e-324),
+                         json(0.1),
+                         json(-7),
+                         json(std::uint64_t{18446744073709551615u}),
+                         json("quote \" backslash \\ newline \n tab \t bell \x07 snow \u2603"),
+                         json(nullptr),
+                         json(true),
+                         json(false),
+                         json::array(),
+                         json::object(),
+                         json{{"a", {1, 2.25, "x"}}, {"b", json::object()}, {"c", nullptr}},
+                         json::array({json::array(), json::object(), 1e-5, 100.0})};
   for (const auto& v : values) {
     INFO(v.dump());
     CHECK(cairn::detail::json_bytes(v) == v.dump().size());

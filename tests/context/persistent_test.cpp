@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/context/detail/persistent_map.hpp"
 #include "cairn/context/detail/persistent_vector.hpp"
+#include "catch.hpp"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/plan.hpp"
+#include "catch.hpp"
 
 using cairn::ExecutionContext;
 using cairn::Plan;
@@ -156,14 +156,13 @@ TEST_CASE("a subtask whose call is bad at run time stops the plan with the error
   ExecutionContext ctx(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
   Tools tools;
   // The pointer is only checked when the subtask runs: the first subtask's output stays.
-  const auto plan = Plan::from_json({{"subtasks",
-                                      {{{"description", "write"},
-                                        {"tool", "file_write"},
-                                        {"inputs", {{"filepath", "/a"}, {"content", "x"}}},
-                                        {"outputs", {{{"name", "f"}, {"type", "file"}, {"description", "f"}}}}},
-                                       {{"description", "use"},
-                                        {"tool", "execute_command"},
-                                        {"inputs", {{"env", "@f#/port"}}}}}}});
+  const auto plan =
+      Plan::from_json({{"subtasks",
+                        {{{"description", "write"},
+                          {"tool", "file_write"},
+                          {"inputs", {{"filepath", "/a"}, {"content", "x"}}},
+                          {"outputs", {{{"name", "f"}, {"type", "file"}, {"description", "f"}}}}},
+                         {{"description", "use"}, {"tool", "execute_command"}, {"inputs", {{"env", "@f#/port"}}}}}}});
   const auto result = cairn::run_plan(plan, ctx, tools.registry);
   REQUIRE_FALSE(result.success);
   REQUIRE(result.failed_step == 1u);

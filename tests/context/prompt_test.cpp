@@ -3,11 +3,11 @@
 #include <memory>
 #include <string>
 
-#include "catch.hpp"
-#include "cairn/artifact/search/rank.hpp"
 #include "cairn/artifact/memory_store.hpp"
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/context/prompt.hpp"
 #include "cairn/testing/embedder.hpp"
+#include "catch.hpp"
 
 using cairn::ArtifactRecord;
 using cairn::ExecutionContext;
@@ -97,8 +97,10 @@ TEST_CASE("format_artifacts_catalog: the exact seed format, in insertion order")
           "  Size: object{2 keys}\n"
           "- @report (document): Quarterly report\n"
           "  Purpose: Quarterly report\n"
-          "  Created: " + created + "\n"
-          "  Size: empty");
+          "  Created: " +
+              created +
+              "\n"
+              "  Size: empty");
 }
 
 TEST_CASE("the catalog budget keeps the newest entries and says how many were left out") {

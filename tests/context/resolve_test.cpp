@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/resolve.hpp"
+#include "catch.hpp"
 
 using cairn::ArtifactRecord;
 using cairn::ExecutionContext;
@@ -53,9 +53,8 @@ TEST_CASE("parse_reference: exactly @ + a valid name, optionally # + pointer") {
   ref = cairn::parse_reference("@x#");
   REQUIRE(ref);
   REQUIRE(ref->pointer->empty());
-  for (const char* not_a_reference :
-       {"", "@", "@@", "@@name", "name", "bob@example.com", "hi @bob", "@ home", "@bob smith", "@bob.smith", "@123",
-        "@-x", "@bob!", " @bob", "@bob ", "@b/c"}) {
+  for (const char* not_a_reference : {"", "@", "@@", "@@name", "name", "bob@example.com", "hi @bob", "@ home",
+                                      "@bob smith", "@bob.smith", "@123", "@-x", "@bob!", " @bob", "@bob ", "@b/c"}) {
     INFO(not_a_reference);
     REQUIRE_FALSE(cairn::parse_reference(not_a_reference));
   }
@@ -75,15 +74,15 @@ TEST_CASE("resolve replaces exact references at any depth by the artifact's valu
                        {"nothing", nullptr}};
   const json before = inputs;
   const json out = ctx.resolve(inputs);
-  REQUIRE(out == json{{"command", "node"},
-                      {"args", {"/tmp/server.js", "--port", 3000}},
-                      {"env", {{"port", 3000}, {"host", "localhost"}, {"tags", {"a", "b"}}, {"a/b", 1}, {"m~n", 2},
-                               {"", 3}}},
-                      {"nested", {{"deeper", {{{"x", {0, false, ""}}}}}}},
-                      {"@server_file", "keys are never references"},
-                      {"n", 1.5},
-                      {"t", true},
-                      {"nothing", nullptr}});
+  REQUIRE(out ==
+          json{{"command", "node"},
+               {"args", {"/tmp/server.js", "--port", 3000}},
+               {"env", {{"port", 3000}, {"host", "localhost"}, {"tags", {"a", "b"}}, {"a/b", 1}, {"m~n", 2}, {"", 3}}},
+               {"nested", {{"deeper", {{{"x", {0, false, ""}}}}}}},
+               {"@server_file", "keys are never references"},
+               {"n", 1.5},
+               {"t", true},
+               {"nothing", nullptr}});
   REQUIRE(inputs == before);  // the input is not touched
   REQUIRE(*ctx.get_artifact_value("app_config") == out["env"]);
 

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/context/schema.hpp"
+#include "catch.hpp"
 
 using nlohmann::json;
 

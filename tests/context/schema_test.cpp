@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/schema.hpp"
 #include "cairn/context/tool.hpp"
 #include "cairn/run/memory_journal.hpp"
 #include "cairn/run/run.hpp"
+#include "catch.hpp"
 
 using cairn::ExecutionContext;
 using cairn::Tool;
@@ -126,8 +126,11 @@ TEST_CASE("schema: a $ref inside the schema is followed") {
 
 TEST_CASE("schema: many violations are reported up to a bound and the rest counted") {
   Fixture f;
-  const json wrong = {{"url", 1},     {"port", "x"}, {"method", 2},
-                      {"retries", -1}, {"headers", json::array({{{"value", 1}}, {{"value", 2}}})}};
+  const json wrong = {{"url", 1},
+                      {"port", "x"},
+                      {"method", 2},
+                      {"retries", -1},
+                      {"headers", json::array({{{"value", 1}}, {{"value", 2}}})}};
   const std::string message = f.refusal(wrong);
   CHECK(message.find("fetch_page: input /") == 0);
   INFO(message);
@@ -181,8 +184,9 @@ TEST_CASE("schema: declared outputs are validated, a failing output is a tool fa
   *f.result = {{"status", "200"}};
   const auto bad = cairn::execute(call, f.ctx, f.registry);
   CHECK_FALSE(bad.success);
-  CHECK(bad.error == "the tool's result does not match its output_schema: output /status: type: expected type "
-                     "integer, got string");
+  CHECK(bad.error ==
+        "the tool's result does not match its output_schema: output /status: type: expected type "
+        "integer, got string");
   CHECK(f.store->list("acme").items.empty());
   CHECK_FALSE(f.ctx.has_artifact("status"));
   REQUIRE(f.ctx.message_count() == 1);
@@ -409,8 +413,9 @@ TEST_CASE("schema bounds: a value deeper than the check's depth limit is refused
   REQUIRE(v.size() == 1);
   CHECK(total == 1);
   CHECK(v[0].rule == "depth");
-  CHECK(v[0].message == "checking the value nested more than 1000 subschemas deep (SchemaLimits::max_check_depth); "
-                        "the value is refused");
+  CHECK(v[0].message ==
+        "checking the value nested more than 1000 subschemas deep (SchemaLimits::max_check_depth); "
+        "the value is refused");
   // enum / uniqueItems compare values recursively: a deep value is refused before any comparison.
   const cairn::CompiledSchema unique(json::parse(R"({"uniqueItems": true})"), "unique");
   json pair = json::array();  // built in place: nlohmann's copy recurses
@@ -431,13 +436,12 @@ TEST_CASE("schema bounds: a check past its step budget fails the call and change
   json defs = json::object();
   for (int i = 0; i < 24; ++i) {
     const json next = {{"$ref", "#/definitions/l" + std::to_string(i + 1)}};
-    defs["l" + std::to_string(i)] = {
-        {"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
-                               {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
+    defs["l" + std::to_string(i)] = {{"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
+                                                            {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
   }
   defs["l24"] = {{"type", "string"}};
-  const json schema = {{"type", "object"}, {"definitions", defs},
-                       {"properties", {{"v", {{"$ref", "#/definitions/l0"}}}}}};
+  const json schema = {
+      {"type", "object"}, {"definitions", defs}, {"properties", {{"v", {{"$ref", "#/definitions/l0"}}}}}};
   Fixture f;
   f.registry.add(f.tool("blowup", schema));
   auto journal = std::make_shared<cairn::InMemoryRunJournal>();
@@ -459,9 +463,8 @@ TEST_CASE("schema bounds: an output check past its budget is a tool failure and 
   json defs = json::object();
   for (int i = 0; i < 24; ++i) {
     const json next = {{"$ref", "#/definitions/l" + std::to_string(i + 1)}};
-    defs["l" + std::to_string(i)] = {
-        {"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
-                               {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
+    defs["l" + std::to_string(i)] = {{"anyOf", json::array({{{"allOf", json::array({next, {{"type", "string"}}})}},
+                                                            {{"allOf", json::array({next, {{"type", "null"}}})}}})}};
   }
   defs["l24"] = {{"type", "string"}};
   Fixture f;
@@ -471,9 +474,10 @@ TEST_CASE("schema bounds: an output check past its budget is a tool failure and 
       {{"tool", "out"}, {"outputs", {{{"name", "o"}, {"type", "data"}, {"description", "the output"}}}}});
   const auto r = cairn::execute(call, f.ctx, f.registry);
   CHECK_FALSE(r.success);
-  CHECK(r.error == "the tool's result does not match its output_schema: output (top level): budget: checking the "
-                   "value took more than its budget of 1000032 steps (SchemaLimits: 1000000 and 32 per node of the "
-                   "value); the value is refused");
+  CHECK(r.error ==
+        "the tool's result does not match its output_schema: output (top level): budget: checking the "
+        "value took more than its budget of 1000032 steps (SchemaLimits: 1000000 and 32 per node of the "
+        "value); the value is refused");
   CHECK(f.store->list("acme").items.empty());
   CHECK_FALSE(f.ctx.has_artifact("o"));
   *f.result = "fine";

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/context/execution_context.hpp"
 #include "cairn/context/tool.hpp"
+#include "catch.hpp"
 
 using cairn::ArtifactRecord;
 using cairn::ExecutionContext;
@@ -116,8 +116,7 @@ TEST_CASE("ToolCall errors say what is missing or mistyped, and where") {
   fails_with(R"({"tool": "t", "outputs": [{"name": "a", "type": "data", "description": "d"},
                                           {"name": "a", "type": "data", "description": "d"}]})",
              "tool call: outputs[1].name: 'a' is used by outputs[0] already");
-  fails_with(R"({"tool": "t", "outputs": [{"name": "a", "description": "d"}]})",
-             "tool call: outputs[0].type: missing");
+  fails_with(R"({"tool": "t", "outputs": [{"name": "a", "description": "d"}]})", "tool call: outputs[0].type: missing");
   fails_with(R"({"tool": "t", "outputs": [{"name": "a", "type": "File", "description": "d"}]})",
              "tool call: outputs[0].type: 'File' is not a valid artifact type (expected a lowercase token matching "
              "[a-z][a-z0-9_-]{0,63})");
@@ -229,9 +228,8 @@ TEST_CASE("a failed tool stores nothing, logs the failure and loses nothing alre
   ToolRegistry reg;
   Scripted s;
   reg.add(s.tool("t"));
-  reg.add(Tool{"thrower", "throws", json::object(), [](const json&) -> ToolResult {
-                 throw std::runtime_error("disk full");
-               }});
+  reg.add(Tool{"thrower", "throws", json::object(),
+               [](const json&) -> ToolResult { throw std::runtime_error("disk full"); }});
   reg.add(Tool{"odd_thrower", "throws an int", json::object(), [](const json&) -> ToolResult { throw 42; }});
   const json outputs = json::array({{{"name", "kept"}, {"type", "data"}, {"description", "would replace"}},
                                     {{"name", "fresh"}, {"type", "data"}, {"description", "new"}}});

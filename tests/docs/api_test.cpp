@@ -22,14 +22,14 @@ struct Log {
 void save(cairn::InMemoryArtifactStore& store, const cairn::ArtifactPtr& draft, const cairn::ArtifactPtr& seen,
           Log& log, int& retries) {
   auto retry = [&] { ++retries; };
-// [docs:errors]
-try {
-  auto stored = store.store_if(*draft, seen->version());  // replaces only the version read
-} catch (const cairn::error& e) {
-  if (e.code() == cairn::errc::conflict) return retry();
-  log.error("cairn {}: {}", cairn::to_string(e.code()), e.what());
-}
-// [docs:end]
+  // [docs:errors]
+  try {
+    auto stored = store.store_if(*draft, seen->version());  // replaces only the version read
+  } catch (const cairn::error& e) {
+    if (e.code() == cairn::errc::conflict) return retry();
+    log.error("cairn {}: {}", cairn::to_string(e.code()), e.what());
+  }
+  // [docs:end]
 }
 
 }  // namespace

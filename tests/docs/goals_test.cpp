@@ -32,19 +32,19 @@ TEST_CASE("docs/goals.md: the engine with a model interpreter and the train-book
 // [docs:engine]
 #include <cairn/cairn.hpp>
 
-// Your model call: prompt in, the model's reply text out (cairn never calls an LLM itself).
-cairn::ModelFunction call_my_model = [](const std::string& prompt) { return my_llm_client.complete(prompt); };
-auto interpreter = std::make_shared<cairn::ModelInterpreter>(call_my_model);
+  // Your model call: prompt in, the model's reply text out (cairn never calls an LLM itself).
+  cairn::ModelFunction call_my_model = [](const std::string& prompt) { return my_llm_client.complete(prompt); };
+  auto interpreter = std::make_shared<cairn::ModelInterpreter>(call_my_model);
 
-auto sops = std::make_shared<cairn::SopRegistry>();
-sops->load_file("examples/sops/train-booking.json");
-cairn::SopPlannerOptions planning;
-planning.fallback = my_vanilla_planner;            // for goals no SOP covers
-cairn::GoalEngine engine(ctx, tools, {interpreter, std::make_shared<cairn::SopPlanner>(sops, planning)});
+  auto sops = std::make_shared<cairn::SopRegistry>();
+  sops->load_file("examples/sops/train-booking.json");
+  cairn::SopPlannerOptions planning;
+  planning.fallback = my_vanilla_planner;  // for goals no SOP covers
+  cairn::GoalEngine engine(ctx, tools, {interpreter, std::make_shared<cairn::SopPlanner>(sops, planning)});
 
-for (const std::string& reply : engine.handle("Find me a train to Paris")) std::cout << reply << '\n';
-// Where are you travelling from?
-// [docs:end]
+  for (const std::string& reply : engine.handle("Find me a train to Paris")) std::cout << reply << '\n';
+  // Where are you travelling from?
+  // [docs:end]
   std::cout.rdbuf(cout_buffer);
   std::filesystem::current_path(cwd);
   INFO(out.str());

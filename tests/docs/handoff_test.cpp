@@ -18,20 +18,21 @@ TEST_CASE("docs/handoff.md: in a few lines") {
     return std::string("Filed as @draft.");
   };
   std::string final_answer;
-// [docs:in-a-few-lines]
-auto store = std::make_shared<cairn::InMemoryArtifactStore>();
-cairn::HandoffOptions options;
-options.id_prefix = "draft";
-cairn::Handoff handoff(store, "acme", options);
+  // [docs:in-a-few-lines]
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  cairn::HandoffOptions options;
+  options.id_prefix = "draft";
+  cairn::Handoff handoff(store, "acme", options);
 
-cairn::HandoffTarget writer{"writer", writer_fn, cairn::RevealPolicy::summary};   // any std::string(const std::string&)
-cairn::HandoffTarget analyst{"analyst", analyst_fn, cairn::RevealPolicy::full};
+  cairn::HandoffTarget writer{"writer", writer_fn,
+                              cairn::RevealPolicy::summary};  // any std::string(const std::string&)
+  cairn::HandoffTarget analyst{"analyst", analyst_fn, cairn::RevealPolicy::full};
 
-std::vector<cairn::HandoffMessage> history{{"user", "File an issue for dark mode"}};
-history.push_back({"writer", handoff.transfer(writer, history).text});    // <artifact id="draft_k3x9" summary=… />
-history.push_back({"analyst", handoff.transfer(analyst, history).text});  // the analyst saw the whole draft
-std::string for_user = handoff.expand_references(final_answer).text;      // the reference becomes the draft
-// [docs:end]
+  std::vector<cairn::HandoffMessage> history{{"user", "File an issue for dark mode"}};
+  history.push_back({"writer", handoff.transfer(writer, history).text});    // <artifact id="draft_k3x9" summary=… />
+  history.push_back({"analyst", handoff.transfer(analyst, history).text});  // the analyst saw the whole draft
+  std::string for_user = handoff.expand_references(final_answer).text;      // the reference becomes the draft
+                                                                            // [docs:end]
   CHECK(history[1].content.find("<artifact id=\"draft_") != std::string::npos);
   CHECK(analyst_saw.find("Users ask for a dark theme.") != std::string::npos);
   final_answer = history[1].content;

@@ -67,17 +67,17 @@ TEST_CASE("docs/mcp.md: the API serves workflow and artifact tools over stdio") 
     Redirect cin(std::cin, in.rdbuf());
     Redirect cout(std::cout, out.rdbuf());
     Redirect cerr(std::cerr, err.rdbuf());
-// [docs:api]
-cairn::WorkflowTools workflow(cairn::StateFile(root), tmpl, cairn::artifact_recorder(store, "acme"));
-cairn::mcp::ArtifactTools artifacts(store, "acme");
-auto tools = workflow.tools();
-tools.insert(tools.end(), artifacts.tools().begin(), artifacts.tools().end());
+    // [docs:api]
+    cairn::WorkflowTools workflow(cairn::StateFile(root), tmpl, cairn::artifact_recorder(store, "acme"));
+    cairn::mcp::ArtifactTools artifacts(store, "acme");
+    auto tools = workflow.tools();
+    tools.insert(tools.end(), artifacts.tools().begin(), artifacts.tools().end());
 
-cairn::mcp::ServerConfig config;              // name, version, title, instructions, limits, log sink
-config.log = [](std::string_view m) { std::cerr << m << "\n"; };
-cairn::mcp::Server server(std::move(tools), config);
-server.serve(std::cin, std::cout);            // or: auto reply = server.handle_line(line);
-// [docs:end]
+    cairn::mcp::ServerConfig config;  // name, version, title, instructions, limits, log sink
+    config.log = [](std::string_view m) { std::cerr << m << "\n"; };
+    cairn::mcp::Server server(std::move(tools), config);
+    server.serve(std::cin, std::cout);  // or: auto reply = server.handle_line(line);
+                                        // [docs:end]
   }
   std::vector<json> replies;
   std::istringstream lines(out.str());

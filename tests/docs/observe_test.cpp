@@ -18,8 +18,7 @@
 
 TEST_CASE("docs/observe.md: one observer sees the store, the context, the goals, a workflow and a journal") {
   const std::string url = "memory:";
-  const auto workspace =
-      std::filesystem::temp_directory_path() / ("cairn-docs-observe-" + std::to_string(::getpid()));
+  const auto workspace = std::filesystem::temp_directory_path() / ("cairn-docs-observe-" + std::to_string(::getpid()));
   std::filesystem::create_directories(workspace);
   cairn::WorkflowMachine machine(cairn::WorkflowTemplate::parse(R"({"name": "w", "steps": [
       {"id": "work", "type": "action", "instructions": "Work."}]})"),
@@ -28,18 +27,18 @@ TEST_CASE("docs/observe.md: one observer sees the store, the context, the goals,
 // [docs:wiring]
 #include <cairn/observe.hpp>
 
-auto obs = cairn::observe_with([](const cairn::Event& e) {
-  fmt::print("{} {} '{}' {}ns in={}B out={}B{}\n", cairn::to_string(e.kind), e.operation, e.subject,
-             e.duration.count(), e.bytes_in, e.bytes_out, e.failed() ? " FAILED" : "");
-});
-auto store = cairn::observed(cairn::open_store(url), obs);  // store calls, any backend
-cairn::ExecutionContext ctx(store, "acme");
-ctx.set_observer(obs);                                      // resolutions and tool calls
-cairn::GoalEngineOptions options;
-options.event_observer = obs;                               // goal transitions
-machine.set_observer(obs);                                  // workflow transitions, registered artifacts
-journal->set_observer(obs);                                 // journal appends, reads, ...
-// [docs:end]
+  auto obs = cairn::observe_with([](const cairn::Event& e) {
+    fmt::print("{} {} '{}' {}ns in={}B out={}B{}\n", cairn::to_string(e.kind), e.operation, e.subject,
+               e.duration.count(), e.bytes_in, e.bytes_out, e.failed() ? " FAILED" : "");
+  });
+  auto store = cairn::observed(cairn::open_store(url), obs);  // store calls, any backend
+  cairn::ExecutionContext ctx(store, "acme");
+  ctx.set_observer(obs);  // resolutions and tool calls
+  cairn::GoalEngineOptions options;
+  options.event_observer = obs;  // goal transitions
+  machine.set_observer(obs);     // workflow transitions, registered artifacts
+  journal->set_observer(obs);    // journal appends, reads, ...
+                                 // [docs:end]
   ctx.add_artifact("note",
                    cairn::ArtifactRecord::builder().type(cairn::ArtifactType::document).title("Note").value("hi"));
   CHECK(ctx.has_artifact("note"));
@@ -50,9 +49,12 @@ journal->set_observer(obs);                                 // journal appends, 
 namespace excerpt {
 using cairn::Event;
 // [docs:observer]
-class Observer { public: virtual void on_event(const Event&) noexcept = 0; };
+class Observer {
+ public:
+  virtual void on_event(const Event&) noexcept = 0;
+};
 // [docs:end]
 }  // namespace excerpt
-static_assert(std::is_same_v<decltype(&cairn::Observer::on_event),
-                             void (cairn::Observer::*)(const cairn::Event&) noexcept>);
+static_assert(
+    std::is_same_v<decltype(&cairn::Observer::on_event), void (cairn::Observer::*)(const cairn::Event&) noexcept>);
 static_assert(std::is_abstract_v<cairn::Observer>);

@@ -10,18 +10,18 @@ TEST_CASE("README.md: the taste") {
 // [docs:taste]
 #include <cairn/cairn.hpp>
 
-auto store = std::make_shared<cairn::InMemoryArtifactStore>();
-auto v1 = store->store(*cairn::ArtifactRecord::builder()
-                            .tenant_id("acme")
-                            .id("weekly-report")
-                            .type(cairn::ArtifactType::document)
-                            .title("Weekly report")
-                            .value("# Week 47\n...")
-                            .build());                    // validated; version 1
-auto v2 = store->store(*v1->revise().value("# Week 47 (final)").build());  // version 2
-auto latest = store->fetch("weekly-report", "acme");     // v2, the stored pointer itself: no copy
-auto other = store->fetch("weekly-report", "globex");    // null: another tenant sees nothing
-// [docs:end]
+  auto store = std::make_shared<cairn::InMemoryArtifactStore>();
+  auto v1 = store->store(*cairn::ArtifactRecord::builder()
+                              .tenant_id("acme")
+                              .id("weekly-report")
+                              .type(cairn::ArtifactType::document)
+                              .title("Weekly report")
+                              .value("# Week 47\n...")
+                              .build());                                     // validated; version 1
+  auto v2 = store->store(*v1->revise().value("# Week 47 (final)").build());  // version 2
+  auto latest = store->fetch("weekly-report", "acme");                       // v2, the stored pointer itself: no copy
+  auto other = store->fetch("weekly-report", "globex");                      // null: another tenant sees nothing
+                                                                             // [docs:end]
   CHECK(v1->version() == 1);
   CHECK(v2->version() == 2);
   CHECK(latest == v2);

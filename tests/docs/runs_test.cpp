@@ -20,18 +20,18 @@ TEST_CASE("docs/runs.md: a run resumed from its journal") {
   cairn::GoalEngineParts parts{interpreter, std::make_shared<cairn::testing::ScriptedPlanner>()};
   interpreter->reply(cairn::Interpretation::continue_conversation());
 // [docs:in-brief]
-#include <cairn/store/open_store.hpp>   // open_store, open_run_journal
 #include <cairn/run/run.hpp>
+#include <cairn/store/open_store.hpp>  // open_store, open_run_journal
 
-auto store   = cairn::open_store(url);         // memory:, sqlite:agents.db, postgres:host=... dbname=...
-auto journal = cairn::open_run_journal(url);   // the same file or database (sqlite:agents.db?synchronous=normal:
-                                               // SQLite's NORMAL mode; see docs/stores.md)
-cairn::Run run(journal, "acme", "order-42");   // new, or resumed where it stopped
-cairn::ExecutionContext ctx(store, "acme");
-ctx.attach(run);                               // rebuilt from the journal when the run exists
-cairn::GoalEngine engine(ctx, tools, parts);
-engine.attach(run);                            // attach the context first
-// [docs:end]
+  auto store = cairn::open_store(url);          // memory:, sqlite:agents.db, postgres:host=... dbname=...
+  auto journal = cairn::open_run_journal(url);  // the same file or database (sqlite:agents.db?synchronous=normal:
+                                                // SQLite's NORMAL mode; see docs/stores.md)
+  cairn::Run run(journal, "acme", "order-42");  // new, or resumed where it stopped
+  cairn::ExecutionContext ctx(store, "acme");
+  ctx.attach(run);  // rebuilt from the journal when the run exists
+  cairn::GoalEngine engine(ctx, tools, parts);
+  engine.attach(run);  // attach the context first
+                       // [docs:end]
   engine.handle("hi");
   cairn::Run again(journal, "acme", "order-42");
   cairn::ExecutionContext resumed(store, "acme");
@@ -45,10 +45,10 @@ namespace docs_runs {
 
 // Compiled, not run: the page's file name is a placeholder.
 std::uint64_t sqlite_journal(const cairn::JournalEntry& entry) {
-// [docs:sqlite-journal]
-cairn::SqliteRunJournal journal("agents.db");        // the same file SqliteArtifactStore("agents.db") uses
-auto seq = journal.append("acme", "run-7", 0, {entry});
-// [docs:end]
+  // [docs:sqlite-journal]
+  cairn::SqliteRunJournal journal("agents.db");  // the same file SqliteArtifactStore("agents.db") uses
+  auto seq = journal.append("acme", "run-7", 0, {entry});
+  // [docs:end]
   return seq;
 }
 

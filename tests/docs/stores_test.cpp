@@ -22,17 +22,17 @@ using MyEmbedder = cairn::testing::WordHashEmbedder;
 std::shared_ptr<cairn::ArtifactStore> open_from_arguments(int argc, char** argv) {
 // [docs:open-store]
 #include <cairn/store/open_store.hpp>
-auto store = cairn::open_store(argc > 1 ? argv[1] : "memory:");   // std::shared_ptr<cairn::ArtifactStore>
-// [docs:end]
+  auto store = cairn::open_store(argc > 1 ? argv[1] : "memory:");  // std::shared_ptr<cairn::ArtifactStore>
+                                                                   // [docs:end]
   return store;
 }
 
 std::shared_ptr<cairn::ArtifactStore> open_with_embedder(const std::string& url) {
-// [docs:embedder]
-cairn::OpenStoreOptions options;
-options.embedder = std::make_shared<MyEmbedder>();
-auto store = cairn::open_store(url, options);
-// [docs:end]
+  // [docs:embedder]
+  cairn::OpenStoreOptions options;
+  options.embedder = std::make_shared<MyEmbedder>();
+  auto store = cairn::open_store(url, options);
+  // [docs:end]
   return store;
 }
 
@@ -46,13 +46,14 @@ TEST_CASE("docs/stores.md: open_store from the command line, with an embedder") 
   CHECK(open_from_arguments(2, argv) != nullptr);
   auto store = open_with_embedder("memory:");
   REQUIRE(store != nullptr);
-  CHECK(store->store(*cairn::ArtifactRecord::builder()
-                           .tenant_id("acme")
-                           .id("n")
-                           .type(cairn::ArtifactType::document)
-                           .title("Trip")
-                           .value("train to Paris")
-                           .build())
+  CHECK(store
+            ->store(*cairn::ArtifactRecord::builder()
+                         .tenant_id("acme")
+                         .id("n")
+                         .type(cairn::ArtifactType::document)
+                         .title("Trip")
+                         .value("train to Paris")
+                         .build())
             ->version() == 1);
   cairn::SearchQuery query;
   query.text = "Paris train";
@@ -64,22 +65,22 @@ namespace docs_stores {
 
 #if defined(CAIRN_HAS_SQLITE)
 void sqlite_options() {
-// [docs:sqlite-options]
-cairn::SqliteOptions options;                 // busy_timeout_ms = 10000, max_connections = 8,
-options.synchronous = cairn::SqliteOptions::Synchronous::full;   // (default) ; json_limits = {64 MiB, depth 256}
-cairn::SqliteArtifactStore store("agents.db", options);
-// [docs:end]
+  // [docs:sqlite-options]
+  cairn::SqliteOptions options;                                   // busy_timeout_ms = 10000, max_connections = 8,
+  options.synchronous = cairn::SqliteOptions::Synchronous::full;  // (default) ; json_limits = {64 MiB, depth 256}
+  cairn::SqliteArtifactStore store("agents.db", options);
+  // [docs:end]
 }
 #endif
 
 #if defined(CAIRN_HAS_POSTGRES)
 void postgres_options() {
-// [docs:postgres-options]
-cairn::PostgresOptions options;               // pool_size = 4, reconnect_timeout_ms = 15000, json_limits,
-                                              // statement_timeout_ms = 30000, clock, ids, pool_wait_ms = 30000,
-                                              // embedder, search_changes_kept = 10000, observer
-cairn::PostgresArtifactStore store("host=db.internal dbname=agents user=cairn", options);
-// [docs:end]
+  // [docs:postgres-options]
+  cairn::PostgresOptions options;  // pool_size = 4, reconnect_timeout_ms = 15000, json_limits,
+                                   // statement_timeout_ms = 30000, clock, ids, pool_wait_ms = 30000,
+                                   // embedder, search_changes_kept = 10000, observer
+  cairn::PostgresArtifactStore store("host=db.internal dbname=agents user=cairn", options);
+  // [docs:end]
 }
 #endif
 

@@ -13,15 +13,15 @@ namespace docs_workflow {
 
 // Compiled, not run: the page's path is a placeholder.
 void quick_tour(const std::string& json_text) {
-// [docs:quick-tour]
-auto tmpl = cairn::WorkflowTemplate::parse(json_text);     // or cairn::load_template_yaml(yaml_text)
-cairn::StateFile file("/path/to/workspace");                // <workspace>/workflow-state.json
-auto s = file.start(tmpl, "Add CSV export");                // or the saved status when already started
-s = file.update([](cairn::WorkflowMachine& m) { return m.advance("Plan written to plan.md"); });
-s = file.update([](cairn::WorkflowMachine& m) {
-  return m.advance("2 tests fail", cairn::StepResult::failed);  // on_fail decides what happens
-});
-// [docs:end]
+  // [docs:quick-tour]
+  auto tmpl = cairn::WorkflowTemplate::parse(json_text);  // or cairn::load_template_yaml(yaml_text)
+  cairn::StateFile file("/path/to/workspace");            // <workspace>/workflow-state.json
+  auto s = file.start(tmpl, "Add CSV export");            // or the saved status when already started
+  s = file.update([](cairn::WorkflowMachine& m) { return m.advance("Plan written to plan.md"); });
+  s = file.update([](cairn::WorkflowMachine& m) {
+    return m.advance("2 tests fail", cairn::StepResult::failed);  // on_fail decides what happens
+  });
+  // [docs:end]
 }
 
 }  // namespace docs_workflow
@@ -30,10 +30,10 @@ s = file.update([](cairn::WorkflowMachine& m) {
 namespace excerpt {
 // [docs:artifact-event]
 struct ArtifactEvent {
-  std::string relative_path;   // relative to the workspace root, '/'-separated
-  std::string absolute_path;   // canonical
+  std::string relative_path;  // relative to the workspace root, '/'-separated
+  std::string absolute_path;  // canonical
   std::uint64_t size_bytes;
-  std::string workflow;        // template name
+  std::string workflow;  // template name
   std::string step;
   std::optional<std::string> task_id, sub_step;
 };
@@ -50,4 +50,3 @@ CAIRN_DOCS_SAME_FIELD(step);
 CAIRN_DOCS_SAME_FIELD(task_id);
 CAIRN_DOCS_SAME_FIELD(sub_step);
 static_assert(sizeof(excerpt::ArtifactEvent) == sizeof(cairn::ArtifactEvent), "the page lists every field");
-

@@ -18,8 +18,14 @@ const cairn::InMemoryArtifactStore& store() {
   static const auto* s = [] {
     auto* st = new cairn::InMemoryArtifactStore();
     for (const char* id : {"a", "draft_k3x9", "x\"y"}) {
-      (void)st->store(*cairn::ArtifactRecord::builder().tenant_id("t").id(id).type("document").title("T")
-                     .description("S <&>").value(std::string("content of ") + id).build());
+      (void)st->store(*cairn::ArtifactRecord::builder()
+                           .tenant_id("t")
+                           .id(id)
+                           .type("document")
+                           .title("T")
+                           .description("S <&>")
+                           .value(std::string("content of ") + id)
+                           .build());
     }
     return st;
   }();

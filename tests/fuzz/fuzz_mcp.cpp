@@ -42,9 +42,9 @@ const std::filesystem::path& workspace() {
   }();
   static const bool cleanup = [] {
     return std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(*dir, ec);
-    }) == 0;
+             std::error_code ec;
+             std::filesystem::remove_all(*dir, ec);
+           }) == 0;
   }();
   (void)cleanup;
   return *dir;

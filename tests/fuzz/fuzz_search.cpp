@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "cairn/artifact/search/words.hpp"
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/search.hpp"
+#include "cairn/artifact/search/words.hpp"
 #include "fuzz.hpp"
 
 namespace {
@@ -18,8 +18,13 @@ const cairn::InMemoryArtifactStore& store() {
                             "OR or -minus"};
     int i = 0;
     for (const char* v : values) {
-      (void)st->store(*cairn::ArtifactRecord::builder().tenant_id("t").id("r" + std::to_string(i++)).type("document")
-                           .title("title alpha").value(nlohmann::json{{"text", v}, {"n", i}}).build());
+      (void)st->store(*cairn::ArtifactRecord::builder()
+                           .tenant_id("t")
+                           .id("r" + std::to_string(i++))
+                           .type("document")
+                           .title("title alpha")
+                           .value(nlohmann::json{{"text", v}, {"n", i}})
+                           .build());
     }
     return st;
   }();

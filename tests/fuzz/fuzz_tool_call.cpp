@@ -19,8 +19,12 @@ cairn::ExecutionContext& context() {
     c->add_artifact(
         "a",
         cairn::ArtifactRecord::builder().tenant_id("fuzz").type("data").title("a").value("/tmp/a.txt").build_value());
-    c->add_artifact("cfg", cairn::ArtifactRecord::builder().tenant_id("fuzz").type("config").title("cfg")
-                               .value({{"port", 3000}, {"list", {1, 2, {{"x~/y", true}}}}}).build_value());
+    c->add_artifact("cfg", cairn::ArtifactRecord::builder()
+                               .tenant_id("fuzz")
+                               .type("config")
+                               .title("cfg")
+                               .value({{"port", 3000}, {"list", {1, 2, {{"x~/y", true}}}}})
+                               .build_value());
     return c;
   }();
   return *ctx;

@@ -2,8 +2,8 @@
 // by border width, and text escaped so that any gloss gives a valid DOT file.
 #include <string>
 
-#include "catch.hpp"
 #include "cairn/goals/dot.hpp"
+#include "catch.hpp"
 
 using cairn::Goal;
 using cairn::GoalStack;
@@ -35,9 +35,9 @@ TEST_CASE("the goal tree exports to DOT with statuses and decompositions") {
   const std::string dot = cairn::to_dot(s, "trip");
   REQUIRE(dot.rfind("digraph \"trip\" {\n", 0) == 0);
   REQUIRE(dot.substr(dot.size() - 2) == "}\n");
-  REQUIRE_THAT(dot, ContainsSubstring(
-                        R"("g1" [label="Book \"the\" train\\now\ncomposite · blocked\nwaiting for 2 subgoals", )"
-                        R"(fillcolor="khaki", penwidth=2];)"));
+  REQUIRE_THAT(
+      dot, ContainsSubstring(R"("g1" [label="Book \"the\" train\\now\ncomposite · blocked\nwaiting for 2 subgoals", )"
+                             R"(fillcolor="khaki", penwidth=2];)"));
   REQUIRE_THAT(dot,
                ContainsSubstring(R"("g2" [label="Ask\ndate\ngather_info · pending", fillcolor="white", penwidth=3];)"));
   REQUIRE_THAT(dot,

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/goals/engine.hpp"
 #include "cairn/goals/sop.hpp"
 #include "cairn/run/memory_journal.hpp"
 #include "cairn/run/run.hpp"
 #include "cairn/testing/clock.hpp"
+#include "catch.hpp"
 #include "goals_test_support.hpp"
 
 using cairn::ExecutionContext;
@@ -28,8 +28,11 @@ std::shared_ptr<cairn::SopPlanner> train_planner() {
   return std::make_shared<cairn::SopPlanner>(sops);
 }
 
-const Strings conversation = {"new: Find me a train to Paris", "ev: origin = London", "ev: destination = Paris",
-                              "ev: date = 2025-10-01", R"(ev: selectedTrain = {"id": "ES9024", "departs": "10:31"})",
+const Strings conversation = {"new: Find me a train to Paris",
+                              "ev: origin = London",
+                              "ev: destination = Paris",
+                              "ev: date = 2025-10-01",
+                              R"(ev: selectedTrain = {"id": "ES9024", "departs": "10:31"})",
                               "ev: confirmation = yes"};
 
 struct World {

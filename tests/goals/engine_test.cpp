@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/context/prompt.hpp"
 #include "cairn/goals/engine.hpp"
 #include "cairn/goals/sop.hpp"
+#include "catch.hpp"
 #include "goals_test_support.hpp"
 
 using cairn::Condition;
@@ -93,8 +93,7 @@ TEST_CASE("the train booking runs end to end through the SopPlanner, one whole t
   REQUIRE(last[0] ==
           "Show the booking reference:\n- reference: CRN-ES9024\n- train: {\"departs\":\"10:31\",\"id\":\"ES9024\"}");
   REQUIRE(last[1] == "Done: Find me a train to Paris.");
-  REQUIRE(bookings->at(0) == json{{"selectedTrain", {{"id", "ES9024"}, {"departs", "10:31"}}},
-                                  {"date", "2025-10-01"}});
+  REQUIRE(bookings->at(0) == json{{"selectedTrain", {{"id", "ES9024"}, {"departs", "10:31"}}}, {"date", "2025-10-01"}});
 
   REQUIRE(engine.goals().empty());
   for (const auto& g : engine.goals().goals()) REQUIRE(g.status == GoalStatus::achieved);
@@ -137,9 +136,8 @@ TEST_CASE("facts given with a new goal become its evidence, so the SOP does not 
 
 TEST_CASE("AND fails when one child is abandoned: the other children leave the stack") {
   Rig rig;
-  rig.tools.add(tool("broken", json{{"type", "object"}}, [](const json&) {
-    return cairn::ToolResult::failure("service unavailable");
-  }));
+  rig.tools.add(tool("broken", json{{"type", "object"}},
+                     [](const json&) { return cairn::ToolResult::failure("service unavailable"); }));
   auto planner = planner_by_gloss([](const std::string&) {
     return plan_of(AND, {sub("Prepare", "execute"), sub("Fetch data", "use_tool", {{"tool", "broken"}}),
                          sub("Ask name", "gather_info", {{"key", "name"}})});
@@ -161,9 +159,8 @@ TEST_CASE("AND fails when one child is abandoned: the other children leave the s
 
 TEST_CASE("OR takes the first child that succeeds: a failed alternative falls back to the next") {
   Rig rig;
-  rig.tools.add(tool("primary", json{{"type", "object"}}, [](const json&) {
-    return cairn::ToolResult::failure("timeout");
-  }));
+  rig.tools.add(
+      tool("primary", json{{"type", "object"}}, [](const json&) { return cairn::ToolResult::failure("timeout"); }));
   rig.tools.add(tool("backup", json{{"type", "object"}}, [](const json&) {
     return cairn::ToolResult::ok({{"forecast", "sunny"}});
   }));
@@ -194,9 +191,8 @@ TEST_CASE("OR takes the first child that succeeds: a failed alternative falls ba
 
 TEST_CASE("OR fails when every alternative is abandoned") {
   Rig rig;
-  rig.tools.add(tool("down", json{{"type", "object"}}, [](const json&) -> cairn::ToolResult {
-    throw std::runtime_error("connection refused");
-  }));
+  rig.tools.add(tool("down", json{{"type", "object"}},
+                     [](const json&) -> cairn::ToolResult { throw std::runtime_error("connection refused"); }));
   auto planner = planner_by_gloss([](const std::string&) {
     return plan_of(OR, {sub("Try A", "use_tool", {{"tool", "down"}}), sub("Try B", "use_tool", {{"tool", "down"}})});
   });
@@ -213,8 +209,8 @@ TEST_CASE("abandoning in the middle of a subtree abandons the subtree and fails 
   // Trip (AND) -> [Plan route (AND) -> [ask from, ask to], Pay]
   auto planner = planner_by_gloss([](const std::string& gloss) {
     if (gloss == "Trip") return plan_of(AND, {sub("Plan route", "composite"), sub("Pay", "execute")});
-    return plan_of(AND, {sub("Ask from", "gather_info", {{"key", "from"}}),
-                         sub("Ask to", "gather_info", {{"key", "to"}})});
+    return plan_of(AND,
+                   {sub("Ask from", "gather_info", {{"key", "from"}}), sub("Ask to", "gather_info", {{"key", "to"}})});
   });
   GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
   REQUIRE(engine.handle("new: Trip") == Strings{"Please provide from"});
@@ -249,8 +245,8 @@ TEST_CASE("abandoning in the middle of a subtree abandons the subtree and fails 
 TEST_CASE("the user abandoning one alternative of an OR moves on to the next") {
   Rig rig;
   auto planner = planner_by_gloss([](const std::string&) {
-    return plan_of(OR, {sub("Ask phone", "gather_info", {{"key", "phone"}}),
-                        sub("Ask email", "gather_info", {{"key", "email"}})});
+    return plan_of(
+        OR, {sub("Ask phone", "gather_info", {{"key", "phone"}}), sub("Ask email", "gather_info", {{"key", "email"}})});
   });
   GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
   REQUIRE(engine.handle("new: Get a contact") == Strings{"Please provide phone"});
@@ -379,8 +375,7 @@ TEST_CASE("the vanilla decomposition of seed 002 §13.2 runs to the end in one t
 TEST_CASE("use_tool takes its arguments from its own evidence, then its ancestors', then the context") {
   Rig rig;
   auto seen = std::make_shared<json>();
-  rig.tools.add(tool("echo",
-                     json::parse(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {},
+  rig.tools.add(tool("echo", json::parse(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {},
                        "bad name": {}}})"),
                      [seen](const json& in) {
                        *seen = in;
@@ -468,8 +463,8 @@ TEST_CASE("done_when: empty means done when the action is, satisfied means done 
   }
   SECTION("a done_when the action did not make true blocks") {
     auto planner = planner_by_gloss([](const std::string&) {
-      return plan_of(AND, {sub("Count", "use_tool", {{"tool", "counter"}, {"output", "n"}},
-                               {Condition::has_evidence("other")})});
+      return plan_of(
+          AND, {sub("Count", "use_tool", {{"tool", "counter"}, {"output", "n"}}, {Condition::has_evidence("other")})});
     });
     GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner});
     REQUIRE(engine.handle("new: Go") == Strings{"I could not finish 'Count': has_evidence(other) does not hold."});
@@ -511,7 +506,9 @@ TEST_CASE("predicate_true conditions go through the ConditionEvaluator") {
     answer = true;
     GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner, evaluator});
     REQUIRE(engine.handle(R"(new: Pay | {"paid": true})") == Strings{"Done: Pay."});
-    REQUIRE(seen == json{{"predicate", "verify_payment"}, {"args", {{"amount", 64}}}, {"goal", "g2"},
+    REQUIRE(seen == json{{"predicate", "verify_payment"},
+                         {"args", {{"amount", 64}}},
+                         {"goal", "g2"},
                          {"evidence", {{"paid", true}}}});
   }
   SECTION("false: the goal acts, then blocks when the condition still fails") {
@@ -721,20 +718,21 @@ TEST_CASE("goal transitions are events too: an Observer and the GoalObserver eac
   Strings typed, events, adapted, other_kinds;
   cairn::GoalEngineOptions options;
   options.observer = [&](const cairn::GoalTransition& t) { typed.push_back(text(t)); };
-  options.event_observer = cairn::fan_out(
-      cairn::observe_with([&](const cairn::Event& e) {
-        if (e.kind != cairn::EventKind::goal_transition) return other_kinds.push_back(std::string(e.operation));
-        REQUIRE(e.goal != nullptr);
-        CHECK(e.subject == e.goal->goal_id);
-        CHECK(e.operation == cairn::to_string(e.goal->to));
-        CHECK(e.tenant == rig.ctx.tenant_id());
-        events.push_back(text(*e.goal));
-      }),
-      cairn::goal_observer([&](const cairn::GoalTransition& t) { adapted.push_back(text(t)); }));
+  options.event_observer =
+      cairn::fan_out(cairn::observe_with([&](const cairn::Event& e) {
+                       if (e.kind != cairn::EventKind::goal_transition)
+                         return other_kinds.push_back(std::string(e.operation));
+                       REQUIRE(e.goal != nullptr);
+                       CHECK(e.subject == e.goal->goal_id);
+                       CHECK(e.operation == cairn::to_string(e.goal->to));
+                       CHECK(e.tenant == rig.ctx.tenant_id());
+                       events.push_back(text(*e.goal));
+                     }),
+                     cairn::goal_observer([&](const cairn::GoalTransition& t) { adapted.push_back(text(t)); }));
   GoalEngine engine(rig.ctx, rig.tools, {rig.interpreter, planner}, options);
   engine.handle("new: Obs");
   engine.handle("ev: k = 1");
-  const Strings all{"g1:->pending",       "g1:pending>active",  "g2:->pending",      "g3:->pending",
+  const Strings all{"g1:->pending",       "g1:pending>active",  "g2:->pending",       "g3:->pending",
                     "g1:active>blocked",  "g2:pending>active",  "g2:active>achieved", "g3:pending>active",
                     "g3:active>achieved", "g1:blocked>achieved"};
   CHECK(typed == all);
@@ -815,14 +813,16 @@ TEST_CASE("an engine restored mid-conversation continues exactly as the original
     REQUIRE_THROWS_WITH(other.restore(bad), "goal stack: stack[5]: goal g2 is achieved and cannot be on the stack");
     bad = state;
     bad["goals"][3]["status"] = "done";
-    REQUIRE_THROWS_WITH(other.restore(bad), "goal stack: goals[3] g4: status: 'done' is not one of pending, active, "
-                                            "achieved, abandoned, blocked");
+    REQUIRE_THROWS_WITH(other.restore(bad),
+                        "goal stack: goals[3] g4: status: 'done' is not one of pending, active, "
+                        "achieved, abandoned, blocked");
     bad = state;
     bad["artifacts"][0]["id"] = "no-such-id";
     cairn::ExecutionContext empty(rig.store, "acme");
     GoalEngine elsewhere(empty, rig.tools, {rig.interpreter, train_planner()});
-    REQUIRE_THROWS_WITH(elsewhere.restore(bad), "goal engine state: artifacts[0]: artifact @origin (id no-such-id, "
-                                                "version 1) is not in the store");
+    REQUIRE_THROWS_WITH(elsewhere.restore(bad),
+                        "goal engine state: artifacts[0]: artifact @origin (id no-such-id, "
+                        "version 1) is not in the store");
     REQUIRE(empty.artifact_count() == 0);
     REQUIRE_THROWS_AS(other.restore_text("{\"format\": "), cairn::parse_error);
     cairn::GoalEngineOptions shallow;

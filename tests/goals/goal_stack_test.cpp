@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/goals/goal_stack.hpp"
+#include "catch.hpp"
 
 using cairn::Decomposition;
 using cairn::Goal;
@@ -141,13 +141,10 @@ TEST_CASE("an inconsistent tree is rejected with the goal named") {
                       "goal stack: goals[1]: id 'g1' is used twice");
   REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) { j["goals"][1]["parent"] = "g7"; })),
                       "goal stack: goal g1: child g2 names another parent");
-  REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) {
-                        j["goals"][0]["decomposition"]["children"] = {"g3"};
-                      })),
-                      "goal stack: goal g2: its parent g1 does not list it as a child");
-  REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) {
-                        j["goals"][3]["parent"] = "g9";
-                      })),
+  REQUIRE_THROWS_WITH(
+      GoalStack::from_json(broken([](json& j) { j["goals"][0]["decomposition"]["children"] = {"g3"}; })),
+      "goal stack: goal g2: its parent g1 does not list it as a child");
+  REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) { j["goals"][3]["parent"] = "g9"; })),
                       "goal stack: goal g3: child g4 names another parent");
   REQUIRE_THROWS_WITH(GoalStack::from_json(broken([](json& j) {
                         j["goals"][2]["decomposition"]["children"] = {"g4", "g4"};
@@ -168,7 +165,9 @@ TEST_CASE("an inconsistent tree is rejected with the goal named") {
   json chain = {{"goals", json::array()}, {"stack", json::array()}};
   const int n = 20000;
   for (int i = 1; i <= n; ++i) {
-    json g = {{"id", "c" + std::to_string(i)}, {"gloss", "link"}, {"status", "achieved"},
+    json g = {{"id", "c" + std::to_string(i)},
+              {"gloss", "link"},
+              {"status", "achieved"},
               {"predicate", {{"name", i == n ? "execute" : "composite"}}}};
     if (i > 1) g["parent"] = "c" + std::to_string(i - 1);
     if (i < n) g["decomposition"] = {{"kind", "AND"}, {"children", {"c" + std::to_string(i + 1)}}};
@@ -200,8 +199,11 @@ TEST_CASE("a goal with more than Decomposition::max_children children is refused
     root["decomposition"] = {{"kind", "AND"}, {"children", kids}};
     j["goals"].push_back(root);
     for (std::size_t i = 0; i < n; ++i) {
-      j["goals"].push_back({{"id", "c" + std::to_string(i)}, {"gloss", "c"}, {"status", "achieved"},
-                            {"parent", "r"}, {"predicate", {{"name", "execute"}}}});
+      j["goals"].push_back({{"id", "c" + std::to_string(i)},
+                            {"gloss", "c"},
+                            {"status", "achieved"},
+                            {"parent", "r"},
+                            {"predicate", {{"name", "execute"}}}});
     }
     return j;
   };

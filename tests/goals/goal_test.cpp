@@ -2,8 +2,8 @@
 // with its name.
 #include <string>
 
-#include "catch.hpp"
 #include "cairn/goals/goal.hpp"
+#include "catch.hpp"
 
 using cairn::Condition;
 using cairn::Goal;
@@ -27,8 +27,8 @@ json sample() {
 }  // namespace
 
 TEST_CASE("GoalStatus names and finality") {
-  for (auto s : {GoalStatus::pending, GoalStatus::active, GoalStatus::achieved, GoalStatus::abandoned,
-                 GoalStatus::blocked}) {
+  for (auto s :
+       {GoalStatus::pending, GoalStatus::active, GoalStatus::achieved, GoalStatus::abandoned, GoalStatus::blocked}) {
     REQUIRE(cairn::goal_status_from_string(cairn::to_string(s)) == s);
   }
   REQUIRE_FALSE(cairn::goal_status_from_string("done"));

@@ -102,15 +102,15 @@ inline cairn::Tool train_search_tool(std::shared_ptr<std::vector<json>> calls) {
 }
 
 inline cairn::Tool train_booking_tool(std::shared_ptr<std::vector<json>> calls) {
-  return cairn::Tool{"train-booking-api", "Books a train",
-                     json::parse(R"({"type": "object", "properties": {"selectedTrain": {"type": "object"},
+  return cairn::Tool{
+      "train-booking-api", "Books a train",
+      json::parse(R"({"type": "object", "properties": {"selectedTrain": {"type": "object"},
                        "date": {"type": "string"}}, "required": ["selectedTrain"]})"),
-                     [calls](const json& in) {
-                       calls->push_back(in);
-                       return cairn::ToolResult::ok(
-                           {{"reference", "CRN-" + in["selectedTrain"]["id"].get<std::string>()},
-                            {"train", in["selectedTrain"]}});
-                     }};
+      [calls](const json& in) {
+        calls->push_back(in);
+        return cairn::ToolResult::ok(
+            {{"reference", "CRN-" + in["selectedTrain"]["id"].get<std::string>()}, {"train", in["selectedTrain"]}});
+      }};
 }
 
 inline std::string source_path(const std::string& relative) { return std::string(CAIRN_SOURCE_DIR) + "/" + relative; }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "catch.hpp"
 #include "cairn/goals/interfaces.hpp"
+#include "catch.hpp"
 
 using cairn::GoalPlan;
 using cairn::Interpretation;

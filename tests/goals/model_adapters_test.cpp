@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/goals/engine.hpp"
 #include "cairn/goals/model_adapters.hpp"
+#include "catch.hpp"
 #include "goals_test_support.hpp"
 
 using cairn::Interpretation;
@@ -118,11 +118,13 @@ TEST_CASE("a second malformed reply is a clear error") {
   };
   const std::string prefix = "interpret-message: the model's reply was rejected twice; the last time: ";
   REQUIRE(fails_with({"not json", "still not json"}) ==
-          prefix + "interpret-message reply: invalid JSON: parse error at line 1, column 1: syntax error while parsing "
-                   "value - invalid literal; last read: 's'");
+          prefix +
+              "interpret-message reply: invalid JSON: parse error at line 1, column 1: syntax error while parsing "
+              "value - invalid literal; last read: 's'");
   REQUIRE(fails_with({"{}", R"({"action": "fly", "reasoning": "x"})"}) ==
-          prefix + "interpret-message reply: action: 'fly' is not one of new_goal, add_evidence, abandon_goal, "
-                   "continue");
+          prefix +
+              "interpret-message reply: action: 'fly' is not one of new_goal, add_evidence, abandon_goal, "
+              "continue");
   REQUIRE(fails_with({"{}", R"({"action": "continue"})"}) == prefix + "interpret-message reply: reasoning: missing");
   REQUIRE(fails_with({"{}", R"([1])"}) == prefix + "interpret-message reply: the reply: expected an object, got array");
   REQUIRE(fails_with({"{}", R"({"action": "new_goal", "goal": {"gloss": ""}, "reasoning": "x"})"}) ==
@@ -174,9 +176,8 @@ TEST_CASE("ModelConditionEvaluator renders check-completion and reads satisfied"
   cairn::Goal g = gather_goal();
   const cairn::Predicate p{"verify_payment", {{"amount", 64}}};
   REQUIRE(evaluator.evaluate(p, g, {{"paid", true}}));
-  REQUIRE_THAT(s.prompts->at(0),
-               ContainsSubstring("Condition: {\"args\":{\"amount\":64},\"name\":\"verify_payment\"}\n"
-                                 "Evidence: {\"paid\":true}\nContext: the goal \"Gather date\""));
+  REQUIRE_THAT(s.prompts->at(0), ContainsSubstring("Condition: {\"args\":{\"amount\":64},\"name\":\"verify_payment\"}\n"
+                                                   "Evidence: {\"paid\":true}\nContext: the goal \"Gather date\""));
   REQUIRE(schema_in(s.prompts->at(0)) == cairn::check_completion_schema());
   REQUIRE_FALSE(evaluator.evaluate(p, g, json::object()));  // after one retry
   REQUIRE_THAT(s.prompts->at(2),
@@ -186,19 +187,18 @@ TEST_CASE("ModelConditionEvaluator renders check-completion and reads satisfied"
 TEST_CASE("an engine runs on model adapters") {
   goals_test::Rig rig;
   Script interp;
-  *interp.replies = {
-      R"({"action": "new_goal", "goal": {"gloss": "Pay"}, "reasoning": "r"})",
-      R"({"action": "add_evidence", "evidence": {"key": "card", "value": "4242"}, "reasoning": "r"})"};
+  *interp.replies = {R"({"action": "new_goal", "goal": {"gloss": "Pay"}, "reasoning": "r"})",
+                     R"({"action": "add_evidence", "evidence": {"key": "card", "value": "4242"}, "reasoning": "r"})"};
   Script model;
   auto planner = std::make_shared<goals_test::FnPlanner>([](const cairn::Goal&, const json&) {
     return goals_test::plan_of(cairn::Decomposition::Kind::all,
                                {goals_test::sub("Ask card", "gather_info", {{"key", "card"}},
                                                 {cairn::Condition::predicate_true({"card_valid", json::object()})})});
   });
-  cairn::GoalEngine engine(rig.ctx, rig.tools,
-                           {std::make_shared<ModelInterpreter>(interp.fn()), planner,
-                            std::make_shared<ModelConditionEvaluator>(model.fn()),
-                            std::make_shared<ModelQuestionWriter>(model.fn())});
+  cairn::GoalEngine engine(
+      rig.ctx, rig.tools,
+      {std::make_shared<ModelInterpreter>(interp.fn()), planner, std::make_shared<ModelConditionEvaluator>(model.fn()),
+       std::make_shared<ModelQuestionWriter>(model.fn())});
   // one model behind both adapters: the condition is checked first (no), then the question is written; after the
   // answer the condition is checked again (yes)
   *model.replies = {R"({"satisfied": false, "reasoning": "no card yet"})", R"({"question": "Which card?"})",

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/artifact/search/rank.hpp"
 #include "cairn/goals/sop.hpp"
 #include "cairn/testing/embedder.hpp"
+#include "catch.hpp"
 #include "goals_test_support.hpp"
 
 using cairn::Condition;
@@ -40,9 +40,7 @@ std::shared_ptr<SopRegistry> registry() {
   return r;
 }
 
-std::string one_step(const std::string& step) {
-  return R"({"id": "t", "title": "T", "steps": [)" + step + "]}";
-}
+std::string one_step(const std::string& step) { return R"({"id": "t", "title": "T", "steps": [)" + step + "]}"; }
 
 }  // namespace
 
@@ -115,8 +113,8 @@ TEST_CASE("each step maps to a predicate by its verb, with done_when keys its ow
   REQUIRE(step(1).predicate == Predicate{"gather_info", {{"key", "card"}}});
   REQUIRE(step(2).predicate == Predicate{"use_tool", {{"tool", "train.search"}, {"output", "train_search"}}});
   REQUIRE(step(2).done_when == std::vector<Condition>{Condition::has_evidence("train_search")});
-  REQUIRE(step(2).provenance == json{{"sop_id", "all"}, {"sop_title", "All verbs"}, {"step_index", 2},
-                                     {"suggested_tool", "train.search"}});
+  REQUIRE(step(2).provenance ==
+          json{{"sop_id", "all"}, {"sop_title", "All verbs"}, {"step_index", 2}, {"suggested_tool", "train.search"}});
   REQUIRE(step(3).predicate == Predicate{"use_tool", {{"tool", "prices"}, {"output", "priceList"}}});
   REQUIRE(step(4).predicate == Predicate{"present_info", {{"key", "priceList"}}});  // the latest tool step's key
   REQUIRE(step(4).done_when.empty());
@@ -200,8 +198,9 @@ TEST_CASE("SopRegistry loads files, refuses duplicates and says which file faile
                       "sop file " + path + ": more than the limit of 100 bytes");
   const std::string bad = std::string(CAIRN_BINARY_DIR) + "/bad-sop.json";
   std::ofstream(bad) << R"({"title": "Broken", "steps": [{"gloss": "Present", "done_when": ["x"]}]})";
-  REQUIRE_THROWS_WITH(r.load_file(bad), "sop file " + bad + " 'broken': steps[0].done_when: a present step produces "
-                                        "no evidence, so 'x' would never appear");
+  REQUIRE_THROWS_WITH(r.load_file(bad), "sop file " + bad +
+                                            " 'broken': steps[0].done_when: a present step produces "
+                                            "no evidence, so 'x' would never appear");
   std::remove(bad.c_str());
   REQUIRE(r.size() == 1);
 }
@@ -210,7 +209,7 @@ TEST_CASE("the lexical match scores content words of the gloss found in an SOP's
   const auto r = registry();
   auto m = cairn::lexical_match("Find me a train to Paris", *r);
   REQUIRE(m.sop->id == "train-booking");
-  REQUIRE(std::abs(m.score - 2.0 / 3.0) < 1e-9);  // find, train of find, train, paris
+  REQUIRE(std::abs(m.score - 2.0 / 3.0) < 1e-9);                  // find, train of find, train, paris
   REQUIRE(cairn::lexical_match("Book trains", *r).score == 1.0);  // plural ignored
   REQUIRE(cairn::lexical_match("I want pizza", *r).sop->id == "order-a-pizza");
   REQUIRE(cairn::lexical_match("Create a caching layer", *r).sop == nullptr);
@@ -232,8 +231,7 @@ TEST_CASE("SopPlanner: required inputs the evidence lacks become gather_info sub
           Predicate{"gather_info", {{"key", "origin"}, {"prompt", "Where are you travelling from?"}}});
   REQUIRE(plan.subgoals[0].provenance ==
           json{{"sop_id", "train-booking"}, {"sop_title", "Book a train ticket"}, {"input", "origin"}});
-  REQUIRE(plan.subgoals[2].predicate ==
-          Predicate{"use_tool", {{"tool", "train-search-api"}, {"output", "trainList"}}});
+  REQUIRE(plan.subgoals[2].predicate == Predicate{"use_tool", {{"tool", "train-search-api"}, {"output", "trainList"}}});
   REQUIRE(plan.subgoals[4].predicate ==
           Predicate{"gather_info",
                     {{"key", "selectedTrain"}, {"prompt", "Which train would you like (its time or its id)?"}}});
@@ -299,9 +297,9 @@ TEST_CASE("SopRegistry::index stores each SOP as a searchable artifact and mirro
   CHECK(train->description() == "Find and book a train journey between two cities");
   CHECK(train->metadata() == json{{"sop_id", "train-booking"}});
   const std::string text = train->value().get<std::string>();
-  CHECK(text.find("search the timetable") != std::string::npos);         // the description
+  CHECK(text.find("search the timetable") != std::string::npos);  // the description
   CHECK(text.find("Input origin: City the journey starts from") != std::string::npos);
-  CHECK(text.find("Show the booking reference") != std::string::npos);    // a step
+  CHECK(text.find("Show the booking reference") != std::string::npos);  // a step
   CHECK_FALSE(store->fetch("sop:train-booking", "other"));
 
   // again: nothing changed, nothing stored
@@ -323,8 +321,12 @@ TEST_CASE("SopPlanner retrieves an SOP by words when none matches by name") {
   const auto r = registry();
   r->index(*store, "acme");
   (void)store->store(*cairn::ArtifactRecord::builder()  // not an SOP: never retrieved, though it holds the words
-                          .tenant_id("acme").id("notes").type("document").title("timetable notes")
-                          .value("travel plans: check the timetable").build());
+                          .tenant_id("acme")
+                          .id("notes")
+                          .type("document")
+                          .title("timetable notes")
+                          .value("travel plans: check the timetable")
+                          .build());
   const Goal travel = asked("Travel plans", "I need a seat from Oslo to Bergen, check the timetable");
 
   cairn::SopPlannerOptions options;

@@ -24,8 +24,9 @@ void check_plain(const std::string& reply) {
 }  // namespace
 
 TEST_CASE("the seed's form: ARTIFACT, SUMMARY, a ~~~markdown fence") {
-  const auto b = artifact_of("ARTIFACT\nSUMMARY: Add dark mode theme\n\n~~~markdown\n[Feature]: Dark mode\n\n"
-                             "Users want a dark theme.\n~~~\n");
+  const auto b = artifact_of(
+      "ARTIFACT\nSUMMARY: Add dark mode theme\n\n~~~markdown\n[Feature]: Dark mode\n\n"
+      "Users want a dark theme.\n~~~\n");
   CHECK(b.summary == "Add dark mode theme");
   CHECK(b.content == "[Feature]: Dark mode\n\nUsers want a dark theme.");
   CHECK(b.fence_info == "markdown");
@@ -48,7 +49,9 @@ TEST_CASE("CRLF line breaks are accepted and the content comes back with LF") {
 
 TEST_CASE("leading blank lines, blank-looking lines and a byte order mark before the marker are skipped") {
   CHECK(artifact_of("\n\n   \n\tARTIFACT  \nSUMMARY: s\nbody").content == "body");
-  CHECK(artifact_of("\xEF\xBB\xBF" "ARTIFACT\nSUMMARY: s\nbody").content == "body");
+  CHECK(artifact_of("\xEF\xBB\xBF"
+                    "ARTIFACT\nSUMMARY: s\nbody")
+            .content == "body");
   CHECK(artifact_of("\r\n\r\nARTIFACT\r\n\r\nSUMMARY: s\r\n\r\n\r\nbody\r\n\r\n").content == "body");
 }
 
@@ -171,8 +174,11 @@ TEST_CASE("a 10 MB reply parses within the default limits") {
 
 TEST_CASE("fuzz: random replies never crash, and what parses as an artifact is well-formed") {
   std::mt19937 rng(4242);
-  const std::vector<std::string> pieces = {"ARTIFACT", "SUMMARY:", "ARTIFACT_SUMMARY:", "summary:", "```", "~~~",
-                                           "````", "markdown", "\n", "\r\n", "\r", " ", "\t", "x", "body",
+  const std::vector<std::string> pieces = {"ARTIFACT",     "SUMMARY:", "ARTIFACT_SUMMARY:",
+                                           "summary:",     "```",      "~~~",
+                                           "````",         "markdown", "\n",
+                                           "\r\n",         "\r",       " ",
+                                           "\t",           "x",        "body",
                                            "\xEF\xBB\xBF", "\xC3\xA9", "<artifact id=\"a\" />"};
   std::uniform_int_distribution<std::size_t> pick(0, pieces.size() - 1);
   std::uniform_int_distribution<int> length(0, 40);

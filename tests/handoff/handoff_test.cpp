@@ -78,8 +78,13 @@ TEST_CASE("a taken id is retried, when every id is taken the error is clear and 
   auto store = std::make_shared<InMemoryArtifactStore>();
   const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   for (char c : alphabet.substr(1)) {  // every one-character id but "a_a"
-    (void)store->store(*ArtifactRecord::builder().tenant_id("t").id(std::string("a_") + c).type("document")
-                      .title("taken").value("old").build());
+    (void)store->store(*ArtifactRecord::builder()
+                            .tenant_id("t")
+                            .id(std::string("a_") + c)
+                            .type("document")
+                            .title("taken")
+                            .value("old")
+                            .build());
   }
   // One free id in 36: 5,000 attempts find it except with probability (35/36)^5000, about 1e-61.
   Handoff one_left(store, "t", with_prefix("a", 1, 5000));
@@ -206,7 +211,8 @@ TEST_CASE("transfer shows each target the history under its own policy") {
   auto store = std::make_shared<InMemoryArtifactStore>();
   Handoff handoff(store, "acme", with_prefix("draft"));
   const auto draft = handoff.accept_reply(draft_reply, "writer");
-  std::vector<HandoffMessage> history{{"user", "File an issue for dark mode"}, {"writer", draft.text},
+  std::vector<HandoffMessage> history{{"user", "File an issue for dark mode"},
+                                      {"writer", draft.text},
                                       {"manager", "Check <artifact id=\"draft_zzzz\" /> too"}};
 
   std::vector<std::string> seen;

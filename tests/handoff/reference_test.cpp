@@ -27,8 +27,8 @@ TEST_CASE("xml_escape escapes the five XML characters and line breaks, xml_unesc
   CHECK(xml_escape("a&b<c>d\"e'f") == "a&amp;b&lt;c&gt;d&quot;e&apos;f");
   CHECK(xml_escape("tab\tlf\ncr\r") == "tab&#9;lf&#10;cr&#13;");
   CHECK(xml_escape("plain \xC3\xA9t\xC3\xA9") == "plain \xC3\xA9t\xC3\xA9");
-  for (const std::string s : {"", "a&b<c>d\"e'f", "&amp; already escaped", "tab\tlf\ncr\r", "\xF0\x9F\x99\x82 &&;;",
-                              "&#10; literal"}) {
+  for (const std::string s :
+       {"", "a&b<c>d\"e'f", "&amp; already escaped", "tab\tlf\ncr\r", "\xF0\x9F\x99\x82 &&;;", "&#10; literal"}) {
     CHECK(xml_unescape(xml_escape(s)) == s);
   }
 }
@@ -189,9 +189,10 @@ TEST_CASE("many references and hostile input are handled in one pass") {
 TEST_CASE("fuzz: random tag-like text never crashes and references are well-formed spans") {
   // A fixed seed keeps failures reproducible; the pieces are what the scanner branches on.
   std::mt19937 rng(20261121);
-  const std::vector<std::string> pieces = {"<artifact", "<ARTIFACT", " id=", " summary=", "id=", "\"", "'", "/>",
-                                           ">", "</artifact>", "</artifact", "```", "~~~", "\n", "\r\n", " ", "\t",
-                                           "&amp;", "&#x41;", "&", "<", "x", "draft_k3x9", "=", "\xC3\xA9", "`"};
+  const std::vector<std::string> pieces = {
+      "<artifact",   "<ARTIFACT",  " id=", " summary=", "id=",        "\"",   "'",        "/>", ">",
+      "</artifact>", "</artifact", "```",  "~~~",       "\n",         "\r\n", " ",        "\t", "&amp;",
+      "&#x41;",      "&",          "<",    "x",         "draft_k3x9", "=",    "\xC3\xA9", "`"};
   std::uniform_int_distribution<std::size_t> pick(0, pieces.size() - 1);
   std::uniform_int_distribution<int> length(0, 60);
   for (int round = 0; round < 20000; ++round) {

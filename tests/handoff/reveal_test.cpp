@@ -136,12 +136,12 @@ TEST_CASE("full shows string values as they are and other JSON pretty-printed") 
 TEST_CASE("a record with only a storage_url cannot be shown in full and stays a reference") {
   InMemoryArtifactStore store;
   (void)store.store(*ArtifactRecord::builder()
-                   .tenant_id("t")
-                   .id("big")
-                   .type(ArtifactType::dataset)
-                   .title("Big dataset")
-                   .storage_url("s3://bucket/big.parquet")
-                   .build());
+                         .tenant_id("t")
+                         .id("big")
+                         .type(ArtifactType::dataset)
+                         .title("Big dataset")
+                         .storage_url("s3://bucket/big.parquet")
+                         .build());
   const std::string text = "<artifact id=\"big\" />";
   auto full = expand_references(text, store, "t");
   CHECK(full.text == text);
@@ -223,8 +223,7 @@ TEST_CASE("bad arguments are rejected") {
     CHECK(parse_reveal_policy(to_string(p)) == p);
   }
   CHECK_THROWS_AS(parse_reveal_policy("Full"), invalid_argument);
-  CHECK_THROWS_WITH(parse_reveal_policy("everything"),
-                    "reveal policy: 'everything' is not one of none, summary, full");
+  CHECK_THROWS_WITH(parse_reveal_policy("everything"), "reveal policy: 'everything' is not one of none, summary, full");
 }
 
 TEST_CASE("a 10 MB artifact expands in a final answer") {
@@ -240,8 +239,9 @@ TEST_CASE("a 10 MB artifact expands in a final answer") {
 TEST_CASE("fuzz: with nothing in the store, every policy leaves any text as it is and reports its ids") {
   InMemoryArtifactStore empty;
   std::mt19937 rng(7);
-  const std::vector<std::string> pieces = {"<artifact", " id=", " summary=", "\"", "'", "/>", ">", "</artifact>",
-                                           "```", "\n", " ", "x", "&quot;", "<", "draft"};
+  const std::vector<std::string> pieces = {"<artifact", " id=", " summary=",   "\"",  "'",
+                                           "/>",        ">",    "</artifact>", "```", "\n",
+                                           " ",         "x",    "&quot;",      "<",   "draft"};
   std::uniform_int_distribution<std::size_t> pick(0, pieces.size() - 1);
   std::uniform_int_distribution<int> length(0, 40);
   for (int round = 0; round < 5000; ++round) {

@@ -1,7 +1,7 @@
 // mcp::ArtifactTools over a real InMemoryArtifactStore: every tool, its argument errors, and tenant isolation
 // (search_artifacts also on a store with a deterministic embedder).
-#include "cairn/artifact/search/rank.hpp"
 #include "cairn/mcp/artifact_tools.hpp"
+#include "cairn/artifact/search/rank.hpp"
 
 #include <memory>
 #include <set>
@@ -58,14 +58,20 @@ TEST_CASE("the constructor refuses a null store and an empty tenant") {
 TEST_CASE("artifact_store stores versions, artifact_fetch returns latest, a version, or A2A") {
   auto store = std::make_shared<cairn::InMemoryArtifactStore>();
   ArtifactTools t(store, "acme");
-  auto s1 = ok(t, "artifact_store", {{"id", "report"}, {"type", "document"}, {"title", "Report"}, {"value", "draft"},
-                                     {"created_by", "writer"}, {"mime_type", "text/markdown"}});
+  auto s1 = ok(t, "artifact_store",
+               {{"id", "report"},
+                {"type", "document"},
+                {"title", "Report"},
+                {"value", "draft"},
+                {"created_by", "writer"},
+                {"mime_type", "text/markdown"}});
   CHECK(s1.at("id") == "report");
   CHECK(s1.at("version") == 1);
   CHECK(s1.at("type") == "document");
   CHECK(s1.at("created_at").get<std::int64_t>() > 0);
-  auto s2 = ok(t, "artifact_store", {{"id", "report"}, {"type", "document"}, {"title", "Report"},
-                                     {"value", {{"v", 2}}}, {"metadata", {{"k", "v"}}}});
+  auto s2 = ok(
+      t, "artifact_store",
+      {{"id", "report"}, {"type", "document"}, {"title", "Report"}, {"value", {{"v", 2}}}, {"metadata", {{"k", "v"}}}});
   CHECK(s2.at("version") == 2);
 
   // What the tool stored is what the store holds, in the tools' tenant.
@@ -90,8 +96,8 @@ TEST_CASE("artifact_store stores versions, artifact_fetch returns latest, a vers
   auto fresh = ok(t, "artifact_store", {{"type", "data"}, {"description", "n"}, {"value", 3}});
   CHECK(fresh.at("id").get<std::string>().size() == 36);
   CHECK(fresh.at("version") == 1);
-  auto by_url = ok(t, "artifact_store", {{"type", "file"}, {"title", "big"}, {"storage_url", "s3://b/k"},
-                                         {"size_bytes", 10}});
+  auto by_url =
+      ok(t, "artifact_store", {{"type", "file"}, {"title", "big"}, {"storage_url", "s3://b/k"}, {"size_bytes", 10}});
   CHECK(store->fetch(by_url.at("id"), "acme")->storage_url() == std::optional<std::string>("s3://b/k"));
 }
 
@@ -157,9 +163,12 @@ TEST_CASE("artifact_versions and artifact_delete") {
 TEST_CASE("artifact_list pages with a cursor and filters by prefix, type and creator") {
   ArtifactTools t(std::make_shared<cairn::InMemoryArtifactStore>(), "acme");
   for (int i = 0; i < 7; ++i) {
-    ok(t, "artifact_store", {{"id", "note-" + std::to_string(i)}, {"type", i % 2 ? "code" : "document"},
-                             {"title", "N"}, {"value", std::string(100, 'v')},
-                             {"created_by", i < 3 ? "alice" : "bob"}});
+    ok(t, "artifact_store",
+       {{"id", "note-" + std::to_string(i)},
+        {"type", i % 2 ? "code" : "document"},
+        {"title", "N"},
+        {"value", std::string(100, 'v')},
+        {"created_by", i < 3 ? "alice" : "bob"}});
   }
   ok(t, "artifact_store", {{"id", "other"}, {"type", "document"}, {"title", "O"}, {"value", 1}});
 

@@ -67,8 +67,7 @@ Outcome run_mcp(const std::vector<std::string>& args) {
 
 // Exactly one line, starting with "cairn-mcp: ".
 bool one_line(const std::string& err) {
-  return err.rfind("cairn-mcp: ", 0) == 0 && !err.empty() && err.back() == '\n' &&
-         err.find('\n') == err.size() - 1;
+  return err.rfind("cairn-mcp: ", 0) == 0 && !err.empty() && err.back() == '\n' && err.find('\n') == err.size() - 1;
 }
 
 }  // namespace

@@ -161,11 +161,11 @@ std::string tools_list_request(bool close = true) {
   const std::string body =
       R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{)"
       R"("io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})";
-  return std::string("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-                     "Mcp-Method: tools/list\r\n") +
-         (close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-         body;
+  return std::string(
+             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+             "Mcp-Method: tools/list\r\n") +
+         (close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 // A normal client: a new connection, one request; the status line of the reply, or "" when none came within `limit`.
@@ -269,8 +269,9 @@ TEST_CASE("cairn-mcp --http: a trickling body gets 408 and an endless head 431, 
   SECTION("a body that does not arrive within the request deadline") {
     Socket s(server.port());
     const auto t = Clock::now();
-    REQUIRE(s.send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                   "Content-Length: 100\r\n\r\n{\"jsonrpc\":"));
+    REQUIRE(
+        s.send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Content-Length: 100\r\n\r\n{\"jsonrpc\":"));
     const auto reply = s.receive(std::chrono::seconds(10));
     CHECK(reply.rfind("HTTP/1.1 408 Request Timeout\r\n", 0) == 0);
     CHECK(reply.find("did not arrive whole within 2 s") != std::string::npos);

@@ -150,9 +150,7 @@ TEST_CASE("a tool made with four fields is listed with them only, and keeps its 
 
 TEST_CASE("every structuredContent of a whole workflow and of every artifact tool follows its outputSchema") {
   cairn_test::TempWorkspace ws;
-  {
-    std::ofstream(ws.path() / "plan.md") << "# Plan\n";
-  }
+  { std::ofstream(ws.path() / "plan.md") << "# Plan\n"; }
   auto s = ready_server(all_tools(ws), "2025-11-25");
   std::map<std::string, std::shared_ptr<cairn::CompiledSchema>> schemas;
   for (const auto& t : tools_list(s)) {
@@ -188,8 +186,9 @@ TEST_CASE("every structuredContent of a whole workflow and of every artifact too
   call("register_artefacts", {{"paths", {"plan.md"}}});  // a duplicate
   call("workflow_advance", {{"output", "planned"}});
   call("workflow_set_tasks", {{"loop_id", "implement"},
-                              {"tasks", {{{"id", "parse"}, {"title", "Parser"}, {"description", "reads CSV"}},
-                                         {{"id", "write"}, {"title", "Writer"}, {"depends_on", {"parse"}}}}}});
+                              {"tasks",
+                               {{{"id", "parse"}, {"title", "Parser"}, {"description", "reads CSV"}},
+                                {{"id", "write"}, {"title", "Writer"}, {"depends_on", {"parse"}}}}}});
   call("workflow_advance", {{"output", "tasks set"}});
   CHECK(call("workflow_status", json::object()).contains("task"));  // in the loop: task and sub-step
   call("workflow_advance", {{"output", "parser coded"}});
@@ -203,12 +202,17 @@ TEST_CASE("every structuredContent of a whole workflow and of every artifact too
   CHECK(call("workflow_context", json::object()).at("plan") == "planned");
   call("workflow_advance", {{"output", 5}}, true);
 
-  const auto stored = call("artifact_store", {{"type", "document"}, {"title", "Plan"}, {"value", "# Plan"},
-                                              {"metadata", {{"region", "eu"}}}});
+  const auto stored =
+      call("artifact_store",
+           {{"type", "document"}, {"title", "Plan"}, {"value", "# Plan"}, {"metadata", {{"region", "eu"}}}});
   const std::string doc = stored.at("id");
   call("artifact_store", {{"id", doc}, {"type", "document"}, {"title", "Plan v2"}, {"value", {{"k", 1}}}});
-  call("artifact_store", {{"type", "file"}, {"description", "A file elsewhere"}, {"storage_url", "s3://b/k"},
-                          {"mime_type", "text/csv"}, {"size_bytes", 12}, {"created_by", "agent-1"}});
+  call("artifact_store", {{"type", "file"},
+                          {"description", "A file elsewhere"},
+                          {"storage_url", "s3://b/k"},
+                          {"mime_type", "text/csv"},
+                          {"size_bytes", 12},
+                          {"created_by", "agent-1"}});
   call("artifact_store", {{"type", "Bad Type"}}, true);
   CHECK(call("artifact_fetch", {{"id", doc}}).at("version") == 2);
   CHECK(call("artifact_fetch", {{"id", doc}, {"version", 1}}).at("value") == "# Plan");
@@ -220,8 +224,8 @@ TEST_CASE("every structuredContent of a whole workflow and of every artifact too
   CHECK(call("artifact_versions", {{"id", doc}}).at("versions") == json{1, 2});
   const auto hits = call("search_artifacts", {{"query", "plan"}});
   CHECK_FALSE(hits.at("hits").empty());
-  call("search_artifacts", {{"filter", {{"metadata", {{{"pointer", "/region"}, {"op", "eq"}, {"value", "eu"}}}}}},
-                            {"limit", 1}});
+  call("search_artifacts",
+       {{"filter", {{"metadata", {{{"pointer", "/region"}, {"op", "eq"}, {"value", "eu"}}}}}}, {"limit", 1}});
   call("search_artifacts", {{"mode", "sideways"}}, true);
   CHECK(call("artifact_delete", {{"id", doc}}).at("versions_removed") == 2);
   call("artifact_delete", {{"id", doc}}, true);

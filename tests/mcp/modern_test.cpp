@@ -75,8 +75,7 @@ TEST_CASE("2026-07-28: server/discover answers with no initialize, naming every 
   const auto r = reply(s, request("d", "server/discover"));
   CHECK(r.at("id") == "d");
   const auto& result = complete(r);
-  CHECK(result.at("supportedVersions") ==
-        json{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"});
+  CHECK(result.at("supportedVersions") == json{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"});
   CHECK(result.at("capabilities") == json{{"tools", json::object()}});
   CHECK(result.at("instructions") == "Use the tools.");
   CHECK(result.at("ttlMs") == 300000);
@@ -157,8 +156,8 @@ TEST_CASE("2026-07-28: a malformed _meta is -32602 naming the field") {
               "io.modelcontextprotocol/clientInfo\"] must be an object");
   // Bad tool calls are the same errors as in every revision.
   check_error(reply(s, request(7, "tools/call", {{"name", "nope"}})), 7, ec::invalid_params, "unknown tool 'nope'");
-  check_error(reply(s, request(8, "tools/call", {{"name", "artifact_list"}, {"arguments", 1}})), 8,
-              ec::invalid_params, "arguments must be an object");
+  check_error(reply(s, request(8, "tools/call", {{"name", "artifact_list"}, {"arguments", 1}})), 8, ec::invalid_params,
+              "arguments must be an object");
   check_error(reply(s, request(9, "tools/list", {{"cursor", "c"}})), 9, ec::invalid_params, "invalid cursor");
   // Still serving.
   complete(reply(s, request(10, "server/discover")));
@@ -182,9 +181,11 @@ TEST_CASE("one connection serves a legacy client and 2026-07-28 requests side by
   Server s(all_tools(ws));
   complete(reply(s, request(1, "server/discover")));
   // initialize opens a legacy connection even after modern requests, and never negotiates 2026-07-28.
-  const auto init = reply(s, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "initialize"},
-                              {"params", {{"protocolVersion", "2026-07-28"}, {"capabilities", json::object()},
-                                          {"_meta", meta()}}}});
+  const auto init =
+      reply(s, {{"jsonrpc", "2.0"},
+                {"id", 2},
+                {"method", "initialize"},
+                {"params", {{"protocolVersion", "2026-07-28"}, {"capabilities", json::object()}, {"_meta", meta()}}}});
   CHECK(init.at("result").at("protocolVersion") == "2025-11-25");
   CHECK_FALSE(init.at("result").contains("resultType"));
   CHECK(s.initialized());
@@ -203,11 +204,11 @@ TEST_CASE("one connection serves a legacy client and 2026-07-28 requests side by
 TEST_CASE("2026-07-28 requests are refused inside a batch") {
   cairn_test::TempWorkspace ws;
   Server s(all_tools(ws));
-  REQUIRE(reply(s, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                    {"params", {{"protocolVersion", "2025-03-26"}}}})
-              .contains("result"));
-  const auto r =
-      reply(s, json::array({request(2, "tools/list"), request(3, "tools/list", json::object(), nullptr)}));
+  REQUIRE(
+      reply(s,
+            {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"protocolVersion", "2025-03-26"}}}})
+          .contains("result"));
+  const auto r = reply(s, json::array({request(2, "tools/list"), request(3, "tools/list", json::object(), nullptr)}));
   REQUIRE(r.is_array());
   REQUIRE(r.size() == 2);
   check_error(r[0], 2, ec::invalid_request, "must not be part of a batch");

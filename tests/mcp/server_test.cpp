@@ -34,7 +34,8 @@ json request(const json& id, const std::string& method, const json& params = nul
 
 json initialize_request(const json& id, const std::string& version) {
   return request(id, "initialize",
-                 {{"protocolVersion", version}, {"capabilities", json::object()},
+                 {{"protocolVersion", version},
+                  {"capabilities", json::object()},
                   {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
 }
 
@@ -135,8 +136,8 @@ TEST_CASE("before initialize only ping and initialize are served") {
   Server s(all_tools(ws));
   CHECK(must_reply(s, request(1, "ping").dump()) == json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}});
   check_error(must_reply(s, request(2, "tools/list").dump()), 2, ec::invalid_request, "server not initialized");
-  check_error(must_reply(s, request("c", "tools/call", {{"name", "workflow_status"}}).dump()), "c",
-              ec::invalid_request, "server not initialized");
+  check_error(must_reply(s, request("c", "tools/call", {{"name", "workflow_status"}}).dump()), "c", ec::invalid_request,
+              "server not initialized");
   check_error(must_reply(s, request(4, "no/such").dump()), 4, ec::invalid_request, "server not initialized");
   // A notification before initialize is ignored, not answered.
   CHECK_FALSE(s.handle_line(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
@@ -225,10 +226,9 @@ TEST_CASE("tools/list lists every tool with its input schema") {
     CHECK(t.at("inputSchema").at("type") == "object");
     CHECK_FALSE(t.at("description").get<std::string>().empty());
   }
-  CHECK(names == std::vector<std::string>{"workflow_start", "workflow_set_tasks", "workflow_status",
-                                          "workflow_advance", "workflow_context", "register_artefacts",
-                                          "artifact_store", "artifact_fetch", "artifact_list", "artifact_versions",
-                                          "artifact_delete", "search_artifacts"});
+  CHECK(names == std::vector<std::string>{"workflow_start", "workflow_set_tasks", "workflow_status", "workflow_advance",
+                                          "workflow_context", "register_artefacts", "artifact_store", "artifact_fetch",
+                                          "artifact_list", "artifact_versions", "artifact_delete", "search_artifacts"});
   CHECK_FALSE(r.at("result").contains("nextCursor"));
   check_error(must_reply(s, request(2, "tools/list", {{"cursor", "abc"}}).dump()), 2, ec::invalid_params, "cursor");
   CHECK(must_reply(s, request(3, "tools/list", {{"cursor", nullptr}}).dump()).contains("result"));
@@ -237,8 +237,8 @@ TEST_CASE("tools/list lists every tool with its input schema") {
 TEST_CASE("tools/call runs the tool and returns its CallToolResult") {
   cairn_test::TempWorkspace ws;
   auto s = ready_server(ws);
-  auto r = must_reply(
-      s, request(1, "tools/call", {{"name", "workflow_start"}, {"arguments", {{"summary", "S"}}}}).dump());
+  auto r =
+      must_reply(s, request(1, "tools/call", {{"name", "workflow_start"}, {"arguments", {{"summary", "S"}}}}).dump());
   CHECK(r.at("result").at("isError") == false);
   CHECK(r.at("result").at("structuredContent").at("step") == "plan");
   CHECK(json::parse(r.at("result").at("content").at(0).at("text").get<std::string>()) ==
@@ -257,10 +257,9 @@ TEST_CASE("tool failures are isError results, a bad call is -32602") {
   CHECK(r.at("result").at("isError") == true);
   // The tool has an outputSchema, which {"error": ...} does not follow: the error is text only.
   CHECK_FALSE(r.at("result").contains("structuredContent"));
-  CHECK_THAT(json::parse(r.at("result").at("content").at(0).at("text").get<std::string>())
-                 .at("error")
-                 .get<std::string>(),
-             cairn_test::ContainsSubstring("not started"));
+  CHECK_THAT(
+      json::parse(r.at("result").at("content").at(0).at("text").get<std::string>()).at("error").get<std::string>(),
+      cairn_test::ContainsSubstring("not started"));
   r = must_reply(s, request(2, "tools/call", {{"name", "workflow_advance"}, {"arguments", {{"output", 5}}}}).dump());
   CHECK(r.at("result").at("isError") == true);
   check_error(must_reply(s, request(3, "tools/call", {{"name", "nope"}}).dump()), 3, ec::invalid_params,
@@ -275,11 +274,10 @@ TEST_CASE("tool failures are isError results, a bad call is -32602") {
 }
 
 TEST_CASE("a tool that throws fails only its own call") {
-  cairn::mcp::Tool bad{"explode", "Throws", {{"type", "object"}}, [](const json&) -> json {
-                         throw std::runtime_error("kaboom");
-                       }};
-  cairn::mcp::Tool good{"echo", "Echoes", {{"type", "object"}},
-                        [](const json& a) { return cairn::WorkflowTools::ok_result(a); }};
+  cairn::mcp::Tool bad{
+      "explode", "Throws", {{"type", "object"}}, [](const json&) -> json { throw std::runtime_error("kaboom"); }};
+  cairn::mcp::Tool good{
+      "echo", "Echoes", {{"type", "object"}}, [](const json& a) { return cairn::WorkflowTools::ok_result(a); }};
   std::vector<std::string> logged;
   ServerConfig config;
   config.log = [&](std::string_view m) { logged.emplace_back(m); };
@@ -367,11 +365,12 @@ TEST_CASE("serve reads line by line, skips an oversized line and keeps serving")
   Server s(all_tools(ws), config);
   std::string input;
   input += initialize_request(1, "2025-11-25").dump() + "\r\n";  // CRLF is accepted
-  input += R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n";
-  input += "\n";                                                         // blank: no reply
-  input += "garbage\n";                                                  // -32700
+  input += R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+           "\n";
+  input += "\n";                                                                   // blank: no reply
+  input += "garbage\n";                                                            // -32700
   input += request(2, "ping", {{"pad", std::string(200000, 'x')}}).dump() + "\n";  // too long: skipped
-  input += std::string(4096, ' ') + "\n";                                // exactly the limit: blank, no reply
+  input += std::string(4096, ' ') + "\n";                                          // exactly the limit: blank, no reply
   input += request(3, "tools/list").dump() + "\n";
   input += request(4, "ping").dump();  // the last line may lack its newline
   std::istringstream in(input);

@@ -30,13 +30,14 @@ struct Fixture {
   ToolRegistry registry;
 
   Fixture() {
-    registry.add(Tool{"send_email", "sends an email (not idempotent)", json{{"type", "object"}},
-                      [this](const json& in) {
-                        ++fired;
-                        return ToolResult::ok(json{{"receipt", "sent to " + in.value("to", std::string("?"))}});
-                      }});
-    Tool lookup{"lookup", "reads a value (idempotent)", json{{"type", "object"}},
-                [](const json& in) { return ToolResult::ok(json{{"answer", in.value("q", 0) * 2}}); }};
+    registry.add(
+        Tool{"send_email", "sends an email (not idempotent)", json{{"type", "object"}}, [this](const json& in) {
+               ++fired;
+               return ToolResult::ok(json{{"receipt", "sent to " + in.value("to", std::string("?"))}});
+             }});
+    Tool lookup{"lookup", "reads a value (idempotent)", json{{"type", "object"}}, [](const json& in) {
+                  return ToolResult::ok(json{{"answer", in.value("q", 0) * 2}});
+                }};
     lookup.idempotent = true;
     registry.add(lookup);
     registry.add(Tool{"broken", "always fails", json{{"type", "object"}},

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -30,7 +31,6 @@
 #include <map>
 #include <random>
 #include <regex>
-#include <algorithm>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -176,8 +176,8 @@ std::string first_difference(const std::string& expected, const std::string& act
     const json patch = json::diff(blind_ids(json{{part, want}}), blind_ids(json{{part, got}}));
     out += (out.empty() ? "" : "; ") + part + ": " +
            (patch.empty() ? std::string("random ids only")
-                          : patch[0].at("op").get<std::string>() + " " + patch[0].at("path").get<std::string>() +
-                                " (" + cairn::detail::excerpt(patch[0].dump(), 240) + ")");
+                          : patch[0].at("op").get<std::string>() + " " + patch[0].at("path").get<std::string>() + " (" +
+                                cairn::detail::excerpt(patch[0].dump(), 240) + ")");
   }
   return out.empty() ? "same value, other text" : out;
 }

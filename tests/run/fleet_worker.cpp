@@ -306,11 +306,26 @@ struct Worker {
                                          .description("What the release is")
                                          .value(json{{"version", "2.0"}, {"team", "core"}}));
          }},
-        {"fetch", [&] { run_call(call("c-fetch", "fetch", {{"url", "https://example.com/changelog"}}, "page")); }},
-        {"summarize", [&] { run_call(call("c-summarize", "summarize", {{"text", "@page"}}, "summary")); }},
-        {"translate", [&] { run_call(call("c-translate", "translate", {{"text", "@summary"}}, "summary_fr")); }},
-        {"publish", [&] { run_call(call("c-publish", "publish", {{"text", "@summary_fr"}}, "post")); }},
-        {"email", [&] { run_call(call("c-email", "send-email", {{"to", "team"}, {"post", "@post"}}, "email")); }},
+        {"fetch",
+         [&] {
+           run_call(call("c-fetch", "fetch", {{"url", "https://example.com/changelog"}}, "page"));
+         }},
+        {"summarize",
+         [&] {
+           run_call(call("c-summarize", "summarize", {{"text", "@page"}}, "summary"));
+         }},
+        {"translate",
+         [&] {
+           run_call(call("c-translate", "translate", {{"text", "@summary"}}, "summary_fr"));
+         }},
+        {"publish",
+         [&] {
+           run_call(call("c-publish", "publish", {{"text", "@summary_fr"}}, "post"));
+         }},
+        {"email",
+         [&] {
+           run_call(call("c-email", "send-email", {{"to", "team"}, {"post", "@post"}}, "email"));
+         }},
         {"reply", [&] { ctx.add_message(cairn::Role::assistant, "Published and mailed; now the trains."); }},
         {"paris-1", [&] { engine.handle("new: Find me a train to Paris"); }},
         {"paris-2", [&] { engine.handle("ev: origin = London"); }},
@@ -326,23 +341,33 @@ struct Worker {
         {"lyon-6", [&] { engine.handle("ev: confirmation = yes"); }},
         {"wf-start", [&] { machine.start("Release 2.0"); }},
         {"wf-build",
-         [&] { machine.advance(run_call(call("w-build", "build", {{"version", "2.0"}}, "build"))); }},
+         [&] {
+           machine.advance(run_call(call("w-build", "build", {{"version", "2.0"}}, "build")));
+         }},
         {"wf-plan",
          [&] {
            machine.set_tasks("ship", {{"cli", "CLI", "the command line", {}, {}}, {"lib", "Library", {}, {"cli"}, {}}});
            machine.advance("two parts");
          }},
         {"wf-package-cli",
-         [&] { machine.advance(run_call(call("w-package-cli", "package", {{"task", "cli"}}, "pkg_cli"))); }},
+         [&] {
+           machine.advance(run_call(call("w-package-cli", "package", {{"task", "cli"}}, "pkg_cli")));
+         }},
         {"wf-check-cli-fails", [&] { machine.advance("checksum wrong", cairn::StepResult::failed); }},
         {"wf-check-cli", [&] { machine.advance("cli ok"); }},
         {"wf-package-lib",
-         [&] { machine.advance(run_call(call("w-package-lib", "package", {{"task", "lib"}}, "pkg_lib"))); }},
+         [&] {
+           machine.advance(run_call(call("w-package-lib", "package", {{"task", "lib"}}, "pkg_lib")));
+         }},
         {"wf-check-lib", [&] { machine.advance("lib ok"); }},
         {"wf-deploy",
-         [&] { machine.advance(run_call(call("w-deploy", "deploy", {{"what", "@build"}}, "deployment"))); }},
+         [&] {
+           machine.advance(run_call(call("w-deploy", "deploy", {{"what", "@build"}}, "deployment")));
+         }},
         {"wf-smoke",
-         [&] { machine.advance(run_call(call("w-smoke", "smoke-test", {{"what", "@deployment"}}, "smoke"))); }},
+         [&] {
+           machine.advance(run_call(call("w-smoke", "smoke-test", {{"what", "@deployment"}}, "smoke")));
+         }},
         {"done", [&] { ctx.add_message(cairn::Role::assistant, "Release 2.0 is out; two trains booked."); }},
     };
     while (host.step() < script.size()) {

@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "cairn/testing/journal_conformance.hpp"
 #include "catch.hpp"

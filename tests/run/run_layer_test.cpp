@@ -453,15 +453,18 @@ std::vector<Damage> damages() {
        "'bindings' must be an array"},
       {"context.state", json::array(), "context state: expected an object"},
       {"context.state", json::object(), "context state: 'bindings' is missing"},
-      {"context.state", {{"bindings", json::array()}, {"messages", json::object()}, {"calls", json::object()}},
+      {"context.state",
+       {{"bindings", json::array()}, {"messages", json::object()}, {"calls", json::object()}},
        "'messages' must be an array"},
       {"context.state",
-       {{"bindings", json::array()}, {"messages", json::array({{{"role", "user"}, {"content", 7}, {"timestamp", 1}}})},
+       {{"bindings", json::array()},
+        {"messages", json::array({{{"role", "user"}, {"content", 7}, {"timestamp", 1}}})},
         {"calls", json::object()}},
        "messages[0]: message: 'content' must be a string"},
       {"context.state",
        {{"bindings", json::array({{{"name", "a"}, {"id", "x"}, {"version", "1"}, {"first", 3}, {"write", 3}}})},
-        {"messages", json::array()}, {"calls", json::object()}},
+        {"messages", json::array()},
+        {"calls", json::object()}},
        "bindings[0]: binding: 'version' must be a non-negative integer"},
       {"context.state",
        {{"bindings", json::array()},
@@ -535,8 +538,10 @@ TEST_CASE("a damaged snapshot or state row in a SQLite file is a state_error nam
       CHECK(sqlite3_changes(db) == 1);
       sqlite3_finalize(st);
       if (all[i].kind == "tally.state") {
-        const std::string sql = "UPDATE cairn_run_entries SET kind = 'tally.add', data = '{\"item\":\"x\"}' "
-                                "WHERE run_id = '" + run_id + "' AND seq = 4";
+        const std::string sql =
+            "UPDATE cairn_run_entries SET kind = 'tally.add', data = '{\"item\":\"x\"}' "
+            "WHERE run_id = '" +
+            run_id + "' AND seq = 4";
         REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
       }
       sqlite3_close(db);
@@ -608,8 +613,10 @@ struct Agent {
   }
 };
 
-const std::vector<std::string> conversation = {"new: Find me a train to Paris", "ev: origin = London",
-                                               "ev: destination = Paris", "ev: date = 2025-10-01",
+const std::vector<std::string> conversation = {"new: Find me a train to Paris",
+                                               "ev: origin = London",
+                                               "ev: destination = Paris",
+                                               "ev: date = 2025-10-01",
                                                R"(ev: selectedTrain = {"id": "ES9024", "departs": "10:31"})",
                                                "ev: confirmation = yes"};
 
@@ -702,8 +709,9 @@ TEST_CASE("a run of every participant kind is rebuilt byte for byte at every seq
   }
 }
 
-TEST_CASE("a run releases what it read once every participant in it is attached, one attached again later is "
-          "rebuilt from the journal as it is now") {
+TEST_CASE(
+    "a run releases what it read once every participant in it is attached, one attached again later is "
+    "rebuilt from the journal as it is now") {
   Fixture f;
   {
     Run run(f.journal, "acme", "r");

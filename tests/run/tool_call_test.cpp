@@ -66,8 +66,8 @@ ToolCall email(std::string to, std::string output, std::string id = {}) {
 }
 
 ToolCall lookup(int q, std::string output, std::string id = {}) {
-  return ToolCall{"lookup", {{"q", q}}, {OutputSpec{std::move(output), ArtifactType::data, "the answer", ""}},
-                  std::move(id)};
+  return ToolCall{
+      "lookup", {{"q", q}}, {OutputSpec{std::move(output), ArtifactType::data, "the answer", ""}}, std::move(id)};
 }
 
 // Every record in the store, as text: id, version, created_at and value.
@@ -236,8 +236,9 @@ TEST_CASE("tools written for the inputs alone still work, an empty function is r
                     "tool 'null': function must be set");
 }
 
-TEST_CASE("a resumed run with automatic call ids re-executes the call in doubt under its own id and ends byte for "
-          "byte as the uninterrupted run") {
+TEST_CASE(
+    "a resumed run with automatic call ids re-executes the call in doubt under its own id and ends byte for "
+    "byte as the uninterrupted run") {
   // The host carries on where the run stopped: it re-issues the call in doubt, then goes on.
   auto first = [](ExecutionContext& ctx, const ToolRegistry& tools, const ExecuteOptions& o) {
     return execute(lookup(21, "answer"), ctx, tools, o).call_id;
@@ -536,12 +537,12 @@ TEST_CASE("call lease: a worker reopening a run while another's claimed retry ru
   std::vector<std::string> ledger;  // the outside world: a key per effect that happened
   std::function<void()> while_running;
   ToolRegistry registry;
-  registry.add(Tool{"send_email", "sends an email", json{{"type", "object"}},
-                    [&](const json& in, const ToolInvocation& inv) {
-                      if (while_running) std::exchange(while_running, nullptr)();
-                      ledger.push_back(inv.idempotency_key);  // the effect lands after b's first look
-                      return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
-                    }});
+  registry.add(
+      Tool{"send_email", "sends an email", json{{"type", "object"}}, [&](const json& in, const ToolInvocation& inv) {
+             if (while_running) std::exchange(while_running, nullptr)();
+             ledger.push_back(inv.idempotency_key);  // the effect lands after b's first look
+             return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
+           }});
   int asked_b = 0;
   // The fleet's policy: the effect in the ledger: done; not there: retry.
   auto policy = [&ledger](int& asked) {
@@ -593,7 +594,7 @@ TEST_CASE("call lease: a worker reopening a run while another's claimed retry ru
       CHECK(e.code() == errc::call_in_flight);
       CHECK(e.call().call_id == "mail-1");
     }
-    CHECK(ctx_b.state().dump() == b_state);  // b changed nothing
+    CHECK(ctx_b.state().dump() == b_state);                                 // b changed nothing
     CHECK_THROWS_AS(ctx_b.record_call_retry("mail-1", 3), call_in_flight);  // nor can it claim
     CHECK(ctx_b.state().dump() == b_state);
   };
@@ -624,12 +625,12 @@ TEST_CASE("call lease: after the lease, a second worker decides about a claimed 
   std::vector<std::string> ledger;
   std::function<void()> while_running;
   ToolRegistry registry;
-  registry.add(Tool{"send_email", "sends an email", json{{"type", "object"}},
-                    [&](const json& in, const ToolInvocation& inv) {
-                      ledger.push_back(inv.idempotency_key);  // the effect happens ...
-                      if (while_running) std::exchange(while_running, nullptr)();  // ... and a is slow after it
-                      return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
-                    }});
+  registry.add(
+      Tool{"send_email", "sends an email", json{{"type", "object"}}, [&](const json& in, const ToolInvocation& inv) {
+             ledger.push_back(inv.idempotency_key);                       // the effect happens ...
+             if (while_running) std::exchange(while_running, nullptr)();  // ... and a is slow after it
+             return ToolResult::ok(json{{"receipt", "sent to " + in.at("to").get<std::string>()}});
+           }});
   int asked = 0;  // by b
   ExecuteOptions policy;
   policy.in_doubt = [&](const RecordedCall& c) {

@@ -278,8 +278,12 @@ TEST_CASE("PostgresRunJournal passes the conformance suite on a new database wit
 
 TEST_CASE("postgres journal: runs survive a new journal and a dropped connection, data is the exact JSON text") {
   TempDatabase db;
-  const json tricky = {{"big", 18446744073709551615ULL}, {"f", 1.0}, {"e", 1e300}, {"nul", std::string("a\0b", 3)},
-                       {"text", "Grüße 世界 🚀 \"q\" \\"}, {"nested", {{"z", {1, {2, {}}}}}}};
+  const json tricky = {{"big", 18446744073709551615ULL},
+                       {"f", 1.0},
+                       {"e", 1e300},
+                       {"nul", std::string("a\0b", 3)},
+                       {"text", "Grüße 世界 🚀 \"q\" \\"},
+                       {"nested", {{"z", {1, {2, {}}}}}}};
   {
     PostgresRunJournal journal(db.conninfo());
     (void)journal.append("t", "run", 0, one("context.message", tricky));
@@ -352,7 +356,10 @@ TEST_CASE("postgres journal: a new database gets the schema, several journals an
 
 TEST_CASE("postgres journal: a database of a newer cairn is refused, and left as it was") {
   TempDatabase db;
-  { PostgresRunJournal journal(db.conninfo()); (void)journal.append("t", "keep", 0, one("a", "kept")); }
+  {
+    PostgresRunJournal journal(db.conninfo());
+    (void)journal.append("t", "keep", 0, one("a", "kept"));
+  }
   RawPg raw(db.conninfo());
   raw.scalar("UPDATE cairn_run_schema SET version = 999");
   try {
@@ -395,9 +402,8 @@ TEST_CASE("postgres journal: bad conninfo, unreachable or silent servers and bad
   quick.connect_timeout_ms = 300;
   const auto start = std::chrono::steady_clock::now();
   try {
-    PostgresRunJournal journal(fmt::format("host=127.0.0.1 port={} user=x password=hunter2 sslmode=disable",
-                                           ntohs(addr.sin_port)),
-                               quick);
+    PostgresRunJournal journal(
+        fmt::format("host=127.0.0.1 port={} user=x password=hunter2 sslmode=disable", ntohs(addr.sin_port)), quick);
     FAIL("no error");
   } catch (const storage_error& e) {
     CHECK_THAT(e.what(), cairn_test::ContainsSubstring("within 300 ms"));
@@ -423,8 +429,9 @@ TEST_CASE("postgres journal: a statement waiting on a lock gives up at the state
   CHECK(journal.append("t", "r", 1, one("b", 2)) == 2);
 }
 
-TEST_CASE("postgres journal: a call that gets no pooled connection within pool_wait_ms fails clearly, and loses "
-          "nothing") {
+TEST_CASE(
+    "postgres journal: a call that gets no pooled connection within pool_wait_ms fails clearly, and loses "
+    "nothing") {
   TempDatabase db;
   PostgresJournalOptions o = pool_of(1);
   o.pool_wait_ms = 300;
@@ -542,8 +549,8 @@ TEST_CASE("postgres journal: two processes x 4 threads racing appends on the sam
           const int r = (k + th) % runs;
           const std::string run = "run-" + std::to_string(r);
           try {
-            const auto seq = journal.append(tenant, run, known[r],
-                                            one("step", {{"who", who}, {"thread", th}, {"k", k}}));
+            const auto seq =
+                journal.append(tenant, run, known[r], one("step", {{"who", who}, {"thread", th}, {"k", k}}));
             if (seq != known[r] + 1) mine.push_back("bad seq");
             known[r] = seq;
             mine.push_back(fmt::format("{} {} {} {} {}", run, seq, who, th, k));
@@ -649,8 +656,8 @@ TEST_CASE("postgres journal: an append cut off while it waits on the server is r
       }
     });
     wait_for_lock_waiters(watcher, db.name(), 1);  // the first try waits behind the locker
-    const std::string first_pid = watcher.scalar(
-        "SELECT pid FROM pg_stat_activity WHERE datname = '" + db.name() + "' AND wait_event_type = 'Lock'");
+    const std::string first_pid = watcher.scalar("SELECT pid FROM pg_stat_activity WHERE datname = '" + db.name() +
+                                                 "' AND wait_event_type = 'Lock'");
     proxy.cut();
     wait_for_lock_waiters(watcher, db.name(), 2);  // the retry, on a new connection, waits too
     if (!first_commits) watcher.scalar("SELECT pg_terminate_backend(" + first_pid + ")");

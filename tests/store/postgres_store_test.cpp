@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -77,9 +77,7 @@ class RawPg {
 // A database of its own, for tests that look at or change the schema; dropped afterwards.
 class TempDatabase {
  public:
-  TempDatabase() : name_(random_name("cairn_test_")) {
-    RawPg(base_conninfo()).scalar("CREATE DATABASE " + name_);
-  }
+  TempDatabase() : name_(random_name("cairn_test_")) { RawPg(base_conninfo()).scalar("CREATE DATABASE " + name_); }
   ~TempDatabase() {
     try {
       RawPg(base_conninfo()).scalar("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
@@ -96,15 +94,21 @@ class TempDatabase {
 };
 
 ArtifactPtr note(const std::string& tenant, const std::string& id, json value) {
-  return ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title("note " + id).value(std::move(value))
+  return ArtifactRecord::builder()
+      .tenant_id(tenant)
+      .id(id)
+      .type("document")
+      .title("note " + id)
+      .value(std::move(value))
       .build();
 }
 
 // The word search functions: migration 5's (replaced by 6's of the same parameters) and migration 7's.
 void drop_word_search(RawPg& raw) {
-  raw.scalar("DROP FUNCTION cairn_search_words(boolean, text, text, text, tsquery[], tsquery, text, text, text, "
-             "bigint, bigint), cairn_search_words(boolean, text, text, text, tsquery[], tsquery, text, text, text, "
-             "bigint, bigint, bigint[], text)");
+  raw.scalar(
+      "DROP FUNCTION cairn_search_words(boolean, text, text, text, tsquery[], tsquery, text, text, text, "
+      "bigint, bigint), cairn_search_words(boolean, text, text, text, tsquery[], tsquery, text, text, text, "
+      "bigint, bigint, bigint[], text)");
 }
 
 // Back to schema 2, what a cairn from before search wrote: no words, no vector tables, no tenant rows.
@@ -120,17 +124,22 @@ void back_to_schema_2(RawPg& raw) {
 // BM25's statistics of a tenant as its row keeps them (latest versions with words, their words, latest versions
 // without; the same over every version), and as a count of the rows gives them: the two must always agree.
 std::string kept_statistics(RawPg& raw, const std::string& tenant) {
-  return raw.scalar("SELECT concat_ws(' ', docs, doc_words, docs_unindexed, versions, version_words, "
-                    "versions_unindexed) FROM cairn_search_seq WHERE tenant_id = '" + tenant + "'");
+  return raw.scalar(
+      "SELECT concat_ws(' ', docs, doc_words, docs_unindexed, versions, version_words, "
+      "versions_unindexed) FROM cairn_search_seq WHERE tenant_id = '" +
+      tenant + "'");
 }
 std::string counted_statistics(RawPg& raw, const std::string& tenant) {
   return raw.scalar(
       "SELECT concat_ws(' ', l.docs, l.words, l.unindexed, v.docs, v.words, v.unindexed) FROM "
       "(SELECT count(a.words) AS docs, coalesce(sum(a.word_count), 0) AS words, count(*) - count(a.words) AS unindexed "
       " FROM cairn_heads h JOIN cairn_artifacts a ON a.tenant_id = h.tenant_id AND a.id = h.id "
-      " AND a.version = h.latest WHERE h.tenant_id = '" + tenant + "') l, "
+      " AND a.version = h.latest WHERE h.tenant_id = '" +
+      tenant +
+      "') l, "
       "(SELECT count(words) AS docs, coalesce(sum(word_count), 0) AS words, count(*) - count(words) AS unindexed "
-      " FROM cairn_artifacts WHERE tenant_id = '" + tenant + "') v");
+      " FROM cairn_artifacts WHERE tenant_id = '" +
+      tenant + "') v");
 }
 
 }  // namespace
@@ -217,7 +226,10 @@ TEST_CASE("postgres: a new database gets the schema, several stores may create i
 
 TEST_CASE("postgres: a database of a newer cairn is refused, and left as it was") {
   TempDatabase db;
-  { PostgresArtifactStore store(db.conninfo()); (void)store.store(*note("t", "keep", "kept")); }
+  {
+    PostgresArtifactStore store(db.conninfo());
+    (void)store.store(*note("t", "keep", "kept"));
+  }
   RawPg raw(db.conninfo());
   raw.scalar("UPDATE cairn_schema SET version = 999");
   try {
@@ -299,8 +311,9 @@ TEST_CASE("postgres: one unreadable row never makes a tenant unlistable") {
   for (const char* id : {"a", "b-nan", "c", "d-type", "e"}) (void)store.store(*note("t", id, id));
   (void)store.store(*note("other", "x", 1));
   RawPg raw(db.conninfo());
-  raw.scalar("UPDATE cairn_artifacts SET value = 'null'::jsonb, value_text = NULL, storage_url = NULL "
-             "WHERE id = 'b-nan'");
+  raw.scalar(
+      "UPDATE cairn_artifacts SET value = 'null'::jsonb, value_text = NULL, storage_url = NULL "
+      "WHERE id = 'b-nan'");
   raw.scalar("UPDATE cairn_artifacts SET type = 'Not A Type' WHERE id = 'd-type'");
   CHECK_THROWS_WITH(store.fetch("b-nan", "t"), cairn_test::ContainsSubstring("artifact 'b-nan' version 1"));
   auto page = store.list("t");
@@ -328,8 +341,21 @@ TEST_CASE("postgres: one unreadable row never makes a tenant unlistable") {
 TEST_CASE("postgres list: prefixes are ranges in byte order, whatever the database's locale") {
   PostgresArtifactStore store(base_conninfo());
   const auto t = random_name("list-");
-  const std::vector<std::string> all = {"B", "a%b", "a_b", "aXb", "a\\b", "ab", "b", "\xc3\xa9t\xc3\xa9", "\xc3\xa9z",
-                                        "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "a", "\xed\x9f\xbf" "x", "\xee\x80\x80"};
+  const std::vector<std::string> all = {"B",
+                                        "a%b",
+                                        "a_b",
+                                        "aXb",
+                                        "a\\b",
+                                        "ab",
+                                        "b",
+                                        "\xc3\xa9t\xc3\xa9",
+                                        "\xc3\xa9z",
+                                        "\xf4\x8f\xbf\xbf",
+                                        "\xf4\x8f\xbf\xbf"
+                                        "a",
+                                        "\xed\x9f\xbf"
+                                        "x",
+                                        "\xee\x80\x80"};
   for (const auto& id : all) (void)store.store(*note(t, id, 1));
   auto ids = [&](const ListQuery& q) {
     std::vector<std::string> out;
@@ -343,10 +369,12 @@ TEST_CASE("postgres list: prefixes are ranges in byte order, whatever the databa
   CHECK(ids({"a_", {}, {}, 100, ""}) == std::vector<std::string>{"a_b"});
   CHECK(ids({"a", {}, {}, 100, ""}) == std::vector<std::string>{"a%b", "aXb", "a\\b", "a_b", "ab"});
   CHECK(ids({"\xc3\xa9", {}, {}, 100, ""}) == std::vector<std::string>{"\xc3\xa9t\xc3\xa9", "\xc3\xa9z"});
-  CHECK(ids({"\xf4\x8f\xbf\xbf", {}, {}, 100, ""}) ==
-        std::vector<std::string>{"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "a"});
+  CHECK(ids({"\xf4\x8f\xbf\xbf", {}, {}, 100, ""}) == std::vector<std::string>{"\xf4\x8f\xbf\xbf",
+                                                                               "\xf4\x8f\xbf\xbf"
+                                                                               "a"});
   // U+D7FF: next is U+E000
-  CHECK(ids({"\xed\x9f\xbf", {}, {}, 100, ""}) == std::vector<std::string>{"\xed\x9f\xbf" "x"});
+  CHECK(ids({"\xed\x9f\xbf", {}, {}, 100, ""}) == std::vector<std::string>{"\xed\x9f\xbf"
+                                                                           "x"});
   CHECK(ids({"b", {}, {}, 100, "a"}) == std::vector<std::string>{"b"});
   CHECK(ids({"a", {}, {}, 100, "zz"}).empty());
   CHECK(ids({"", {}, {}, 2, "a_b"}) == std::vector<std::string>{"ab", "b"});
@@ -403,8 +431,9 @@ TEST_CASE("postgres: 8 connections of two stores storing versions of the same id
 TEST_CASE("postgres: under a stricter default isolation level, conflicting stores are retried, not lost") {
   TempDatabase db;
   { PostgresArtifactStore init(db.conninfo()); }
-  RawPg(db.conninfo()).scalar("ALTER DATABASE " + db.conninfo().substr(db.conninfo().rfind('=') + 1) +
-                              " SET default_transaction_isolation = 'serializable'");
+  RawPg(db.conninfo())
+      .scalar("ALTER DATABASE " + db.conninfo().substr(db.conninfo().rfind('=') + 1) +
+              " SET default_transaction_isolation = 'serializable'");
   PostgresArtifactStore store(db.conninfo(), PostgresOptions{4, 15000, {}});
   CHECK(RawPg(db.conninfo()).scalar("SHOW default_transaction_isolation") == "serializable");
   std::atomic<int> failures{0};
@@ -511,7 +540,9 @@ TEST_CASE("postgres: a server restart in the middle of a run loses no acknowledg
 TEST_CASE("postgres store_if: threads of two processes racing on one id, exactly one wins each time") {
   store_test::TempDir dir;
   store_test::check_store_if_race_across_processes(
-      [] { return std::make_unique<PostgresArtifactStore>(base_conninfo(), PostgresOptions{4, 15000, {}}); },
+      [] {
+        return std::make_unique<PostgresArtifactStore>(base_conninfo(), PostgresOptions{4, 15000, {}});
+      },
       random_name("cond-"), dir.file("child.txt"));
 }
 
@@ -546,10 +577,12 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
   const std::string locker_pid = locker.scalar("SELECT pg_backend_pid()");
   // Backends waiting for the locker's row lock: directly, or behind one that waits for it.
   auto waiting = [&] {
-    return std::stoi(server.raw.scalar(
-        "SELECT count(*) FROM pg_stat_activity a WHERE " + locker_pid + " = ANY(pg_blocking_pids(a.pid)) OR EXISTS "
-        "(SELECT 1 FROM pg_stat_activity b WHERE " + locker_pid + " = ANY(pg_blocking_pids(b.pid)) "
-        "AND b.pid = ANY(pg_blocking_pids(a.pid)))"));
+    return std::stoi(server.raw.scalar("SELECT count(*) FROM pg_stat_activity a WHERE " + locker_pid +
+                                       " = ANY(pg_blocking_pids(a.pid)) OR EXISTS "
+                                       "(SELECT 1 FROM pg_stat_activity b WHERE " +
+                                       locker_pid +
+                                       " = ANY(pg_blocking_pids(b.pid)) "
+                                       "AND b.pid = ANY(pg_blocking_pids(a.pid)))"));
   };
   auto first_waiter = [&] {
     return server.raw.scalar("SELECT pid FROM pg_stat_activity WHERE " + locker_pid + " = ANY(pg_blocking_pids(pid))");
@@ -610,8 +643,7 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
         REQUIRE(eventually([&] { return waiting() == 1 && first_waiter() != original; }));
         locker.scalar("COMMIT");
         break;
-      case Cut::retry_first:
-        break;
+      case Cut::retry_first: break;
       case Cut::committed_before_retry:
         // The first try commits while the retry cannot reach the server yet.
         server.proxy.hold_new(true);
@@ -642,16 +674,20 @@ TEST_CASE("postgres: a store cut off while it waits on a row lock is written exa
 
 TEST_CASE("postgres: schema 2 makes write tokens unique, a version 1 database with doubled writes migrates") {
   TempDatabase db;
-  { PostgresArtifactStore store(db.conninfo()); (void)store.store(*note("t", "a", "v1")); }
+  {
+    PostgresArtifactStore store(db.conninfo());
+    (void)store.store(*note("t", "a", "v1"));
+  }
   RawPg raw(db.conninfo());
   // Back to schema version 1, holding the doubled write a retry of version 1 could make (same token, two versions).
   back_to_schema_2(raw);
   raw.scalar("DROP INDEX cairn_artifacts_write_token");
   raw.scalar("UPDATE cairn_schema SET version = 1");
   raw.scalar("UPDATE cairn_heads SET latest = 2 WHERE id = 'a'");
-  raw.scalar("INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
-             "value_text, storage_url, mime_type, size_bytes, schema_url, created_by, created_at, metadata, "
-             "metadata_text, write_token FROM cairn_artifacts WHERE id = 'a'");
+  raw.scalar(
+      "INSERT INTO cairn_artifacts SELECT tenant_id, id, 2, type, title, description, purpose, value, "
+      "value_text, storage_url, mime_type, size_bytes, schema_url, created_by, created_at, metadata, "
+      "metadata_text, write_token FROM cairn_artifacts WHERE id = 'a'");
   PostgresArtifactStore store(db.conninfo());
   CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
   CHECK(raw.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'cairn_artifacts_write_token'") == "1");
@@ -813,7 +849,8 @@ TEST_CASE("connection pool: failed opens and discarded leases free their slots, 
   CHECK(*pool.acquire() == 2);
 
   // A waiter gets the connection handed back while it waits (the limit is long, so this never races it).
-  Pool patient(1, [] { return std::make_unique<int>(7); }, std::chrono::seconds(60));
+  Pool patient(
+      1, [] { return std::make_unique<int>(7); }, std::chrono::seconds(60));
   auto held = std::make_unique<Pool::Lease>(patient.acquire());
   std::thread giver([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -863,8 +900,11 @@ TEST_CASE("postgres: reconnect_timeout_ms = 0 means one try at reconnecting, not
   const auto t = random_name("once-");
   (void)store.store(*note(t, "a", "v1"));
   // With a timeout, pg_terminate_backend waits until the backend is gone (PostgreSQL 14 or later).
-  RawPg(base_conninfo()).scalar("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-                                "WHERE application_name = '" + app + "'");
+  RawPg(base_conninfo())
+      .scalar(
+          "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+          "WHERE application_name = '" +
+          app + "'");
   CHECK(store.fetch("a", t)->value() == "v1");
   CHECK(store.reconnects() == 1);
 }
@@ -958,9 +998,9 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
   // Few words, so that queries find many records and BM25's statistics matter; case and non-ASCII words too;
   // separators that are tsquery and tsvector syntax, which must never reach PostgreSQL's parser as such.
   const std::vector<std::string> vocabulary = {"alpha", "beta", "Gamma", "delta", "eps", "zeta", "ALPHA",
-                                               "ünï",   "数据", "x1",    "it",    "s",    "or"};
-  const std::vector<std::string> separators = {" ", "  ", "-", ", ", "\n", "'", "\\", "&", "|", "!", ":*",
-                                               "(", ")", "<->", "\"'"};
+                                               "ünï",   "数据", "x1",    "it",    "s",   "or"};
+  const std::vector<std::string> separators = {" ", "  ", "-",  ", ", "\n", "'",   "\\", "&",
+                                               "|", "!",  ":*", "(",  ")",  "<->", "\"'"};
   const auto words = [&](std::size_t n) {
     std::string s;
     for (std::size_t i = 0; i < n; ++i)
@@ -973,8 +1013,13 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
   std::vector<std::string> ids;
   for (std::size_t i = 0; i < records; ++i) {
     const std::string id = prefixes[pick(prefixes.size())] + std::to_string(pick(records / 2 + 1));
-    auto b = ArtifactRecord::builder().tenant_id(t).id(id).type(types[pick(types.size())]).title(words(1 + pick(3)))
-                 .description(words(pick(6))).created_at(static_cast<std::int64_t>(1000 + i))
+    auto b = ArtifactRecord::builder()
+                 .tenant_id(t)
+                 .id(id)
+                 .type(types[pick(types.size())])
+                 .title(words(1 + pick(3)))
+                 .description(words(pick(6)))
+                 .created_at(static_cast<std::int64_t>(1000 + i))
                  .metadata(json{{"n", pick(5)}});
     switch (pick(3)) {
       case 0: b.value(words(pick(30))); break;
@@ -1318,8 +1363,9 @@ class HookedEmbedder final : public Embedder {
 
 }  // namespace
 
-TEST_CASE("postgres search: similarity pages reuse a record read before only for the life of the version the "
-          "snapshot holds") {
+TEST_CASE(
+    "postgres search: similarity pages reuse a record read before only for the life of the version the "
+    "snapshot holds") {
   // A version removed and stored again restarts at 1: a record kept under (id, version) alone would come back for
   // the new life, found by the old one's vector. Both lives get the same vector here, so only the record tells.
   for (const std::size_t cache : {PostgresOptions{}.record_cache_bytes, std::size_t{0}}) {
@@ -1583,8 +1629,14 @@ TEST_CASE(
   const std::string t = random_name("sl_");
   std::string description;
   for (int i = 0; i < 150000; ++i) description += fmt::format("w{:06} ", i);  // 1.2 MB of distinct words
-  const auto big = ArtifactRecord::builder().tenant_id(t).id("big").type("document").title("big")
-                       .description(description).value("x").build();
+  const auto big = ArtifactRecord::builder()
+                       .tenant_id(t)
+                       .id("big")
+                       .type("document")
+                       .title("big")
+                       .description(description)
+                       .value("x")
+                       .build();
   CHECK_THROWS_WITH(store.store(*big), cairn_test::ContainsSubstring("too long for tsvector"));
   CHECK(store.versions("big", t).empty());
   CHECK(store.list(t).items.empty());
@@ -1665,13 +1717,15 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
   RawPg raw(db.conninfo());
   raw.scalar("ALTER TABLE cairn_heads DROP COLUMN word_count, DROP COLUMN prev_word_count");
   raw.scalar("DROP INDEX cairn_artifacts_words");
-  raw.scalar("UPDATE cairn_artifacts SET words = array_to_tsvector(ARRAY(SELECT substr(l, strpos(l, ':') + 1) "
-             "FROM unnest(tsvector_to_array(words)) AS l))");
+  raw.scalar(
+      "UPDATE cairn_artifacts SET words = array_to_tsvector(ARRAY(SELECT substr(l, strpos(l, ':') + 1) "
+      "FROM unnest(tsvector_to_array(words)) AS l))");
   raw.scalar("CREATE INDEX cairn_artifacts_words ON cairn_artifacts USING gin (words)");
   raw.scalar("DELETE FROM cairn_search_seq");
-  raw.scalar("ALTER TABLE cairn_search_seq DROP COLUMN no, DROP COLUMN docs, DROP COLUMN doc_words, "
-             "DROP COLUMN docs_unindexed, DROP COLUMN versions, DROP COLUMN version_words, "
-             "DROP COLUMN versions_unindexed, DROP COLUMN pruned_through");
+  raw.scalar(
+      "ALTER TABLE cairn_search_seq DROP COLUMN no, DROP COLUMN docs, DROP COLUMN doc_words, "
+      "DROP COLUMN docs_unindexed, DROP COLUMN versions, DROP COLUMN version_words, "
+      "DROP COLUMN versions_unindexed, DROP COLUMN pruned_through");
   raw.scalar("DROP SEQUENCE cairn_search_tenant_no");
   drop_word_search(raw);
   raw.scalar("UPDATE cairn_schema SET version = 4");
@@ -1698,8 +1752,9 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
   CHECK(kept_statistics(raw, "t") == counted_statistics(raw, "t"));
 }
 
-TEST_CASE("postgres search: the kept statistics agree with a count of the rows after racing writers, conditional "
-          "stores, removals and a reindex") {
+TEST_CASE(
+    "postgres search: the kept statistics agree with a count of the rows after racing writers, conditional "
+    "stores, removals and a reindex") {
   TempDatabase db;
   const std::size_t ops = env_count("CAIRN_PG_SEARCH_OPS", 60);
   {
@@ -1723,9 +1778,7 @@ TEST_CASE("postgres search: the kept statistics agree with a count of the rows a
       const std::string id = fmt::format("k{}", rng() % 12);
       const auto record = note(tenant, id, fmt::format("alpha beta {} {}", seed % 1000, i));
       switch (rng() % 4) {
-        case 0:
-          try {
-            s.remove(id, tenant);
+        case 0: try { s.remove(id, tenant);
           } catch (const not_found&) {
             // removed already, or never stored
           }
@@ -1765,8 +1818,9 @@ TEST_CASE("postgres search: the kept statistics agree with a count of the rows a
   require_same_search(w2, "t", words);
 }
 
-TEST_CASE("postgres search: the change sequence keeps search_changes_kept changes, an index that fell behind them "
-          "starts over, one that did not catches up, and both answer as the scan does") {
+TEST_CASE(
+    "postgres search: the change sequence keeps search_changes_kept changes, an index that fell behind them "
+    "starts over, one that did not catches up, and both answer as the scan does") {
   TempDatabase db;
   PostgresOptions options = with_embedder(std::make_shared<HashEmbedder>());
   options.search_changes_kept = 100;
@@ -1821,8 +1875,9 @@ TEST_CASE("postgres search: the change sequence keeps search_changes_kept change
   CHECK(rows() == before + 200);
 }
 
-TEST_CASE("postgres search: hybrid on the approximate index gives the in-memory store's pages (every word match, "
-          "fused with the 4 x limit nearest)") {
+TEST_CASE(
+    "postgres search: hybrid on the approximate index gives the in-memory store's pages (every word match, "
+    "fused with the 4 x limit nearest)") {
   TempDatabase db;
   auto embedder = std::make_shared<HashEmbedder>();  // the model and dimension of the vectors stored
   PostgresArtifactStore writer(db.conninfo(), with_embedder(embedder));

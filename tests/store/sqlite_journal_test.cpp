@@ -215,7 +215,10 @@ TEST_CASE("one file holds artifacts and runs, either opens it first, and each ke
 TEST_CASE("the newest snapshot is found by a search of its partial index, not by walking the run back") {
   TempDir dir;
   const auto path = dir.file("plan.db");
-  { SqliteRunJournal journal(path); (void)journal.append("t", "r", 0, one("a", 1)); }
+  {
+    SqliteRunJournal journal(path);
+    (void)journal.append("t", "r", 0, one("a", 1));
+  }
   RawDb raw(path);
   // The statement SqliteRunJournal prepares (it names the index: without statistics the planner would walk the
   // primary key back from the seq, reading every entry after the snapshot).
@@ -230,8 +233,14 @@ TEST_CASE("the newest snapshot is found by a search of its partial index, not by
 TEST_CASE("a file with runs of a newer cairn is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("newer.db");
-  { SqliteRunJournal journal(path); (void)journal.append("t", "keep", 0, one("a", "kept")); }
-  { RawDb raw(path); raw.exec("UPDATE cairn_run_schema SET version = 999"); }
+  {
+    SqliteRunJournal journal(path);
+    (void)journal.append("t", "keep", 0, one("a", "kept"));
+  }
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_run_schema SET version = 999");
+  }
   try {
     SqliteRunJournal journal(path);
     FAIL("opening a newer file did not throw");
@@ -251,9 +260,15 @@ TEST_CASE("a file with runs of a newer cairn is refused, and left as it was") {
 TEST_CASE("a file whose run schema version is not a number is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("edited.db");
-  { SqliteRunJournal journal(path); (void)journal.append("t", "keep", 0, one("a", "kept")); }
+  {
+    SqliteRunJournal journal(path);
+    (void)journal.append("t", "keep", 0, one("a", "kept"));
+  }
   for (const std::string bad : {"'two'", "-3", "99999999999999999999", "'7x'"}) {
-    { RawDb raw(path); raw.exec("UPDATE cairn_run_schema SET version = " + bad); }
+    {
+      RawDb raw(path);
+      raw.exec("UPDATE cairn_run_schema SET version = " + bad);
+    }
     try {
       SqliteRunJournal journal(path);
       FAIL("opening a file with run schema version " << bad << " did not throw");
@@ -642,8 +657,9 @@ TEST_CASE("WAL checkpoints run on the journal's own thread, and a WAL that never
   std::uint64_t seq = 0;
   const std::string text(1000, 'x');
   for (int i = 0; i < 40; ++i) seq = journal.append("t", "r", seq, one("context.message", {{"n", i}, {"text", text}}));
-  SECTION("commits without a pause: the WAL stays bounded (the commit at the limit checkpoints, the WAL starts "
-          "over), and every entry reads back") {
+  SECTION(
+      "commits without a pause: the WAL stays bounded (the commit at the limit checkpoints, the WAL starts "
+      "over), and every entry reads back") {
     for (int i = 40; i < 2000; ++i) {
       seq = journal.append("t", "r", seq, one("context.message", {{"n", i}, {"text", text}}));
     }

@@ -1,5 +1,5 @@
-#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/store/sqlite_store.hpp"
+#include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/store/sqlite_journal.hpp"
 
 #include <sqlite3.h>
@@ -11,29 +11,29 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <random>
 #include <fstream>
-#include <map>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <utility>
 
-#include "cairn/artifact/memory_store.hpp"
 #include "../../src/common/record_cache.hpp"
+#include "cairn/artifact/memory_store.hpp"
 #include "cairn/testing/store_conformance.hpp"
 #include "catch.hpp"
 #include "store_test_support.hpp"
 
 using namespace cairn;
 using nlohmann::json;
-using store_test::TempDir;
 using store_test::random_query;
 using store_test::random_record;
 using store_test::random_vector;
 using store_test::random_words;
 using store_test::search_vocabulary;
+using store_test::TempDir;
 
 namespace {
 
@@ -91,7 +91,12 @@ INSERT INTO cairn_heads VALUES ('u', 'b', 1, 'document', NULL);
 )sql";
 
 ArtifactPtr note(const std::string& tenant, const std::string& id, json value) {
-  return ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title("note " + id).value(std::move(value))
+  return ArtifactRecord::builder()
+      .tenant_id(tenant)
+      .id(id)
+      .type("document")
+      .title("note " + id)
+      .value(std::move(value))
       .build();
 }
 
@@ -150,7 +155,10 @@ TEST_CASE("a new file gets the current schema version, a host's own tables are l
     RawDb raw(path);
     raw.exec("CREATE TABLE host_things (x TEXT); INSERT INTO host_things VALUES ('mine')");
   }
-  { SqliteArtifactStore store(path); (void)store.store(*note("t", "a", 1)); }
+  {
+    SqliteArtifactStore store(path);
+    (void)store.store(*note("t", "a", 1));
+  }
   RawDb raw(path);
   CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(SqliteArtifactStore::schema_version));
   CHECK(raw.scalar("SELECT count(*) FROM cairn_schema") == "1");
@@ -162,8 +170,14 @@ TEST_CASE("a new file gets the current schema version, a host's own tables are l
 TEST_CASE("a file of a newer cairn is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("newer.db");
-  { SqliteArtifactStore store(path); (void)store.store(*note("t", "keep", "kept")); }
-  { RawDb raw(path); raw.exec("UPDATE cairn_schema SET version = 999"); }
+  {
+    SqliteArtifactStore store(path);
+    (void)store.store(*note("t", "keep", "kept"));
+  }
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_schema SET version = 999");
+  }
   try {
     SqliteArtifactStore store(path);
     FAIL("opening a newer file did not throw");
@@ -180,9 +194,15 @@ TEST_CASE("a file of a newer cairn is refused, and left as it was") {
 TEST_CASE("a file whose schema version is not a number is refused, and left as it was") {
   TempDir dir;
   const auto path = dir.file("edited.db");
-  { SqliteArtifactStore store(path); (void)store.store(*note("t", "keep", "kept")); }
+  {
+    SqliteArtifactStore store(path);
+    (void)store.store(*note("t", "keep", "kept"));
+  }
   for (const std::string bad : {"'two'", "-3", "99999999999999999999", "'7x'"}) {
-    { RawDb raw(path); raw.exec("UPDATE cairn_schema SET version = " + bad); }
+    {
+      RawDb raw(path);
+      raw.exec("UPDATE cairn_schema SET version = " + bad);
+    }
     try {
       SqliteArtifactStore store(path);
       FAIL("opening a file with schema version " << bad << " did not throw");
@@ -247,8 +267,14 @@ TEST_CASE("bad values are refused before anything is written") {
   CHECK_THROWS_WITH(store.store(*note("t", "doc", std::string(2000, 'x'))),
                     cairn_test::ContainsSubstring("value: JSON text is 2002 bytes"));
   // Invalid UTF-8 and non-finite numbers never reach the store: the builder refuses them (record_test.cpp).
-  CHECK_THROWS_WITH(ArtifactRecord::builder().tenant_id("t").id("doc").type("data").title("x").value(1)
-                        .metadata({{"k", std::string("\xc3\x28")}}).build(),
+  CHECK_THROWS_WITH(ArtifactRecord::builder()
+                        .tenant_id("t")
+                        .id("doc")
+                        .type("data")
+                        .title("x")
+                        .value(1)
+                        .metadata({{"k", std::string("\xc3\x28")}})
+                        .build(),
                     cairn_test::ContainsSubstring("metadata"));
 
   CHECK(store.versions("doc", "t") == std::vector<std::uint64_t>{1});
@@ -343,10 +369,27 @@ TEST_CASE("a text value is read back exactly as nlohmann's parser reads its colu
     CHECK(store.fetch("s", "t")->value() == v);
   }
   std::mt19937 rng(7);
-  const std::vector<std::string> pieces = {
-      "a", " ", "\\\"", "\\n", "\\u00e9", "\\", "\"", "\x01", "\x7f", "\xc3\xa9", "\xc3", "\xa9", "\xc0\xaf", "\xff",
-      "\xe0\x80\x80", "\xed\xa0\x80", "\xe2\x82\xac", "\xf0\x9f\x99\x82", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf",
-      "\xf4\x8f\xbf\xbf"};
+  const std::vector<std::string> pieces = {"a",
+                                           " ",
+                                           "\\\"",
+                                           "\\n",
+                                           "\\u00e9",
+                                           "\\",
+                                           "\"",
+                                           "\x01",
+                                           "\x7f",
+                                           "\xc3\xa9",
+                                           "\xc3",
+                                           "\xa9",
+                                           "\xc0\xaf",
+                                           "\xff",
+                                           "\xe0\x80\x80",
+                                           "\xed\xa0\x80",
+                                           "\xe2\x82\xac",
+                                           "\xf0\x9f\x99\x82",
+                                           "\xf4\x90\x80\x80",
+                                           "\xf0\x8f\xbf\xbf",
+                                           "\xf4\x8f\xbf\xbf"};
   for (int round = 0; round < 400; ++round) {
     std::string text = "\"";
     const std::size_t n = rng() % 6;
@@ -398,7 +441,9 @@ TEST_CASE("list: prefixes are byte ranges, not LIKE patterns") {
   TempDir dir;
   SqliteArtifactStore store(dir.file("list.db"));
   for (const std::string& id : std::vector<std::string>{"a%b", "a_b", "aXb", "a\\b", "ab", "b", "\xf4\x8f\xbf\xbf",
-                               "\xf4\x8f\xbf\xbf" "a", "\xc3\xa9t\xc3\xa9", "\xc3\xa9z"}) {
+                                                        "\xf4\x8f\xbf\xbf"
+                                                        "a",
+                                                        "\xc3\xa9t\xc3\xa9", "\xc3\xa9z"}) {
     (void)store.store(*note("t", id, 1));
   }
   auto ids = [&](const ListQuery& q) {
@@ -412,8 +457,9 @@ TEST_CASE("list: prefixes are byte ranges, not LIKE patterns") {
   CHECK(ids({"a", {}, {}, 100, ""}) == std::vector<std::string>{"a%b", "aXb", "a\\b", "a_b", "ab"});
   // Ids are valid UTF-8 (the builder refuses anything else): U+10FFFF is the highest, and a prefix of 0xFF bytes
   // (no upper bound) matches nothing.
-  CHECK(ids({"\xf4\x8f\xbf\xbf", {}, {}, 100, ""}) ==
-        std::vector<std::string>{"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" "a"});
+  CHECK(ids({"\xf4\x8f\xbf\xbf", {}, {}, 100, ""}) == std::vector<std::string>{"\xf4\x8f\xbf\xbf",
+                                                                               "\xf4\x8f\xbf\xbf"
+                                                                               "a"});
   CHECK(ids({std::string("\xff\xff", 2), {}, {}, 100, ""}).empty());
   CHECK(ids({"\xc3\xa9", {}, {}, 100, ""}) == std::vector<std::string>{"\xc3\xa9t\xc3\xa9", "\xc3\xa9z"});
   // A cursor before the prefix starts at the prefix; one after it ends the listing.
@@ -510,8 +556,8 @@ TEST_CASE("threads of two processes storing versions of the same ids get distinc
     std::sort(acknowledged.begin(), acknowledged.end());
     std::vector<std::uint64_t> consecutive(acknowledged.size());
     for (std::size_t k = 0; k < consecutive.size(); ++k) consecutive[k] = k + 1;
-    CHECK(acknowledged == consecutive);                 // distinct, 1..n, none missing
-    CHECK(store.versions(name, "t") == consecutive);    // and every one of them is in the file
+    CHECK(acknowledged == consecutive);               // distinct, 1..n, none missing
+    CHECK(store.versions(name, "t") == consecutive);  // and every one of them is in the file
   }
   // Both processes' writes are there.
   std::set<std::string> writers;
@@ -593,8 +639,9 @@ TEST_CASE("processes opening one file at the same moment all open it, new or fro
   }
 }
 
-TEST_CASE("a file that another connection keeps locked past the busy timeout fails the open cleanly, and loses "
-          "nothing") {
+TEST_CASE(
+    "a file that another connection keeps locked past the busy timeout fails the open cleanly, and loses "
+    "nothing") {
   // A reader in a file that is not in WAL mode yet holds its lock: the switch to WAL waits the busy timeout (and
   // asks again until it is over), then fails with the file and the statement named.
   TempDir dir;
@@ -609,8 +656,8 @@ TEST_CASE("a file that another connection keeps locked past the busy timeout fai
     SqliteArtifactStore store(path, options);
     FAIL("the open should have failed");
   } catch (const storage_error& e) {
-    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("PRAGMA journal_mode = WAL") &&
-                             Catch::Contains("locked"));
+    CHECK_THAT(e.what(),
+               Catch::Contains(path) && Catch::Contains("PRAGMA journal_mode = WAL") && Catch::Contains("locked"));
   }
   const auto waited = std::chrono::steady_clock::now() - start;
   CHECK(waited >= std::chrono::milliseconds(250));
@@ -785,8 +832,14 @@ TEST_CASE("search by words: the page read after the ranking is the page of every
   for (int i = 0; i < 14; ++i) {
     std::string text = "apple";
     for (int k = 0; k < i % 4; ++k) text += " pie";
-    (void)store.store(*ArtifactRecord::builder().tenant_id("t").id(fmt::format("n{:02}", i)).type("document")
-                           .title(i % 3 ? "apple" : "tart").value(json(text)).metadata(json{{"k", 1}}).build());
+    (void)store.store(*ArtifactRecord::builder()
+                           .tenant_id("t")
+                           .id(fmt::format("n{:02}", i))
+                           .type("document")
+                           .title(i % 3 ? "apple" : "tart")
+                           .value(json(text))
+                           .metadata(json{{"k", 1}})
+                           .build());
   }
   (void)store.store(*note("t", "n03", "apple tart"));  // history: the latest versions' page is checked on its heads
   {
@@ -914,12 +967,14 @@ TEST_CASE("a file of schema 4 gets its tenants' search statistics counted once, 
   {
     // Schema 4 as that cairn left it: no statistics; and some versions whose words were never indexed.
     RawDb raw(path);
-    raw.exec("DROP TRIGGER cairn_search_stats_doc_insert; DROP TRIGGER cairn_search_stats_doc_delete; "
-             "DROP TRIGGER cairn_search_stats_head_insert; DROP TRIGGER cairn_search_stats_head_update; "
-             "DROP TRIGGER cairn_search_stats_head_delete; DROP TABLE cairn_search_stats; "
-             "ALTER TABLE cairn_search_docs DROP COLUMN type; UPDATE cairn_schema SET version = 4;");
-    raw.exec("DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE id = 'n3'); "
-             "DELETE FROM cairn_search_docs WHERE id = 'n3';");
+    raw.exec(
+        "DROP TRIGGER cairn_search_stats_doc_insert; DROP TRIGGER cairn_search_stats_doc_delete; "
+        "DROP TRIGGER cairn_search_stats_head_insert; DROP TRIGGER cairn_search_stats_head_update; "
+        "DROP TRIGGER cairn_search_stats_head_delete; DROP TABLE cairn_search_stats; "
+        "ALTER TABLE cairn_search_docs DROP COLUMN type; UPDATE cairn_schema SET version = 4;");
+    raw.exec(
+        "DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE id = 'n3'); "
+        "DELETE FROM cairn_search_docs WHERE id = 'n3';");
     CHECK(raw.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == "0");
   }
   SqliteArtifactStore store(path);
@@ -1019,7 +1074,7 @@ TEST_CASE("search by words: the kept unindexed count follows another store objec
   q.text = "apple";
   q.mode = SearchMode::text;
   CHECK(a.search("t", q).unindexed == 3);
-  CHECK(a.search("t", q).unindexed == 3);  // kept
+  CHECK(a.search("t", q).unindexed == 3);   // kept
   (void)b.store(*note("t", "d", "apple"));  // indexed as stored: nothing more unindexed
   CHECK(a.search("t", q).unindexed == 3);
   (void)b.store(*note("t", "a", "apple pie"));  // a's latest version now has words
@@ -1285,8 +1340,9 @@ TEST_CASE("mmap_bytes: a store reading through a memory map reads what one witho
   CHECK_FALSE(std::filesystem::exists(dir.file("bad.db")));
 }
 
-TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record and a 1.5 KB vector fit in a leaf), "
-          "a file that exists keeps its own, bad sizes are refused") {
+TEST_CASE(
+    "page_size: a file the store creates gets 8 KiB pages (a ~1 KB record and a 1.5 KB vector fit in a leaf), "
+    "a file that exists keeps its own, bad sizes are refused") {
   TempDir dir;
   const auto fresh = dir.file("fresh.db");
   {
@@ -1331,8 +1387,9 @@ TEST_CASE("page_size: a file the store creates gets 8 KiB pages (a ~1 KB record 
   }
 }
 
-TEST_CASE("the change sequence keeps search_changes_kept changes, an index that fell behind them starts over, one "
-          "that did not catches up, and both answer as the scan does") {
+TEST_CASE(
+    "the change sequence keeps search_changes_kept changes, an index that fell behind them starts over, one "
+    "that did not catches up, and both answer as the scan does") {
   TempDir dir;
   const auto path = dir.file("pruned.db");
   SqliteOptions options = with_embedder();
@@ -1620,8 +1677,9 @@ TEST_CASE("reindex racing a writer that removes and stores ids again: every vect
   }
 }
 
-TEST_CASE("indexing progress goes to SqliteOptions::observer: reindex per batch, and the words of a file from "
-          "before search when a store opens it") {
+TEST_CASE(
+    "indexing progress goes to SqliteOptions::observer: reindex per batch, and the words of a file from "
+    "before search when a store opens it") {
   TempDir dir;
   const auto path = dir.file("progress.db");
   {
@@ -1672,8 +1730,9 @@ TEST_CASE("indexing progress goes to SqliteOptions::observer: reindex per batch,
   // Words and vectors both missing: counted together.
   {
     RawDb raw(path);
-    raw.exec("DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE tenant_id = 'u');"
-             "DELETE FROM cairn_search_docs WHERE tenant_id = 'u'");
+    raw.exec(
+        "DELETE FROM cairn_search_text WHERE rowid IN (SELECT doc FROM cairn_search_docs WHERE tenant_id = 'u');"
+        "DELETE FROM cairn_search_docs WHERE tenant_id = 'u'");
   }
   CHECK(store.reindex("u") == 2);  // its words, then its vector
   REQUIRE(seen.size() == 2);

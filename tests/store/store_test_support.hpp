@@ -9,17 +9,17 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstdio>
-#include <random>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <memory>
-#include <thread>
 #include <limits>
+#include <memory>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -116,8 +116,14 @@ inline std::vector<cairn::ArtifactPtr> tricky_records(const std::string& tenant)
                     .created_at(4102444800000)  // 2100-01-01
                     .build());
   for (const json& v : {json(false), json(0), json(-1.5), json::array({json::array()}), json("")}) {
-    out.push_back(cairn::ArtifactRecord::builder().tenant_id(tenant).id("scalars").type("data").title("s")
-                      .value(v).created_at(2).build());
+    out.push_back(cairn::ArtifactRecord::builder()
+                      .tenant_id(tenant)
+                      .id("scalars")
+                      .type("data")
+                      .title("s")
+                      .value(v)
+                      .created_at(2)
+                      .build());
   }
   return out;
 }
@@ -142,8 +148,14 @@ inline void check_tenant_isolation(cairn::ArtifactStore& s) {
   std::vector<std::string> ids = {"report", "report/2", "a%", "x_y"};
   for (const auto& id : ids) {
     for (int v = 0; v < 2; ++v) {
-      (void)s.store(*cairn::ArtifactRecord::builder().tenant_id(owner).id(id).type("document").title(id)
-                   .created_by("owner-agent").value(v).build());
+      (void)s.store(*cairn::ArtifactRecord::builder()
+                         .tenant_id(owner)
+                         .id(id)
+                         .type("document")
+                         .title(id)
+                         .created_by("owner-agent")
+                         .value(v)
+                         .build());
     }
   }
   const auto before = s.list(owner, ListQuery{"", {}, {}, 100, ""});
@@ -170,8 +182,13 @@ inline void check_tenant_isolation(cairn::ArtifactStore& s) {
       s.list(intruder, ListQuery{"", cairn::ArtifactType::document, std::string("owner-agent"), 10, ""}).items.empty());
 
   // The intruder storing the same id gets its own version 1 and changes nothing of the owner's.
-  auto mine = s.store(*cairn::ArtifactRecord::builder().tenant_id(intruder).id("report").type("code").title("mine")
-                           .value("intruder").build());
+  auto mine = s.store(*cairn::ArtifactRecord::builder()
+                           .tenant_id(intruder)
+                           .id("report")
+                           .type("code")
+                           .title("mine")
+                           .value("intruder")
+                           .build());
   CHECK(mine->version() == 1);
   s.remove("report", intruder);
 
@@ -190,7 +207,12 @@ inline void check_store_if_race_across_processes(const std::function<std::unique
                                                  int threads = 4, int ids = 30, int rounds = 40) {
   using nlohmann::json;
   auto note = [&](const std::string& id, json v) {
-    return cairn::ArtifactRecord::builder().tenant_id(tenant).id(id).type("document").title(id).value(std::move(v))
+    return cairn::ArtifactRecord::builder()
+        .tenant_id(tenant)
+        .id(id)
+        .type("document")
+        .title(id)
+        .value(std::move(v))
         .build();
   };
   // Returns "c <id>" for each creation won and "r <version>" for each replacement won; "bad" for a wrong answer.
@@ -371,8 +393,12 @@ inline cairn::ArtifactPtr random_record(std::mt19937& rng, const std::string& te
     default: value = rng() % 2; break;
   }
   auto b = cairn::ArtifactRecord::builder();
-  b.tenant_id(tenant).id(id).type(rng() % 2 ? "document" : "dataset").title(random_words(rng, 4) + " t")
-      .description(random_words(rng, 6)).value(std::move(value))
+  b.tenant_id(tenant)
+      .id(id)
+      .type(rng() % 2 ? "document" : "dataset")
+      .title(random_words(rng, 4) + " t")
+      .description(random_words(rng, 6))
+      .value(std::move(value))
       .metadata(nlohmann::json{{"n", static_cast<int>(rng() % 5)}, {"region", rng() % 2 ? "emea" : "apac"}})
       .created_at(1700000000000 + static_cast<std::int64_t>(rng() % 10));
   if (rng() % 2) b.created_by(rng() % 2 ? "agent-a" : "agent-b");
@@ -402,7 +428,6 @@ inline std::vector<float> random_vector(std::mt19937& rng, std::size_t dimension
   for (auto& x : v) x = d(rng);
   return v;
 }
-
 
 /// Hybrid on a store's indexes against the in-memory store's, over the same records and vectors (of `model`,
 /// `dimension` floats): `steps` times, 50 random stores, new versions and removals through `writer` (and the
@@ -491,8 +516,13 @@ struct RandomWriter {
         std::advance(it, static_cast<long>(rng() % live.size()));
         id = *it;
       }
-      (void)store.store(*cairn::ArtifactRecord::builder().tenant_id("t").id(id).type("document").title("note " + id)
-                             .value(random_words(rng, 6)).build());
+      (void)store.store(*cairn::ArtifactRecord::builder()
+                             .tenant_id("t")
+                             .id(id)
+                             .type("document")
+                             .title("note " + id)
+                             .value(random_words(rng, 6))
+                             .build());
       live.insert(id);
     }
   }

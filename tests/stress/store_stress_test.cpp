@@ -62,8 +62,13 @@ std::map<Key, Expected> hammer(ArtifactStore& store, const std::vector<std::stri
         try {
           if (op < 5) {  // store
             const json value = {{"thread", t}, {"op", k}};
-            auto r = store.store(*ArtifactRecord::builder().tenant_id(key.tenant).id(key.id).type("data")
-                                      .title(key.id).value(value).build());
+            auto r = store.store(*ArtifactRecord::builder()
+                                      .tenant_id(key.tenant)
+                                      .id(key.id)
+                                      .type("data")
+                                      .title(key.id)
+                                      .value(value)
+                                      .build());
             if (r->version() != e.versions + 1)
               fail("store " + key.id + " got version " + std::to_string(r->version()));
             e.versions = r->version();

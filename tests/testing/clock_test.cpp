@@ -357,7 +357,9 @@ std::string whole_run() {
   for (const auto& a : ctx.list_artifacts()) bindings.push_back({{"name", a.name}, {"record", *a.record}});
   json messages = json::array();
   for (const auto& m : ctx.messages()) messages.push_back(m);
-  return json{{"bindings", bindings}, {"messages", messages}, {"engine", engine.to_json()},
+  return json{{"bindings", bindings},
+              {"messages", messages},
+              {"engine", engine.to_json()},
               {"store", store->list("acme").items.size()}}
       .dump(2);
 }

@@ -25,9 +25,9 @@ TEST_CASE("docs: time and ids the test controls") {
   options.clock = clock;
   options.ids = ids;
   auto store = std::make_shared<cairn::InMemoryArtifactStore>(options);
-  cairn::ExecutionContext ctx(store, "acme", clock);       // messages, and (through the engine) goals
+  cairn::ExecutionContext ctx(store, "acme", clock);  // messages, and (through the engine) goals
   cairn::HandoffOptions handoff_options;
-  handoff_options.ids = ids;                               // artifact_aaab, artifact_aaac, ...
+  handoff_options.ids = ids;  // artifact_aaab, artifact_aaac, ...
   // [docs:end]
   ctx.add_message(cairn::Role::user, "hi");
   CHECK(ctx.messages().front().timestamp == cairn::testing::ManualClock::default_start_ms);
@@ -37,7 +37,8 @@ TEST_CASE("docs: time and ids the test controls") {
 TEST_CASE("docs: a plain model call pays for scripted_model.hpp only") {
   // [docs:model]
   cairn::testing::ScriptedModel classifier("classifier");
-  classifier.reply("invoice", {cairn::testing::prompt_contains("Document: INV-17")})   // the next call, in order
+  classifier
+      .reply("invoice", {cairn::testing::prompt_contains("Document: INV-17")})  // the next call, in order
       .answer({cairn::testing::prompt_contains("Vendor?")}, "ACME", cairn::testing::times(2));  // any 2 calls
   std::function<std::string(const std::string&)> model = classifier;  // what the agent holds (shares the script)
   CHECK(model("Vendor? INV-17") == "ACME");
@@ -64,8 +65,9 @@ TEST_CASE("docs: the goal engine asks the evaluator again after the user confirm
   plan.subgoals = {confirm};
   planner->reply(plan);
   const auto asks_payment = cairn::testing::prompt_contains("Condition: {\"args\":{},\"name\":\"payment_allowed\"}");
-  evaluator->reply(false, {asks_payment})   // before the question: is it satisfied already? no
-      .reply(true, {asks_payment});         // after the user's "yes": asked again
+  evaluator
+      ->reply(false, {asks_payment})  // before the question: is it satisfied already? no
+      .reply(true, {asks_payment});   // after the user's "yes": asked again
   cairn::GoalEngine engine(ctx, tools, {interpreter, planner, evaluator});
   CHECK(engine.handle("Pay invoice 17") == std::vector<std::string>{"Pay 120 EUR to ACME? (yes/no)"});
   engine.handle("yes");
@@ -78,11 +80,13 @@ TEST_CASE("docs: a recording store fails the write the test picks") {
   // [docs:store]
   auto store = std::make_shared<cairn::testing::RecordingStore>(std::make_shared<cairn::InMemoryArtifactStore>());
   // ... the test's setup stores what the agent finds ...
-  store->start_counting();                     // count from here: the agent's writes only
+  store->start_counting();  // count from here: the agent's writes only
   store->fail_write(2, cairn::testing::Fault::lost_connection_after_apply);
-  store->fail_when([](const cairn::testing::StoreCall& c) {
-    return c.record && c.record->metadata().value("tool_name", "") == "forecast";
-  }, cairn::testing::Fault::storage_error, 1);
+  store->fail_when(
+      [](const cairn::testing::StoreCall& c) {
+        return c.record && c.record->metadata().value("tool_name", "") == "forecast";
+      },
+      cairn::testing::Fault::storage_error, 1);
   // ... run the agent ...
   // [docs:end]
   auto note = [](const std::string& id) {

@@ -98,7 +98,7 @@ TEST_CASE("RecordingStore fails the Nth call, or the Nth of one operation, with 
     CHECK_THROWS_WITH(store.store(note("b")),
                       "RecordingStore: injected storage error on call 2 (store #2, tenant 'acme', id 'b')");
     CHECK(inner->fetch("b", "acme") == nullptr);  // nothing reached the store
-    (void)store.store(note("b"));                       // the rule was used up
+    (void)store.store(note("b"));                 // the rule was used up
     CHECK(store.calls()[1].outcome == CallOutcome::injected);
     CHECK(store.count(StoreOperation::store, "acme", "b") == 1);
   }
@@ -111,8 +111,9 @@ TEST_CASE("RecordingStore fails the Nth call, or the Nth of one operation, with 
   }
 }
 
-TEST_CASE("count(operation) counts every finished call of it, failed ones too, the three-argument form only those "
-          "that took effect") {
+TEST_CASE(
+    "count(operation) counts every finished call of it, failed ones too, the three-argument form only those "
+    "that took effect") {
   RecordingStore store(std::make_shared<cairn::InMemoryArtifactStore>());
   store.fail_nth(StoreOperation::store, 1).fail_nth(StoreOperation::store, 2, Fault::lost_connection_after_apply);
   CHECK_THROWS_AS(store.store(note("a")), cairn::storage_error);  // injected: nothing stored
@@ -128,12 +129,12 @@ TEST_CASE("fail_write(n) fails the agent's Nth write, whatever it read in betwee
   auto inner = std::make_shared<cairn::InMemoryArtifactStore>();
   RecordingStore store(inner);
   store.fail_write(2);
-  (void)store.store(note("a"));                 // write 1
-  CHECK(store.fetch("a", "acme"));              // reads are not counted
+  (void)store.store(note("a"));     // write 1
+  CHECK(store.fetch("a", "acme"));  // reads are not counted
   (void)store.list("acme");
-  CHECK_THROWS_WITH(store.store(note("b")),     // write 2
+  CHECK_THROWS_WITH(store.store(note("b")),  // write 2
                     "RecordingStore: injected storage error on call 4 (store #2, tenant 'acme', id 'b')");
-  store.remove("a", "acme");                    // write 3
+  store.remove("a", "acme");  // write 3
   const auto calls = store.calls();
   REQUIRE(calls.size() == 5);
   CHECK(calls[0].write_number == 1);
@@ -156,7 +157,7 @@ TEST_CASE("start_counting() numbers calls from 1 again, for the record and for t
   SECTION("fail_call counts from the point the test chose") {
     store.start_counting();
     store.fail_call(2);
-    (void)store.fetch("seed1", "acme");                            // call 1
+    (void)store.fetch("seed1", "acme");                             // call 1
     CHECK_THROWS_AS(store.store(note("x")), cairn::storage_error);  // call 2
     const auto calls = store.calls();
     REQUIRE(calls.size() == 2);
@@ -189,9 +190,7 @@ TEST_CASE("RecordingStore fails calls that match a predicate, as often as asked"
   CHECK(store.store(note("a", "flaky"))->version() == 1);
 
   SECTION("the predicate sees the record being stored") {
-    store.fail_when([](const cairn::testing::StoreCall& c) {
-      return c.record && c.record->value() == "poison";
-    });
+    store.fail_when([](const cairn::testing::StoreCall& c) { return c.record && c.record->value() == "poison"; });
     CHECK_THROWS_AS(store.store(note("poison")), cairn::storage_error);
     store.clear_faults();
     CHECK(store.store(note("poison")));

@@ -218,8 +218,8 @@ TEST_CASE("GoogleTest: an unverified fake fails its test, and the runner runs on
 }
 
 TEST_CASE("GoogleTest: a fake's failure that escapes is reported once, a failure found later is placed at the test") {
-  const Child child = run(std::string("'") + CAIRN_AGENT_GTEST_EXE +
-                          "' --gtest_also_run_disabled_tests --gtest_filter='EscapeDemo.*'");
+  const Child child =
+      run(std::string("'") + CAIRN_AGENT_GTEST_EXE + "' --gtest_also_run_disabled_tests --gtest_filter='EscapeDemo.*'");
   INFO(child.output);
   CHECK(child.status == 1);
   CHECK(occurrences(child.output, "scripted model 'escaping': call 1: expected the prompt to contain \"ACME\"") == 1);

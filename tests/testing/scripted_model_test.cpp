@@ -1,7 +1,7 @@
 // cairn/testing/scripted_model.hpp: scripted replies, recorded prompts, expectations, and failures that name the
 // fake, the call and the prompt — for the plain model function and each goal-engine interface.
-#include "cairn/testing/scripted_goals.hpp"
 #include "cairn/testing/scripted_model.hpp"
+#include "cairn/testing/scripted_goals.hpp"
 
 #include <set>
 #include <thread>
@@ -54,10 +54,11 @@ TEST_CASE("a ScriptedModel whose script ran out names itself, the call and the w
   model.reply("only");
   model("a");
   const std::string message = error_of([&] { model("Please write\nthe report"); });
-  CHECK(message == "scripted model 'writer': call 2: the script has no reply left (1 scripted, all used)\n"
-                   "the prompt (2 lines, 23 bytes):\n"
-                   "1 | Please write\n"
-                   "2 | the report");
+  CHECK(message ==
+        "scripted model 'writer': call 2: the script has no reply left (1 scripted, all used)\n"
+        "the prompt (2 lines, 23 bytes):\n"
+        "1 | Please write\n"
+        "2 | the report");
   // verify() reports it again: a component may have caught it.
   CHECK_THROWS_WITH(model.verify(), message);
   CHECK(model.failures().size() == 1);
@@ -109,8 +110,9 @@ TEST_CASE("ScriptedModel::verify reports replies that were never used") {
   ScriptedModel model("planner model");
   model.reply("a").reply("b").reply("c");
   model("x");
-  CHECK_THROWS_WITH(model.verify(), "scripted model 'planner model': 2 scripted replies were never used (the next one "
-                                    "was for call 2; 1 call was made)");
+  CHECK_THROWS_WITH(model.verify(),
+                    "scripted model 'planner model': 2 scripted replies were never used (the next one "
+                    "was for call 2; 1 call was made)");
 }
 
 TEST_CASE("a failed prompt_contains marks the longest start of the text the prompt has, in a prompt of many lines") {
@@ -253,8 +255,8 @@ TEST_CASE("the model adapters run on a ScriptedModel, and its expectations see t
   CHECK(in.value == "Oslo");
 
   SECTION("a reply the adapter rejects is asked again, and the second prompt is recorded too") {
-    model.reply("not json").reply(R"({"action": "continue", "reasoning": "r"})",
-                                   {prompt_contains("Your previous reply was rejected")});
+    model.reply("not json")
+        .reply(R"({"action": "continue", "reasoning": "r"})", {prompt_contains("Your previous reply was rejected")});
     CHECK(interpreter.interpret("hm", nullptr, json::object()).action == cairn::Interpretation::Action::continue_);
     CHECK(model.calls() == 3);
   }

@@ -28,7 +28,9 @@ TEST_CASE("artifact_recorder stores one file record per newly registered artifac
   CHECK(r.value() == root + "/src/a.cpp");
   CHECK(r.size_bytes() == std::optional<std::uint64_t>(6));
   CHECK(r.created_by() == std::optional<std::string>("coder"));
-  CHECK(r.metadata() == json{{"source", "register_artefacts"}, {"workflow", "feature"}, {"step", "plan"},
+  CHECK(r.metadata() == json{{"source", "register_artefacts"},
+                             {"workflow", "feature"},
+                             {"step", "plan"},
                              {"relative_path", "src/a.cpp"}});
   CHECK(r.description() == "File registered at step 'plan' of workflow 'feature'");
   CHECK(store->list("other").items.empty());

@@ -9,8 +9,8 @@
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/run/memory_journal.hpp"
-#include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/artefact_recorder.hpp"  // the old header still works
+#include "cairn/workflow/run_state.hpp"
 #include "catch.hpp"
 #include "workspace.hpp"
 

@@ -8,12 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "catch.hpp"
 #include "cairn/run/memory_journal.hpp"
 #include "cairn/run/run.hpp"
 #include "cairn/workflow/machine.hpp"
 #include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/tools.hpp"
+#include "catch.hpp"
 #include "workspace.hpp"
 #if CAIRN_TEST_WITH_SQLITE
 #include "cairn/store/sqlite_journal.hpp"
@@ -209,8 +209,7 @@ TEST_CASE("RunWorkflowState: writers on their own SQLite connections never lose 
   for (int w = 0; w < writers; ++w) {
     threads.emplace_back([&, w] {
       try {
-        RunWorkflowState state(std::make_shared<SqliteRunJournal>(db), "acme", "count", ws.path(),
-                               RunOptions{16});
+        RunWorkflowState state(std::make_shared<SqliteRunJournal>(db), "acme", "count", ws.path(), RunOptions{16});
         for (int i = 0; i < per_writer; ++i) {
           state.update(
               [&](WorkflowMachine& m) { return m.advance("w" + std::to_string(w) + "-" + std::to_string(i)); });

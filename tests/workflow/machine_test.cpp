@@ -33,8 +33,10 @@ Task task(std::string id, std::vector<std::string> deps = {}) {
 WorkflowTemplate loop_template(const char* on_fail) {
   return WorkflowTemplate::from_json(json{
       {"name", "w"},
-      {"loops", {{"work", {{{"id", "do"}, {"instructions", "Do {task.id}"}, {"on_fail", on_fail}},
-                           {{"id", "check"}, {"instructions", "Check {task.id}"}}}}}},
+      {"loops",
+       {{"work",
+         {{{"id", "do"}, {"instructions", "Do {task.id}"}, {"on_fail", on_fail}},
+          {{"id", "check"}, {"instructions", "Check {task.id}"}}}}}},
       {"steps", {{{"id", "work"}, {"type", "loop"}}, {{"id", "end"}, {"type", "action"}, {"instructions", "End"}}}}});
 }
 
@@ -126,10 +128,11 @@ TEST_CASE("the feature workflow walks plan, tasks, the loop and the ralph review
   CHECK(s.progress.current_step == 4);
 
   const std::map<std::string, std::string> expected = {
-      {"plan", "plan written"},          {"define_tasks", "three tasks"},     {"implement.t1.code", "t1 coded"},
-      {"implement.t1.test", "t1 tested"}, {"implement.t2.code", "t2 coded"}, {"implement.t2.test", "t2 tested"},
-      {"implement.t3.code", "t3 coded"}, {"implement.t3.test", "t3 tested"}, {"review.1", "review 1"},
-      {"review.2", "review 2"}};
+      {"plan", "plan written"},          {"define_tasks", "three tasks"},
+      {"implement.t1.code", "t1 coded"}, {"implement.t1.test", "t1 tested"},
+      {"implement.t2.code", "t2 coded"}, {"implement.t2.test", "t2 tested"},
+      {"implement.t3.code", "t3 coded"}, {"implement.t3.test", "t3 tested"},
+      {"review.1", "review 1"},          {"review.2", "review 2"}};
   CHECK(m.context() == expected);
   for (const auto& t : m.state().tasks.at("implement")) CHECK(t.status == TaskStatus::done);
 
@@ -148,8 +151,8 @@ TEST_CASE("status report JSON has the documented shape") {
   CHECK(j.at("status") == "running");
   CHECK(j.at("step") == "implement");
   CHECK(j.at("step_type") == "loop");
-  CHECK(j.at("task") == json{{"index", 0}, {"id", "t1"}, {"title", "Parser"}, {"description", "Read CSV"},
-                             {"total", 3}});
+  CHECK(j.at("task") ==
+        json{{"index", 0}, {"id", "t1"}, {"title", "Parser"}, {"description", "Read CSV"}, {"total", 3}});
   CHECK(j.at("sub_step") == "code");
   CHECK(j.at("sub_step_index") == 0);
   CHECK(j.at("total_sub_steps") == 2);
@@ -157,8 +160,11 @@ TEST_CASE("status report JSON has the documented shape") {
   CHECK(j.at("delegate") == true);
   CHECK(j.at("attempt") == 1);
   CHECK(j.at("artefacts") == json::array());
-  CHECK(j.at("progress") == json{{"current_step", 3}, {"total_steps", 4}, {"completed_tasks", 0},
-                                 {"failed_tasks", 0}, {"total_tasks", 3},
+  CHECK(j.at("progress") == json{{"current_step", 3},
+                                 {"total_steps", 4},
+                                 {"completed_tasks", 0},
+                                 {"failed_tasks", 0},
+                                 {"total_tasks", 3},
                                  {"current_task_progress", "Task 1/3, Sub-step 1/2"}});
   CHECK_FALSE(j.contains("summary"));
   const json first = WorkflowMachine(cairn_test::feature_template(), ws.path()).start();
@@ -400,8 +406,8 @@ TEST_CASE("register_artefacts resolves against the workspace and sorts paths int
   const auto old_cwd = fs::current_path();
   fs::current_path(outside.path());
   auto r = m.register_artifacts({"docs/plan.md", "empty.txt", "", "  ", "missing.md", "../secret.txt",
-                                 (outside.path() / "secret.txt").string(), "escape.txt", "dir",
-                                 "docs/../docs/plan.md", "link-to-plan.md", std::string("a\0b", 3)});
+                                 (outside.path() / "secret.txt").string(), "escape.txt", "dir", "docs/../docs/plan.md",
+                                 "link-to-plan.md", std::string("a\0b", 3)});
   fs::current_path(old_cwd);
 
   const std::string root = fs::canonical(ws.path()).string();
@@ -493,12 +499,12 @@ TEST_CASE("a machine round-trips through JSON, and restore rejects a state that 
   CHECK_THAT(broken([](json& k) { k["template"]["steps"] = json::array(); }),
              ContainsSubstring("workflow state: template: steps must be a non-empty array"));
   CHECK(broken([](json& k) {
-    k["step"] = "review";
-    k["step_type"] = "ralph";
-    k.erase("task");
-    k.erase("sub_step");
-    k["ralph_iteration"] = 3;
-  }) == "workflow state does not fit its template: ralph_iteration of step 'review' must be between 1 and 2");
+          k["step"] = "review";
+          k["step_type"] = "ralph";
+          k.erase("task");
+          k.erase("sub_step");
+          k["ralph_iteration"] = 3;
+        }) == "workflow state does not fit its template: ralph_iteration of step 'review' must be between 1 and 2");
 }
 
 // Issue 13.8: a name that is not valid UTF-8 cannot be kept exactly in the JSON state (it would become U+FFFD, name
@@ -531,9 +537,9 @@ TEST_CASE("register_artefacts refuses the state file, its lock and its temp file
   fs::create_hard_link(ws.path() / "workflow-state.json", ws.path() / "hard-link.json");
   WorkflowMachine m(cairn_test::feature_template(), ws.path());
   m.start();
-  const auto r = m.register_artifacts({"workflow-state.json", "./workflow-state.json.lock", "workflow-state.json.tmp",
-                                       "workflow-state.json.tmp-0123456789abcdef", "hard-link.json",
-                                       "workflow-state.json.bak"});
+  const auto r =
+      m.register_artifacts({"workflow-state.json", "./workflow-state.json.lock", "workflow-state.json.tmp",
+                            "workflow-state.json.tmp-0123456789abcdef", "hard-link.json", "workflow-state.json.bak"});
   const std::string root = fs::canonical(ws.path()).string();
   CHECK(r.registered == std::vector<std::string>{root + "/workflow-state.json.bak"});
   CHECK(r.invalid == std::vector<std::string>{"workflow-state.json", "./workflow-state.json.lock",
@@ -568,6 +574,8 @@ TEST_CASE("every invalid artefact path comes with its reason") {
   CHECK(r.invalid_reasons[4] == "the path contains a NUL byte");
   CHECK(r.invalid_reasons[5] == "the path is longer than 4096 bytes");
   CHECK(json(m.register_artifacts({"missing"})) ==
-        json{{"registered", json::array()}, {"duplicates", json::array()}, {"invalid", {"missing"}},
+        json{{"registered", json::array()},
+             {"duplicates", json::array()},
+             {"invalid", {"missing"}},
              {"invalid_reasons", {"cannot resolve the path: No such file or directory"}}});
 }

@@ -96,8 +96,8 @@ TEST_CASE("start on a started workspace resumes with the template it was started
   StateFile file(ws.path());
   file.start(cairn_test::feature_template());
   file.update([](WorkflowMachine& m) { m.advance("p"); });
-  const auto other = WorkflowTemplate::parse(
-      R"({"name": "other", "steps": [{"id": "x", "type": "action", "instructions": "X"}]})");
+  const auto other =
+      WorkflowTemplate::parse(R"({"name": "other", "steps": [{"id": "x", "type": "action", "instructions": "X"}]})");
   auto s = file.start(other, "ignored");
   CHECK(s.step == "define_tasks");
   CHECK_FALSE(s.summary);
@@ -112,7 +112,8 @@ TEST_CASE("update saves nothing when the change throws") {
   CHECK_THROWS_AS(file.update([](WorkflowMachine& m) {
     m.advance("half");
     return m.set_tasks("plan", {});
-  }), invalid_argument);
+  }),
+                  invalid_argument);
   CHECK(slurp(file.path()) == before);
 }
 
@@ -148,8 +149,9 @@ TEST_CASE("a corrupt state file is a clear error and is left as it is") {
   CHECK(with([](json& k) { k["status"] = "paused"; }) == where + ": status must be one of running, complete, failed");
   CHECK(with([](json& k) { k["outputs"] = {{"plan", 1}}; }) == where + ": outputs.plan must be a string");
   CHECK(with([](json& k) { k["artefacts"] = {1}; }) == where + ": artefacts[0] must be a string");
-  CHECK(with([](json& k) { k["tasks"] = {{"implement", {{{"id", "a"}, {"title", "A"}, {"status", "odd"}}}}}; }) ==
-        where + ": tasks.implement[0].status must be one of pending, in_progress, done, failed, blocked");
+  CHECK(with([](json& k) {
+          k["tasks"] = {{"implement", {{{"id", "a"}, {"title", "A"}, {"status", "odd"}}}}};
+        }) == where + ": tasks.implement[0].status must be one of pending, in_progress, done, failed, blocked");
   CHECK(with([](json& k) { k["attempt"] = 0; }) == where + ": attempt must be an integer of at least 1");
   CHECK(with([](json& k) { k["format_version"] = 2; }) ==
         where + ": format_version 2 is not supported (this cairn reads 1)");
@@ -425,8 +427,8 @@ TEST_CASE("a save never writes through a link planted at a temp name, and clears
   file.start(cairn_test::feature_template());
   file.update([](WorkflowMachine& m) { m.advance("p"); });
   CHECK(slurp(victim) == "precious");
-  CHECK(names_in(ws.path()) == std::vector<std::string>{"workflow-state.json", "workflow-state.json.lock",
-                                                        "workflow-state.json.tmp-notours"});
+  CHECK(names_in(ws.path()) ==
+        std::vector<std::string>{"workflow-state.json", "workflow-state.json.lock", "workflow-state.json.tmp-notours"});
   CHECK(file.load()->context().at("plan") == "p");
   CHECK(file.is_temp_name("workflow-state.json.tmp-0123456789abcdef"));
   CHECK_FALSE(file.is_temp_name("workflow-state.json.tmp-0123456789ABCDEF"));
@@ -442,8 +444,9 @@ TEST_CASE("a lock file that is a symlink or not a regular file is refused, namin
   SECTION("a dangling symlink creates nothing where it points") {
     fs::create_symlink(outside.path() / "created-by-cairn", file.lock_path());
     CHECK(error_of([&] { file.start(cairn_test::feature_template()); }) ==
-          "lock file '" + lock + "' is a symbolic link, not a regular file; cairn neither follows nor uses it "
-          "(remove it)");
+          "lock file '" + lock +
+              "' is a symbolic link, not a regular file; cairn neither follows nor uses it "
+              "(remove it)");
     CHECK_FALSE(fs::exists(outside.path() / "created-by-cairn"));
     CHECK_FALSE(fs::exists(file.path()));
   }
@@ -466,8 +469,9 @@ TEST_CASE("a FIFO or a symlink at the state path is refused, never waited on or 
 
   SECTION("a FIFO") {
     REQUIRE(::mkfifo(file.path().c_str(), 0644) == 0);
-    CHECK(load_error(file) == where + " is a FIFO, not a regular file; cairn neither follows nor reads it (a "
-                                      "symlinked state file is refused on purpose)");
+    CHECK(load_error(file) == where +
+                                  " is a FIFO, not a regular file; cairn neither follows nor reads it (a "
+                                  "symlinked state file is refused on purpose)");
     CHECK_THROWS_AS(file.start(cairn_test::feature_template()), state_error);
     CHECK_THROWS_AS(file.update([](WorkflowMachine& m) { m.advance("x"); }), state_error);
     CHECK(fs::is_fifo(file.path()));
@@ -635,9 +639,11 @@ TEST_CASE("a folder fsync that fails after the rename is reported as such, not a
   CHECK(it == 1);
   CHECK(file.load()->context() == std::map<std::string, std::string>{{"r.1", "once"}});
   REQUIRE(told.size() == 1);
-  CHECK(told[0] == "saving workflow state file '" + file.path().string() + "': the new state is in place, but fsync "
-                   "of the folder '" + ws.path().string() + "' failed: " + std::strerror(EIO) +
-                   "; it is not sure to survive a power cut until the next save");
+  CHECK(told[0] == "saving workflow state file '" + file.path().string() +
+                       "': the new state is in place, but fsync "
+                       "of the folder '" +
+                       ws.path().string() + "' failed: " + std::strerror(EIO) +
+                       "; it is not sure to survive a power cut until the next save");
   file.update([](WorkflowMachine& m) { m.advance("twice"); });
   CHECK(told.size() == 1);
 }

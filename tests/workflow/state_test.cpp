@@ -53,12 +53,13 @@ TEST_CASE("reading a state names the bad field") {
   CHECK(err([](json& k) { k["step_type"] = "loopy"; }) == "f.json: step_type must be one of action, loop, ralph");
   CHECK(err([](json& k) { k["task"] = 1; }) == "f.json: task must be an object");
   CHECK(err([](json& k) { k["task"] = {{"id", "a"}, {"title", "t"}}; }) == "f.json: task.index is missing");
-  CHECK(err([](json& k) { k["task"] = {{"index", -1}, {"id", "a"}, {"title", "t"}}; }) ==
-        "f.json: task.index must be an integer of at least 0");
+  CHECK(err([](json& k) {
+          k["task"] = {{"index", -1}, {"id", "a"}, {"title", "t"}};
+        }) == "f.json: task.index must be an integer of at least 0");
   CHECK(err([](json& k) { k["ralph_iteration"] = 0; }) == "f.json: ralph_iteration must be an integer of at least 1");
-  CHECK(err([](json& k) { k["tasks"] = {{"l", {{{"id", "a"}, {"title", "t"}, {"status", "done"},
-                                                {"depends_on", {1}}}}}}; }) ==
-        "f.json: tasks.l[0].depends_on must be an array of task ids");
+  CHECK(err([](json& k) {
+          k["tasks"] = {{"l", {{{"id", "a"}, {"title", "t"}, {"status", "done"}, {"depends_on", {1}}}}}};
+        }) == "f.json: tasks.l[0].depends_on must be an array of task ids");
   CHECK(err([](json& k) { k["tasks"] = {{"l", {1}}}; }) == "f.json: tasks.l[0] must be an object");
   CHECK(err([](json& k) { k["summary"] = false; }) == "f.json: summary must be a string");
   CHECK(err([](json& k) { k["artefacts"] = "a"; }) == "f.json: artefacts must be an array of paths");

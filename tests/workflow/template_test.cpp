@@ -71,8 +71,8 @@ TEST_CASE("ralph n accepts a whole float and rejects everything that is not a po
   CHECK(WorkflowTemplate::from_json(j).steps()[0].n == 3);
   for (const json& bad : {json(0), json(-1), json(2.5), json("2"), json(nullptr), json(true), json(1e300)}) {
     j["steps"][0]["n"] = bad;
-    CHECK(error_of(j) == (bad == json(1e300) ? "steps[0].n must be at most 10000"
-                                             : "steps[0].n must be a positive integer"));
+    CHECK(error_of(j) ==
+          (bad == json(1e300) ? "steps[0].n must be at most 10000" : "steps[0].n must be a positive integer"));
   }
   j["steps"][0].erase("n");
   CHECK(error_of(j) == "steps[0].n must be a positive integer");

@@ -76,10 +76,10 @@ TEST_CASE("the tools drive a workflow through the state file") {
   CHECK(s.at("step") == "define_tasks");
   CHECK(s.at("artefacts") == json{root + "/plan.md"});
 
-  json set = payload(tools.call(
-      "workflow_set_tasks",
-      {{"loop_id", "implement"},
-       {"tasks", {{{"id", "b"}, {"title", "B"}, {"depends_on", {"a"}}}, {{"id", "a"}, {"title", "A"}}}}}));
+  json set = payload(
+      tools.call("workflow_set_tasks",
+                 {{"loop_id", "implement"},
+                  {"tasks", {{{"id", "b"}, {"title", "B"}, {"depends_on", {"a"}}}, {{"id", "a"}, {"title", "A"}}}}}));
   CHECK(set.at("tasks_set") == 2);
   CHECK(set.at("order") == json{"a", "b"});
   CHECK(set.at("status").at("step") == "define_tasks");
@@ -129,10 +129,10 @@ TEST_CASE("bad arguments come back as error results that say what is wrong") {
   CHECK(error_text(tools.call("workflow_set_tasks",
                               {{"loop_id", "implement"}, {"tasks", {{{"id", "a"}, {"title", "A"}, {"prio", 1}}}}})) ==
         "workflow_set_tasks: tasks[0].prio is not a known field");
-  CHECK(error_text(tools.call("workflow_set_tasks",
-                              {{"loop_id", "implement"},
-                               {"tasks", {{{"id", "a"}, {"title", "A"}, {"depends_on", {"b"}}},
-                                          {{"id", "b"}, {"title", "B"}, {"depends_on", {"a"}}}}}})) ==
+  CHECK(error_text(tools.call("workflow_set_tasks", {{"loop_id", "implement"},
+                                                     {"tasks",
+                                                      {{{"id", "a"}, {"title", "A"}, {"depends_on", {"b"}}},
+                                                       {{"id", "b"}, {"title", "B"}, {"depends_on", {"a"}}}}}})) ==
         "set_tasks: the tasks of loop 'implement' form a dependency cycle: b -> a -> b");
   CHECK(error_text(tools.call("workflow_set_tasks", {{"loop_id", "plan"}, {"tasks", json::array()}})) ==
         "set_tasks: 'plan' is not a loop step of workflow 'feature' (loop steps: implement)");
@@ -200,8 +200,7 @@ TEST_CASE("WorkflowTools hands its event observer to the machines it loads, over
   EventLog file_log;
   WorkflowTools over_file(StateFile(ws.path()), cairn_test::feature_template(), {}, file_log.observer());
   drive(over_file);
-  CHECK(file_log.lines ==
-        std::vector<std::string>{"start plan", "register_artifacts plan.md", "advance define_tasks"});
+  CHECK(file_log.lines == std::vector<std::string>{"start plan", "register_artifacts plan.md", "advance define_tasks"});
 
   // The same over a run of an in-memory journal; the artifact observer still hears of the registration too.
   cairn_test::TempWorkspace ws2;
@@ -209,9 +208,9 @@ TEST_CASE("WorkflowTools hands its event observer to the machines it loads, over
   EventLog run_log;
   std::vector<std::string> registered;
   auto journal = std::make_shared<InMemoryRunJournal>();
-  WorkflowTools over_run(RunWorkflowState(journal, "t1", "run-1", ws2.path()), cairn_test::feature_template(),
-                         [&registered](const ArtifactEvent& e) { registered.push_back(e.relative_path); },
-                         run_log.observer());
+  WorkflowTools over_run(
+      RunWorkflowState(journal, "t1", "run-1", ws2.path()), cairn_test::feature_template(),
+      [&registered](const ArtifactEvent& e) { registered.push_back(e.relative_path); }, run_log.observer());
   drive(over_run);
   CHECK(run_log.lines == file_log.lines);
   CHECK(registered == std::vector<std::string>{"plan.md"});

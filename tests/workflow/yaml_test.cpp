@@ -64,8 +64,9 @@ TEST_CASE("a YAML template equals the same template in JSON") {
 }
 
 TEST_CASE("plain scalars are typed by the core schema, quoted ones stay strings") {
-  const json j = yaml_to_json("a: 12\nb: -3\nc: 1.5\nd: true\ne: ~\nf: '12'\ng: \"true\"\nh: hello\ni:\nj: 1e3\n"
-                              "k: !!str 5\nl: .5\nm: 99999999999999999999999\n");
+  const json j = yaml_to_json(
+      "a: 12\nb: -3\nc: 1.5\nd: true\ne: ~\nf: '12'\ng: \"true\"\nh: hello\ni:\nj: 1e3\n"
+      "k: !!str 5\nl: .5\nm: 99999999999999999999999\n");
   CHECK(j.at("a") == 12);
   CHECK(j.at("b") == -3);
   CHECK(j.at("c") == 1.5);

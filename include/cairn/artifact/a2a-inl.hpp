@@ -89,8 +89,8 @@ CAIRN_INLINE nlohmann::json to_a2a(const ArtifactRecord& r, A2AVersion version) 
     const bool on_value = !r.storage_url();
     if (detail::a2a_value_is_bytes(r)) {
       parts.push_back(to_a2a_part(FilePart{std::nullopt, r.value().get<std::string>(),
-                                           on_value ? r.mime_type() : std::nullopt,
-                                           on_value ? filename : std::nullopt}, version));
+                                           on_value ? r.mime_type() : std::nullopt, on_value ? filename : std::nullopt},
+                                  version));
     } else {
       nlohmann::json part = r.value().is_string() ? to_a2a_part(TextPart{r.value().get<std::string>()}, version)
                                                   : to_a2a_part(DataPart{r.value()}, version);
@@ -155,8 +155,8 @@ CAIRN_INLINE ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& te
     }
     if (const auto mine = it->find(uri); mine != it->end()) {
       if (!mine->is_object()) {
-        throw parse_error(fmt::format("A2A Artifact.metadata[\"{}\"]: expected an object, got {}", uri,
-                                      mine->type_name()));
+        throw parse_error(
+            fmt::format("A2A Artifact.metadata[\"{}\"]: expected an object, got {}", uri, mine->type_name()));
       }
       ext = &*mine;
       ext_where = fmt::format("A2A Artifact.metadata[\"{}\"]", uri);
@@ -211,9 +211,10 @@ CAIRN_INLINE ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& te
   if (saw_raw && content_at.size() > 1) {
     for (std::size_t i : content_at) {
       if (read[i].content != Content::raw) continue;
-      throw parse_error(fmt::format("{}.{}: inline bytes must be the only text, raw or data part of an artifact (a "
-                                    "record holds them as its one base64 value); this one has {}", where[i],
-                                    detail::a2a_content_member(read[i]), content_at.size()));
+      throw parse_error(
+          fmt::format("{}.{}: inline bytes must be the only text, raw or data part of an artifact (a "
+                      "record holds them as its one base64 value); this one has {}",
+                      where[i], detail::a2a_content_member(read[i]), content_at.size()));
     }
   }
   if (url_at >= 0) b.storage_url(read[static_cast<std::size_t>(url_at)].value.get<std::string>());
@@ -231,8 +232,9 @@ CAIRN_INLINE ArtifactPtr from_a2a(const nlohmann::json& a, const std::string& te
 
   // The file's part (the url part, else the only content part) gives mime_type and filename; what the other parts
   // carry besides their content, and every part's metadata, is kept in a2a_parts.
-  const std::ptrdiff_t primary = url_at >= 0 ? url_at
-                                 : content_at.size() == 1 ? static_cast<std::ptrdiff_t>(content_at[0]) : -1;
+  const std::ptrdiff_t primary = url_at >= 0              ? url_at
+                                 : content_at.size() == 1 ? static_cast<std::ptrdiff_t>(content_at[0])
+                                                          : -1;
   nlohmann::json a2a_parts = nlohmann::json::array();
   bool kept = false;
   for (std::size_t i = 0; i < read.size(); ++i) {

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <forward_list>
 #include <functional>
 #include <limits>
@@ -23,13 +23,13 @@
 #include <utility>
 #include <vector>
 
-#include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/memory_store.hpp"
-#include "cairn/artifact/store.hpp"
+#include "cairn/artifact/packed.hpp"
 #include "cairn/artifact/search/filter_columns.hpp"
 #include "cairn/artifact/search/pipeline.hpp"
 #include "cairn/artifact/search/vector_index.hpp"
 #include "cairn/artifact/search/word_index.hpp"
+#include "cairn/artifact/store.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
@@ -50,9 +50,7 @@ class InMemoryArtifactStore::Impl {
         shard_budget_(bounded_ ? options.max_parsed_bytes / shards_.size() : 0),
         embedder_(std::move(options.embedder)) {}
 
-  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) {
-    return put(record, nullptr, embed(record));
-  }
+  [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) { return put(record, nullptr, embed(record)); }
 
   [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
     detail::check_store_if(record, expected_version);
@@ -83,9 +81,8 @@ class InMemoryArtifactStore::Impl {
   [[nodiscard]] bool keeps_embeddings() const noexcept { return true; }
   [[nodiscard]] std::shared_ptr<Embedder> embedder() const { return embedder_; }
 
-  [[nodiscard]]
-  ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
-                    std::uint64_t version = latest) const {
+  [[nodiscard]] ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
+                                  std::uint64_t version = latest) const {
     const Shard& shard = shard_for(tenant_id);
     const std::string& key = composite_key(tenant_id, id);
     std::shared_lock lock(shard.mutex);
@@ -138,8 +135,7 @@ class InMemoryArtifactStore::Impl {
     shard.entries.erase(it);
   }
 
-  [[nodiscard]]
-  std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const {
+  [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const {
     const Shard& shard = shard_for(tenant_id);
     const std::string& key = composite_key(tenant_id, id);
     std::shared_lock lock(shard.mutex);
@@ -338,9 +334,8 @@ class InMemoryArtifactStore::Impl {
     if (!p.by_text && !p.by_vector) {  // filters alone: id order, from the cursor on, limit + 1 of them
       const std::string& prefix = q.filter.id_prefix;
       const std::string& from = p.cursor && p.cursor->id > prefix ? p.cursor->id : prefix;
-      for (auto it = ids->second.lower_bound(from); it != ids->second.end() && found.size() <= q.limit &&
-                                                     it->first.substr(0, prefix.size()) == prefix;
-           ++it) {
+      for (auto it = ids->second.lower_bound(from);
+           it != ids->second.end() && found.size() <= q.limit && it->first.substr(0, prefix.size()) == prefix; ++it) {
         const Entry& e = *it->second;
         for (std::uint64_t v = version_of(e); v >= 1 && found.size() <= q.limit; --v) {
           ArtifactPtr r = searched(e, v);
@@ -571,9 +566,7 @@ class InMemoryArtifactStore::Impl {
     for (std::uint64_t v = newest - 1; v > version && it != older.end(); --v) ++it;
     return it == older.end() ? nullptr : &*it;
   }
-  static std::uint64_t version_of(const Entry& e) noexcept {
-    return e.latest ? e.latest->version() : e.rest->version;
-  }
+  static std::uint64_t version_of(const Entry& e) noexcept { return e.latest ? e.latest->version() : e.rest->version; }
   // A tenant's ids in order, viewing the id part of the entries' keys (unordered_map nodes never move).
   using Index = std::map<std::string_view, const Entry*, std::less<>>;
   struct Shard {
@@ -694,11 +687,11 @@ class InMemoryArtifactStore::Impl {
   // entry, read under the shard's lock as every search and write of the index is.
   std::unique_ptr<detail::VectorIndex> make_vector_index(std::size_t dimension) const {
     auto index = std::make_unique<detail::VectorIndex>(dimension);
-    index->set_column_reader([this](const std::string& column, const std::string&, std::uint64_t version,
-                                    const void* tag) {
-      const ArtifactPtr r = tag ? record_at(*static_cast<const Entry*>(tag), version) : nullptr;
-      return r ? detail::filter_column(column, *r) : detail::VectorIndex::ColumnValue{};
-    });
+    index->set_column_reader(
+        [this](const std::string& column, const std::string&, std::uint64_t version, const void* tag) {
+          const ArtifactPtr r = tag ? record_at(*static_cast<const Entry*>(tag), version) : nullptr;
+          return r ? detail::filter_column(column, *r) : detail::VectorIndex::ColumnValue{};
+        });
     return index;
   }
 
@@ -819,7 +812,6 @@ class InMemoryArtifactStore::Impl {
     return out;
   }
 
-
   // The lookup key, built in a per-thread buffer so that a fetch allocates nothing. A tenant id cannot contain
   // '\0' (records reject control characters), so the key is unambiguous.
   static const std::string& composite_key(const std::string& tenant_id, const std::string& id) {
@@ -836,9 +828,7 @@ class InMemoryArtifactStore::Impl {
     detail::check_tenant(tenant_id);
     return shards_[std::hash<std::string>{}(tenant_id) % shards_.size()];
   }
-  const Shard& shard_for(const std::string& tenant_id) const {
-    return const_cast<Impl*>(this)->shard_for(tenant_id);
-  }
+  const Shard& shard_for(const std::string& tenant_id) const { return const_cast<Impl*>(this)->shard_for(tenant_id); }
 
   std::vector<Shard> shards_;
   std::shared_ptr<Clock> clock_;
@@ -854,8 +844,7 @@ CAIRN_INLINE InMemoryArtifactStore::InMemoryArtifactStore(InMemoryStoreOptions o
 CAIRN_INLINE InMemoryArtifactStore::~InMemoryArtifactStore() = default;
 
 CAIRN_INLINE ArtifactPtr InMemoryArtifactStore::store(const ArtifactRecord& record) { return impl_->store(record); }
-CAIRN_INLINE ArtifactPtr InMemoryArtifactStore::store_if(const ArtifactRecord& record,
-                                                         std::uint64_t expected_version) {
+CAIRN_INLINE ArtifactPtr InMemoryArtifactStore::store_if(const ArtifactRecord& record, std::uint64_t expected_version) {
   return impl_->store_if(record, expected_version);
 }
 CAIRN_INLINE ArtifactPtr InMemoryArtifactStore::store_embedded(const ArtifactRecord& record,

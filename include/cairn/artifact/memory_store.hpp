@@ -37,7 +37,7 @@ CAIRN_BEGIN_NAMESPACE
 
 /// How an InMemoryArtifactStore is set up.
 struct InMemoryStoreOptions {
-  std::size_t shards = 16;           ///< locks that spread the tenants (at least 1)
+  std::size_t shards = 16;             ///< locks that spread the tenants (at least 1)
   std::shared_ptr<Clock> clock{};      ///< stamps created_at; null: the system clock
   std::shared_ptr<IdGenerator> ids{};  ///< ids of records stored without one; null: random UUID v4
   /// The most heap, in bytes, that the parsed values of the latest versions may keep (estimated from their shape:
@@ -79,8 +79,7 @@ class InMemoryArtifactStore final : public ArtifactStore {
   [[nodiscard]] CAIRN_INLINE ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
                                                std::uint64_t version = latest) const override;
   CAIRN_INLINE void remove(const std::string& id, const std::string& tenant_id) override;
-  CAIRN_INLINE std::vector<std::uint64_t> versions(const std::string& id,
-                                                   const std::string& tenant_id) const override;
+  CAIRN_INLINE std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] CAIRN_INLINE ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;
 
   /// Searches through the tenant's indexes (docs/search.md): words through its postings, scored by BM25 from the

@@ -82,14 +82,18 @@ CAIRN_INLINE A2APart read_a2a_v1_part(const nlohmann::json& j, const std::string
   for (const char* key : contents) {
     if (!j.contains(key)) continue;
     if (found) {
-      throw parse_error(fmt::format("{}: has both '{}' and '{}' (a Part holds exactly one of text, raw, url and "
-                                    "data)", where, found, key));
+      throw parse_error(
+          fmt::format("{}: has both '{}' and '{}' (a Part holds exactly one of text, raw, url and "
+                      "data)",
+                      where, found, key));
     }
     found = key;
   }
   if (!found) {
-    throw parse_error(fmt::format("{}: has none of 'text', 'raw', 'url' and 'data' (a v1.0 Part holds one of them; "
-                                  "a v0.3.0 part has 'kind')", where));
+    throw parse_error(
+        fmt::format("{}: has none of 'text', 'raw', 'url' and 'data' (a v1.0 Part holds one of them; "
+                    "a v0.3.0 part has 'kind')",
+                    where));
   }
   A2APart p;
   const std::string key = found;
@@ -161,8 +165,8 @@ CAIRN_INLINE A2APart read_a2a_v0_3_part(const nlohmann::json& j, const std::stri
       if (p.metadata.empty()) p.metadata = nullptr;
     }
   } else {
-    throw parse_error(fmt::format("{}.kind: unknown kind '{}' (a v0.3.0 part is text, file or data)", where,
-                                  excerpt(kind)));
+    throw parse_error(
+        fmt::format("{}.kind: unknown kind '{}' (a v0.3.0 part is text, file or data)", where, excerpt(kind)));
   }
   return p;
 }
@@ -231,14 +235,12 @@ CAIRN_INLINE MessagePart message_part_from_json(const nlohmann::json& j) {
   detail::A2APart p = detail::read_a2a_part(j, "MessagePart");
   using Content = detail::A2APart::Content;
   switch (p.content) {
-    case Content::text:
-      return TextPart{p.value.get<std::string>()};
+    case Content::text: return TextPart{p.value.get<std::string>()};
     case Content::raw:
       return FilePart{std::nullopt, p.value.get<std::string>(), std::move(p.media_type), std::move(p.filename)};
     case Content::url:
       return FilePart{p.value.get<std::string>(), std::nullopt, std::move(p.media_type), std::move(p.filename)};
-    case Content::data:
-      break;
+    case Content::data: break;
   }
   if (!p.is_reference()) return DataPart{std::move(p.value)};
   const char* where = "MessagePart.data";

@@ -34,11 +34,11 @@ class RecordPacker {
   static std::string pack(const ArtifactRecord& r) {
     using json = nlohmann::json;
     auto optional = [](const auto& v) { return v ? json(*v) : json(); };
-    const json header = json::array({r.id(), r.tenant_id(), r.version(), r.type().str(), r.title(), r.description(),
-                                     r.purpose() == r.description() ? json() : json(r.purpose()), r.created_at(),
-                                     r.metadata().empty() ? json() : r.metadata(), optional(r.storage_url()),
-                                     optional(r.mime_type()), optional(r.size_bytes()), optional(r.schema_url()),
-                                     optional(r.created_by())});
+    const json header =
+        json::array({r.id(), r.tenant_id(), r.version(), r.type().str(), r.title(), r.description(),
+                     r.purpose() == r.description() ? json() : json(r.purpose()), r.created_at(),
+                     r.metadata().empty() ? json() : r.metadata(), optional(r.storage_url()), optional(r.mime_type()),
+                     optional(r.size_bytes()), optional(r.schema_url()), optional(r.created_by())});
     std::string out(4, '\0');
     json::to_cbor(header, out);
     const auto header_size = static_cast<std::uint32_t>(out.size() - 4);

@@ -77,7 +77,7 @@ class ArtifactRecord {
  public:
   class Builder;
 
-  static constexpr std::size_t max_title_length = 500;  ///< in Unicode code points
+  static constexpr std::size_t max_title_length = 500;                        ///< in Unicode code points
   static constexpr std::size_t max_id_length = detail::max_identifier_bytes;  ///< bytes: id, tenant_id, created_by
 
   /// A builder with nothing set.
@@ -144,7 +144,10 @@ class ArtifactRecord {
   explicit ArtifactRecord(Builder&& b);  // validates
   // A stamped record: `body` of an existing (valid) record, `id` empty when it is the body's.
   ArtifactRecord(std::shared_ptr<const Body> body, std::string id, std::uint64_t version, std::int64_t created_at)
-      : body_(std::move(body)), value_(body_->value.get()), id_(std::move(id)), version_(version),
+      : body_(std::move(body)),
+        value_(body_->value.get()),
+        id_(std::move(id)),
+        version_(version),
         created_at_(created_at) {}
   ArtifactPtr stamped(std::string id, std::uint64_t version, std::int64_t created_at) const;
 
@@ -162,16 +165,40 @@ class ArtifactRecord::Builder {
   // User-provided, so that `Builder{}` does not zero the whole builder before constructing its members.
   Builder() noexcept {}  // NOLINT(modernize-use-equals-default)
 
-  Builder& id(std::string v) { id_ = std::move(v); return *this; }
-  Builder& tenant_id(std::string v) { tenant_id_ = std::move(v); return *this; }
-  Builder& version(std::uint64_t v) { version_ = v; return *this; }
-  Builder& type(ArtifactType v) { type_ = std::move(v); return *this; }
+  Builder& id(std::string v) {
+    id_ = std::move(v);
+    return *this;
+  }
+  Builder& tenant_id(std::string v) {
+    tenant_id_ = std::move(v);
+    return *this;
+  }
+  Builder& version(std::uint64_t v) {
+    version_ = v;
+    return *this;
+  }
+  Builder& type(ArtifactType v) {
+    type_ = std::move(v);
+    return *this;
+  }
   /// Throws cairn::invalid_artifact for a malformed token.
-  Builder& type(std::string v) { type_ = ArtifactType{std::move(v)}; return *this; }
+  Builder& type(std::string v) {
+    type_ = ArtifactType{std::move(v)};
+    return *this;
+  }
   Builder& type(const char* v) { return type(std::string(v)); }
-  Builder& title(std::string v) { title_ = std::move(v); return *this; }
-  Builder& description(std::string v) { description_ = std::move(v); return *this; }
-  Builder& purpose(std::string v) { purpose_ = std::move(v); return *this; }
+  Builder& title(std::string v) {
+    title_ = std::move(v);
+    return *this;
+  }
+  Builder& description(std::string v) {
+    description_ = std::move(v);
+    return *this;
+  }
+  Builder& purpose(std::string v) {
+    purpose_ = std::move(v);
+    return *this;
+  }
   Builder& value(nlohmann::json v) {
     value_ = std::make_shared<const nlohmann::json>(std::move(v));
     value_checked_ = false;
@@ -184,12 +211,30 @@ class ArtifactRecord::Builder {
     value_checked_ = false;
     return *this;
   }
-  Builder& storage_url(std::string v) { storage_url_ = std::move(v); return *this; }
-  Builder& mime_type(std::string v) { mime_type_ = std::move(v); return *this; }
-  Builder& size_bytes(std::uint64_t v) { size_bytes_ = v; return *this; }
-  Builder& schema_url(std::string v) { schema_url_ = std::move(v); return *this; }
-  Builder& created_by(std::string v) { created_by_ = std::move(v); return *this; }
-  Builder& created_at(std::int64_t ms) { created_at_ = ms; return *this; }
+  Builder& storage_url(std::string v) {
+    storage_url_ = std::move(v);
+    return *this;
+  }
+  Builder& mime_type(std::string v) {
+    mime_type_ = std::move(v);
+    return *this;
+  }
+  Builder& size_bytes(std::uint64_t v) {
+    size_bytes_ = v;
+    return *this;
+  }
+  Builder& schema_url(std::string v) {
+    schema_url_ = std::move(v);
+    return *this;
+  }
+  Builder& created_by(std::string v) {
+    created_by_ = std::move(v);
+    return *this;
+  }
+  Builder& created_at(std::int64_t ms) {
+    created_at_ = ms;
+    return *this;
+  }
   /// Replaces the metadata; it must be a JSON object.
   Builder& metadata(nlohmann::json v) {
     metadata_ = std::make_shared<const nlohmann::json>(std::move(v));
@@ -342,7 +387,10 @@ inline void check_json_content(const char* field, const nlohmann::json& root) {
       const double d = *v.get_ptr<const json::number_float_t*>();
       if (!std::isfinite(d)) {
         throw invalid_artifact(fmt::format("{}: holds a non-finite number ({}) at {}; JSON has no NaN or Infinity",
-                                           field, std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity",
+                                           field,
+                                           std::isnan(d) ? "NaN"
+                                           : d > 0       ? "Infinity"
+                                                         : "-Infinity",
                                            where()));
       }
     }
@@ -452,8 +500,7 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
     throw invalid_artifact("title, description: at least one of them must be non-empty");
   }
   if (const auto n = detail::utf8_length(r.title); n > max_title_length) {
-    throw invalid_artifact(
-        fmt::format("title: must be at most {} characters (got {})", max_title_length, n));
+    throw invalid_artifact(fmt::format("title: must be at most {} characters (got {})", max_title_length, n));
   }
   detail::check_url("storage_url", e.storage_url);
   detail::check_url("schema_url", e.schema_url);
@@ -462,8 +509,8 @@ inline ArtifactRecord::ArtifactRecord(Builder&& b) : version_(b.version_), creat
   }
   if (e.mime_type) detail::check_utf8("mime_type", *e.mime_type);
   if (e.mime_type && !detail::is_mime_type(*e.mime_type)) {
-    throw invalid_artifact(fmt::format("mime_type: '{}' is not a MIME type of the form type/subtype",
-                                       detail::excerpt(*e.mime_type)));
+    throw invalid_artifact(
+        fmt::format("mime_type: '{}' is not a MIME type of the form type/subtype", detail::excerpt(*e.mime_type)));
   }
   if (e.created_by) detail::check_identifier("created_by", *e.created_by, true);
   if (created_at_ < 0) throw invalid_artifact(fmt::format("created_at: must not be negative (got {})", created_at_));

@@ -28,8 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/artifact/record.hpp"
-#include "cairn/artifact/type.hpp"
 #include "cairn/artifact/search/text.hpp"
+#include "cairn/artifact/type.hpp"
 #include "cairn/error.hpp"
 #include "cairn/version.hpp"
 
@@ -111,8 +111,8 @@ struct SearchQuery {
   std::optional<Embedding> vector;
   SearchMode mode = SearchMode::automatic;
   SearchFilter filter;
-  std::size_t limit = 10;  ///< 1 to max_limit
-  std::string cursor;      ///< next_cursor of the previous page of the same query; "" starts at the beginning
+  std::size_t limit = 10;     ///< 1 to max_limit
+  std::string cursor;         ///< next_cursor of the previous page of the same query; "" starts at the beginning
   bool all_versions = false;  ///< search every version, not only the latest of each id
   /// Similarity is exact by default, at every tenant size and with any filter: the page an exact scan of the
   /// tenant's vectors gives. `exact` says so explicitly (it refuses `ef`).
@@ -128,11 +128,11 @@ struct SearchQuery {
 
 /// Why a record was found.
 struct SearchMatch {
-  std::vector<std::string> words;   ///< the query's words found in it (excluded words never)
-  std::vector<std::string> fields;  ///< where they were found: "title", "description", "value"
-  std::optional<double> similarity; ///< cosine similarity to the query vector
-  std::size_t text_rank = 0;        ///< 1-based place in the word ranking (0: not ranked by words)
-  std::size_t vector_rank = 0;      ///< 1-based place in the similarity ranking (0: not ranked by similarity)
+  std::vector<std::string> words;    ///< the query's words found in it (excluded words never)
+  std::vector<std::string> fields;   ///< where they were found: "title", "description", "value"
+  std::optional<double> similarity;  ///< cosine similarity to the query vector
+  std::size_t text_rank = 0;         ///< 1-based place in the word ranking (0: not ranked by words)
+  std::size_t vector_rank = 0;       ///< 1-based place in the similarity ranking (0: not ranked by similarity)
 };
 
 struct SearchHit {
@@ -162,4 +162,3 @@ inline std::string Embedder::text_of(const ArtifactRecord& record) const {
 }
 
 CAIRN_END_NAMESPACE
-

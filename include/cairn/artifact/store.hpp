@@ -77,17 +77,16 @@ class ArtifactStore {
   [[nodiscard]] virtual ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) = 0;
 
   /// The given version (latest by default) of `id` in `tenant_id`, or null when there is none.
-  [[nodiscard]]
-  virtual ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
-                            std::uint64_t version = latest) const = 0;
+  [[nodiscard]] virtual ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
+                                          std::uint64_t version = latest) const = 0;
 
   /// Removes every version of `id`. Throws cairn::not_found when the tenant has no such id. A later store of the
   /// same id starts again at version 1.
   virtual void remove(const std::string& id, const std::string& tenant_id) = 0;
 
   /// The version numbers of `id`, oldest first (1, 2, ... n); empty when the tenant has no such id.
-  [[nodiscard]]
-  virtual std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const = 0;
+  [[nodiscard]] virtual std::vector<std::uint64_t> versions(const std::string& id,
+                                                            const std::string& tenant_id) const = 0;
 
   /// A page of the tenant's artifacts in stable id order. Throws cairn::invalid_argument for a limit of 0 or
   /// above ListQuery::max_limit.
@@ -184,16 +183,15 @@ inline void check_store_if(const ArtifactRecord& r, std::uint64_t expected_versi
 /// 3" (absent reads as "no version").
 inline conflict version_conflict(const ArtifactRecord& r, std::uint64_t expected, std::uint64_t actual) {
   auto word = [](std::uint64_t v) { return v == 0 ? std::string("no version") : fmt::format("version {}", v); };
-  return conflict(fmt::format("store_if: artifact '{}' in tenant '{}': expected {}{}, found {}", excerpt(r.id(), 300),
-                              excerpt(r.tenant_id(), 300), expected == 0 ? "" : "latest ", word(expected),
-                              word(actual)),
-                  expected, actual);
+  return conflict(
+      fmt::format("store_if: artifact '{}' in tenant '{}': expected {}{}, found {}", excerpt(r.id(), 300),
+                  excerpt(r.tenant_id(), 300), expected == 0 ? "" : "latest ", word(expected), word(actual)),
+      expected, actual);
 }
 
 /// The record as stored: `id` and `version` set, created_at stamped from `clock` (null: the system clock) when
 /// unset. Shares the value and metadata.
-inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t version,
-                         const Clock* clock = nullptr) {
+inline ArtifactPtr stamp(const ArtifactRecord& r, std::string id, std::uint64_t version, const Clock* clock = nullptr) {
   return r.with_identity(std::move(id), version, r.created_at() == 0 ? now_ms(clock) : r.created_at());
 }
 

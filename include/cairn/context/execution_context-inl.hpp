@@ -70,7 +70,9 @@ CAIRN_INLINE std::string call_output_id(std::string_view tenant, std::string_vie
 
 CAIRN_INLINE ExecutionContext::ExecutionContext(std::shared_ptr<ArtifactStore> store, std::string tenant_id,
                                                 std::shared_ptr<Clock> clock)
-    : store_(std::move(store)), tenant_id_(std::move(tenant_id)), counter_(std::make_shared<Counter>(1)),
+    : store_(std::move(store)),
+      tenant_id_(std::move(tenant_id)),
+      counter_(std::make_shared<Counter>(1)),
       clock_(std::move(clock)) {
   if (!store_) throw invalid_argument("ExecutionContext: store must not be null");
   detail::check_tenant(tenant_id_);
@@ -91,9 +93,10 @@ CAIRN_INLINE ExecutionContext::ExecutionContext(std::string tenant_id, std::shar
 
 CAIRN_INLINE ArtifactStore& ExecutionContext::require_store(std::string_view operation) const {
   if (!store_) {
-    throw state_error(fmt::format("{}: this ExecutionContext has no artifact store (it was made for a conversation "
-                                  "only, as ExecutionContext(tenant)); give it one to store or bind artifacts",
-                                  operation));
+    throw state_error(
+        fmt::format("{}: this ExecutionContext has no artifact store (it was made for a conversation "
+                    "only, as ExecutionContext(tenant)); give it one to store or bind artifacts",
+                    operation));
   }
   return *store_;
 }
@@ -200,8 +203,7 @@ CAIRN_INLINE std::vector<NamedArtifact> ExecutionContext::list_artifacts() const
   std::vector<std::pair<std::uint64_t, const Bindings::Entry*>> entries;
   entries.reserve(bindings_.size());
   bindings_.for_each([&entries](const Bindings::Entry& e) { entries.emplace_back(e.value.first_seq, &e); });
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<NamedArtifact> out;
   out.reserve(entries.size());
   for (const auto& [seq, e] : entries) out.push_back(NamedArtifact{e->key, e->value.record});
@@ -380,8 +382,8 @@ CAIRN_INLINE void ExecutionContext::record_call_intended(const std::string& call
 CAIRN_INLINE void ExecutionContext::record_call_retry(const std::string& call_id, std::uint32_t attempt) {
   const auto it = calls_.find(call_id);
   if (it == calls_.end() || it->second.status != RecordedCall::Status::intended) {
-    throw state_error(fmt::format("call '{}': only a call in doubt can be claimed for another attempt",
-                                  detail::excerpt(call_id)));
+    throw state_error(
+        fmt::format("call '{}': only a call in doubt can be claimed for another attempt", detail::excerpt(call_id)));
   }
   check_not_in_flight(it->second, "claiming a retry");
   std::int64_t claimed_at = it->second.claimed_at;
@@ -439,8 +441,8 @@ CAIRN_INLINE void ExecutionContext::record_call_failed(const std::string& call_i
 
 CAIRN_INLINE void ExecutionContext::check_name(const std::string& name) {
   if (!is_valid_artifact_name(name)) {
-    throw invalid_argument(fmt::format(
-        "artifact name: '{}' is not valid (expected [A-Za-z_][A-Za-z0-9_-]{{0,127}})", detail::excerpt(name)));
+    throw invalid_argument(fmt::format("artifact name: '{}' is not valid (expected [A-Za-z_][A-Za-z0-9_-]{{0,127}})",
+                                       detail::excerpt(name)));
   }
 }
 
@@ -448,8 +450,7 @@ CAIRN_INLINE ArtifactPtr ExecutionContext::bind_stored(const std::string& name, 
   return bind_stored(name, std::move(stored), tick());
 }
 
-CAIRN_INLINE ArtifactPtr ExecutionContext::bind_stored(const std::string& name, ArtifactPtr stored,
-                                                       std::uint64_t seq) {
+CAIRN_INLINE ArtifactPtr ExecutionContext::bind_stored(const std::string& name, ArtifactPtr stored, std::uint64_t seq) {
   const auto* existing = bindings_.find(name);
   Binding b{stored, existing ? existing->value.first_seq : seq, seq};
   if (run_) run_->record("context", "bind", bind_json(name, b));
@@ -466,16 +467,22 @@ CAIRN_INLINE JournalEntry ExecutionContext::entry(const char* kind, nlohmann::js
 }
 
 CAIRN_INLINE nlohmann::json ExecutionContext::bind_json(const std::string& name, const Binding& b) {
-  return {{"name", name}, {"id", b.record->id()}, {"version", b.record->version()}, {"first", b.first_seq},
+  return {{"name", name},
+          {"id", b.record->id()},
+          {"version", b.record->version()},
+          {"first", b.first_seq},
           {"write", b.write_seq}};
 }
 
 CAIRN_INLINE nlohmann::json ExecutionContext::call_json(const RecordedCall& c) {
   nlohmann::json outputs = nlohmann::json::array();
-  for (const auto& [name, ref] : c.outputs) outputs.push_back({{"name", name}, {"id", ref.first}, {"version",
-       ref.second}});
-  nlohmann::json j = {{"call", c.call_id}, {"tool", c.tool}, {"input_hash", c.input_hash},
-                      {"status", to_string(c.status)}, {"outputs", std::move(outputs)}};
+  for (const auto& [name, ref] : c.outputs)
+    outputs.push_back({{"name", name}, {"id", ref.first}, {"version", ref.second}});
+  nlohmann::json j = {{"call", c.call_id},
+                      {"tool", c.tool},
+                      {"input_hash", c.input_hash},
+                      {"status", to_string(c.status)},
+                      {"outputs", std::move(outputs)}};
   if (!c.error.empty()) j["error"] = c.error;
   // Only an unsettled call needs its attempt (the next one is one more) and when it was claimed (its lease); a
   // settled call looks as it would have in a run that never crashed.
@@ -501,8 +508,8 @@ CAIRN_INLINE const nlohmann::json& ExecutionContext::recorded(const nlohmann::js
                            : type == value_t::string         ? "a string"
                            : type == value_t::array          ? "an array"
                                                              : "an object";
-    throw state_error(fmt::format("{}: '{}' must be {}, got {}", where, key, expected,
-                                  detail::excerpt(it->dump(), 60)));
+    throw state_error(
+        fmt::format("{}: '{}' must be {}, got {}", where, key, expected, detail::excerpt(it->dump(), 60)));
   }
   return *it;
 }

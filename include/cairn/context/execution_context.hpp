@@ -31,10 +31,10 @@
 #include "cairn/context/detail/persistent_vector.hpp"
 #include "cairn/context/resolve.hpp"
 #include "cairn/detail/enum_ostream.hpp"
-#include "cairn/observe/observer.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/detail/time.hpp"
 #include "cairn/error.hpp"
+#include "cairn/observe/observer.hpp"
 #include "cairn/run/run.hpp"
 #include "cairn/version.hpp"
 
@@ -73,7 +73,7 @@ struct RecordedCall {
   std::string input_hash;  ///< of the resolved inputs, to tell a re-issued call from a different one
   Status status = Status::intended;
   std::vector<std::pair<std::string, std::pair<std::string, std::uint64_t>>> outputs;  ///< name -> (id, version)
-  std::string error;                                                                    ///< why it failed
+  std::string error;                                                                   ///< why it failed
   /// The attempts claimed so far: 1 for the first run, one more for each claimed retry (context.tool_retry).
   std::uint32_t attempt = 1;
   /// For a call not settled yet: when its latest attempt was claimed (its `tool_intended` or `tool_retry` entry's
@@ -412,16 +412,16 @@ class ExecutionContext : private RunParticipant {
 
   std::shared_ptr<ArtifactStore> store_;
   std::string tenant_id_;
-  std::shared_ptr<Counter> counter_;  // shared by a context and all its forks: sequence numbers and edit tokens
-  std::shared_ptr<Clock> clock_;      // shared by a context and all its forks: message timestamps (null: system)
+  std::shared_ptr<Counter> counter_;    // shared by a context and all its forks: sequence numbers and edit tokens
+  std::shared_ptr<Clock> clock_;        // shared by a context and all its forks: message timestamps (null: system)
   std::shared_ptr<Observer> observer_;  // inherited by forks: resolve and tool_call events (null: none)
   std::uint64_t id_ = 0;
   std::uint64_t parent_id_ = 0;  // 0 for a context that is no fork
   // mutable: fork() moves the parent to a fresh edit token, which changes nothing it shows.
   mutable Bindings bindings_;
   mutable Log log_;
-  std::vector<std::string> written_;  // names bound since the fork or the last merge into the parent
-  std::size_t merged_messages_ = 0;   // messages up to here are the parent's, or were merged already
+  std::vector<std::string> written_;           // names bound since the fork or the last merge into the parent
+  std::size_t merged_messages_ = 0;            // messages up to here are the parent's, or were merged already
   std::map<std::string, RecordedCall> calls_;  // tool calls recorded while attached to a run
   std::size_t settled_calls_ = 0;              // of calls_, those finished or failed (next_call_id())
   struct RecordedBinding {

@@ -24,8 +24,8 @@ CAIRN_INLINE Plan Plan::read(const nlohmann::json& j) {
   if (!subtasks || subtasks->is_null()) in.fail("subtasks", "missing");
   if (!subtasks->is_array()) in.fail("subtasks", fmt::format("expected an array, got {}", subtasks->type_name()));
   if (subtasks->size() > max_subtasks) {
-    throw limit_exceeded(fmt::format("plan: subtasks: {} subtasks, more than the limit of {}", subtasks->size(),
-                                     max_subtasks));
+    throw limit_exceeded(
+        fmt::format("plan: subtasks: {} subtasks, more than the limit of {}", subtasks->size(), max_subtasks));
   }
   Plan plan;
   plan.subtasks.reserve(subtasks->size());
@@ -54,8 +54,7 @@ CAIRN_INLINE std::optional<PlanProblem> check_plan(const Plan& plan, const Execu
     }
     for (const std::string& name : references(call.inputs, options)) {
       if (!produced.count(name) && !ctx.has_artifact(name)) {
-        return PlanProblem{
-            i, fmt::format("@{} is neither in the context nor an output of an earlier subtask", name)};
+        return PlanProblem{i, fmt::format("@{} is neither in the context nor an output of an earlier subtask", name)};
       }
     }
     for (const OutputSpec& o : call.outputs) produced.insert(o.name);

@@ -56,7 +56,7 @@ inline void to_json(nlohmann::json& j, const Plan& p) { j = {{"subtasks", p.subt
 /// What run_plan() did.
 struct PlanResult {
   bool success = false;
-  std::vector<ExecutionResult> steps;  ///< one per subtask that ran, in order (the failed one last)
+  std::vector<ExecutionResult> steps;      ///< one per subtask that ran, in order (the failed one last)
   std::optional<std::size_t> failed_step;  ///< index of the subtask that stopped the plan
   std::string error;                       ///< why it stopped; empty on success
 };

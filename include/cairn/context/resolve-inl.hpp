@@ -39,7 +39,7 @@ CAIRN_INLINE limit_exceeded too_deep(int max_depth) {
 CAIRN_INLINE bool deeper_than(const nlohmann::json& value, int max_depth) {
   struct Level {
     const nlohmann::json* node;
-    std::size_t index;                                    // arrays: next element
+    std::size_t index;                                   // arrays: next element
     nlohmann::json::object_t::const_iterator next, end;  // objects: next member
   };
   std::vector<Level> levels;
@@ -71,7 +71,7 @@ CAIRN_INLINE bool deeper_than(const nlohmann::json& value, int max_depth) {
   return false;
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE std::vector<std::string> references(const nlohmann::json& inputs, const ResolveOptions& options) {
   std::vector<std::string> names;

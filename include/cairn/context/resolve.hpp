@@ -143,8 +143,8 @@ nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::v
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     if (const auto pos = why.find("] "); pos != std::string::npos) why = why.substr(pos + 2);
-    throw parse_error(fmt::format("Malformed JSON pointer in {} at {}: {}", excerpt(s, 300),
-                                  where_text(walk_pointer(frames)), why));
+    throw parse_error(
+        fmt::format("Malformed JSON pointer in {} at {}: {}", excerpt(s, 300), where_text(walk_pointer(frames)), why));
   }
   const nlohmann::json* part = nullptr;
   try {
@@ -153,8 +153,8 @@ nlohmann::json resolve_string(const std::string& s, Lookup& lookup, const std::v
     part = nullptr;  // absent key, index out of range, "-", or a token into a scalar: all "nothing there"
   }
   if (!part) {
-    throw not_found(fmt::format("Artifact part not found: {} at {}", excerpt(s, 300),
-                                where_text(walk_pointer(frames))));
+    throw not_found(
+        fmt::format("Artifact part not found: {} at {}", excerpt(s, 300), where_text(walk_pointer(frames))));
   }
   charge(ref->name, *part);
   return *part;
@@ -272,8 +272,8 @@ bool deeper_than(const nlohmann::json& value, int max_depth);
 /// Nothing recurses deeper than the depth limit allows, and input deeper than the limit is rejected before any
 /// copying.
 template <typename Lookup>
-[[nodiscard]]
-nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup, const ResolveOptions& options = {}) {
+[[nodiscard]] nlohmann::json resolve_with(const nlohmann::json& inputs, Lookup&& lookup,
+                                          const ResolveOptions& options = {}) {
   ResolveBudget budget;
   budget.limit = options.max_resolved_bytes;
   if (inputs.is_string()) {

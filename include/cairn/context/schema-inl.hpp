@@ -119,7 +119,6 @@ CAIRN_INLINE std::optional<std::string> invalid_utf8_at(const nlohmann::json& va
   return std::nullopt;
 }
 
-
 namespace schema {
 
 enum : unsigned {
@@ -355,8 +354,10 @@ inline std::string ecma_to_re2(const std::string& pattern, std::string& translat
       ++i;
       continue;
     }
-    if (c == '[' && !in_class) in_class = true;
-    else if (c == ']' && in_class) in_class = false;
+    if (c == '[' && !in_class)
+      in_class = true;
+    else if (c == ']' && in_class)
+      in_class = false;
     if (!in_class && c == '(' && i + 2 < pattern.size() && pattern[i + 1] == '?') {
       const char k = pattern[i + 2];
       if (k == '=' || k == '!') return fmt::format("(?{} is a lookahead", k);
@@ -399,9 +400,7 @@ class Compiler {
     if (colon == std::string_view::npos || colon == 0) return false;
     return uri.find_first_of("/?#") > colon;
   }
-  static std::string without_fragment(std::string_view uri) {
-    return std::string(uri.substr(0, uri.find('#')));
-  }
+  static std::string without_fragment(std::string_view uri) { return std::string(uri.substr(0, uri.find('#'))); }
   /// `ref` resolved against `base` (RFC 3986, without dot-segment removal).
   static std::string resolve_uri(const std::string& base, const std::string& ref) {
     if (has_scheme(ref)) return ref;
@@ -539,8 +538,10 @@ class Compiler {
     }
     if (const auto f = s.find("format"); f != s.end() && f->is_string()) {
       const std::string& name = f->get_ref<const std::string&>();
-      n.format = name == "date" ? Format::date : name == "time" ? Format::time
-                                        : name == "date-time" ? Format::date_time : Format::none;
+      n.format = name == "date"        ? Format::date
+                 : name == "time"      ? Format::time
+                 : name == "date-time" ? Format::date_time
+                                       : Format::none;
     }
     if (const auto u = s.find("uniqueItems"); u != s.end()) {
       need(*u, u->is_boolean(), "uniqueItems", "a boolean");
@@ -737,7 +738,8 @@ class Compiler {
             }
             loop += c_.nodes[w].at.empty() ? "#" : "#" + c_.nodes[w].at;
             refuse(c_.nodes[w].at, fmt::format("a loop of $ref / in-place subschemas that never moves into the "
-                                               "value, so a check would never end: {}", excerpt(loop, 300)));
+                                               "value, so a check would never end: {}",
+                                               excerpt(loop, 300)));
           }
           if (state[w] == 0) {
             state[w] = 1;
@@ -920,7 +922,7 @@ class Checker {
                                                      : is_date_time(s);
         if (!good) {
           CAIRN_SCHEMA_FAIL("format", fmt::format("{} is not a valid {}", got_value(v),
-                                                  n.format == Format::date ? "date (RFC 3339 full-date)"
+                                                  n.format == Format::date   ? "date (RFC 3339 full-date)"
                                                   : n.format == Format::time ? "time (RFC 3339 full-time)"
                                                                              : "date-time (RFC 3339)"));
         }
@@ -1106,12 +1108,14 @@ class Checker {
     if (integers || strings) {
       steps_ += v.size();
       if (steps_ > budget_) throw BudgetExceeded{};
-      return integers ? first_equal_key(v, [](const nlohmann::json& e) {
-        // Negative values (two's complement keeps their order) before the others.
-        return e.is_number_unsigned() || e.get<std::int64_t>() >= 0
-                   ? std::pair<int, std::uint64_t>{1, e.get<std::uint64_t>()}
-                   : std::pair<int, std::uint64_t>{0, static_cast<std::uint64_t>(e.get<std::int64_t>())};
-      })
+      return integers ? first_equal_key(v,
+                                        [](const nlohmann::json& e) {
+                                          // Negative values (two's complement keeps their order) before the others.
+                                          return e.is_number_unsigned() || e.get<std::int64_t>() >= 0
+                                                     ? std::pair<int, std::uint64_t>{1, e.get<std::uint64_t>()}
+                                                     : std::pair<int, std::uint64_t>{
+                                                           0, static_cast<std::uint64_t>(e.get<std::int64_t>())};
+                                        })
                       : first_equal_key(v, [](const nlohmann::json& e) {
                           return std::string_view(e.get_ref<const std::string&>());
                         });
@@ -1200,8 +1204,8 @@ CAIRN_INLINE std::optional<std::string> deeper_than(const nlohmann::json& j, std
 CAIRN_INLINE CompiledSchema::CompiledSchema(const nlohmann::json& schema, std::string_view what,
                                             const SchemaLimits& limits, bool unchecked_regexes) {
   if (!schema.is_object() && !schema.is_boolean()) {
-    throw invalid_argument(fmt::format("{}: a JSON Schema must be an object or a boolean, got {}", what,
-                                       schema.type_name()));
+    throw invalid_argument(
+        fmt::format("{}: a JSON Schema must be an object or a boolean, got {}", what, schema.type_name()));
   }
   if (const auto deep = detail::deeper_than(schema, limits.max_schema_depth)) {
     throw invalid_argument(fmt::format("{}: at {}: the schema is nested deeper than the limit of {} levels", what,
@@ -1226,8 +1230,7 @@ CAIRN_INLINE CompiledSchema::CompiledSchema(const nlohmann::json& schema, std::s
 CAIRN_INLINE const nlohmann::json& CompiledSchema::source() const { return compiled_->source; }
 
 CAIRN_INLINE std::vector<SchemaViolation> CompiledSchema::validate(const nlohmann::json& value,
-                                                                   std::size_t max_reported,
-                                                                   std::size_t* total) const {
+                                                                   std::size_t max_reported, std::size_t* total) const {
   std::vector<SchemaViolation> out;
   if (total) *total = 0;
   auto one = [&](std::string pointer, const char* rule, std::string message) {

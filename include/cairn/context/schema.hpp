@@ -67,8 +67,8 @@ inline std::string describe_violations(std::string_view label, const std::vector
   std::string out;
   for (const SchemaViolation& v : violations) {
     if (!out.empty()) out += "; ";
-    out += fmt::format("{} {}: {}: {}", label, v.pointer.empty() ? "(top level)" : detail::excerpt(v.pointer),
-                       v.rule, v.message);
+    out += fmt::format("{} {}: {}: {}", label, v.pointer.empty() ? "(top level)" : detail::excerpt(v.pointer), v.rule,
+                       v.message);
   }
   if (total > violations.size()) out += fmt::format("; and {} more", total - violations.size());
   return out;
@@ -115,7 +115,6 @@ inline std::string json_type_word(const nlohmann::json& v) {
   if (v.is_number()) return "number";
   return v.type_name();
 }
-
 
 }  // namespace detail
 

@@ -26,13 +26,13 @@ CAIRN_INLINE bool is_valid_tool_name(std::string_view name) noexcept {
 
 CAIRN_INLINE void ToolRegistry::add(Tool tool) {
   if (!is_valid_tool_name(tool.name)) {
-    throw invalid_argument(fmt::format(
-        "tool name: '{}' is not valid (expected 1 to 128 characters of [A-Za-z0-9_.-])", detail::excerpt(tool.name)));
+    throw invalid_argument(fmt::format("tool name: '{}' is not valid (expected 1 to 128 characters of [A-Za-z0-9_.-])",
+                                       detail::excerpt(tool.name)));
   }
   if (!tool.function) throw invalid_argument(fmt::format("tool '{}': function must be set", tool.name));
   if (!tool.input_schema.is_object()) {
-    throw invalid_argument(fmt::format("tool '{}': input_schema must be a JSON object, got {}", tool.name,
-                                       tool.input_schema.type_name()));
+    throw invalid_argument(
+        fmt::format("tool '{}': input_schema must be a JSON object, got {}", tool.name, tool.input_schema.type_name()));
   }
   CompiledSchema input(tool.input_schema, fmt::format("tool '{}': input_schema", tool.name), SchemaLimits{},
                        tool.unchecked_schema);
@@ -41,8 +41,8 @@ CAIRN_INLINE void ToolRegistry::add(Tool tool) {
     output.emplace(*tool.output_schema, fmt::format("tool '{}': output_schema", tool.name), SchemaLimits{},
                    tool.unchecked_schema);
   }
-  auto shared = std::make_shared<const RegisteredTool>(RegisteredTool{std::move(tool), std::move(input),
-                                                                      std::move(output)});
+  auto shared =
+      std::make_shared<const RegisteredTool>(RegisteredTool{std::move(tool), std::move(input), std::move(output)});
   std::unique_lock lock(mutex_);
   if (!by_name_.emplace(shared->tool.name, shared).second) {
     throw invalid_argument(fmt::format("tool '{}': a tool of that name is registered already", shared->tool.name));
@@ -75,7 +75,9 @@ CAIRN_INLINE std::size_t ToolRegistry::size() const {
 }
 
 CAIRN_INLINE void to_json(nlohmann::json& j, const OutputSpec& o) {
-  j = {{"name", o.name}, {"type", o.type.str()}, {"description", o.description},
+  j = {{"name", o.name},
+       {"type", o.type.str()},
+       {"description", o.description},
        {"purpose", o.purpose.empty() ? o.description : o.purpose}};
 }
 
@@ -174,7 +176,7 @@ CAIRN_INLINE void check_model_json_depth(const nlohmann::json& j, const JsonLimi
   }
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE ToolCall ToolCall::from_json(const nlohmann::json& j, const JsonLimits& limits) {
   detail::check_model_json_depth(j, limits, "tool call");
@@ -205,8 +207,8 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
   std::unordered_set<std::string_view> names;
   for (const OutputSpec& o : call.outputs) {
     if (!is_valid_artifact_name(o.name)) {
-      throw invalid_argument(fmt::format("{}: output name '{}' is not a valid artifact name", call.tool,
-                                         detail::excerpt(o.name)));
+      throw invalid_argument(
+          fmt::format("{}: output name '{}' is not a valid artifact name", call.tool, detail::excerpt(o.name)));
     }
     if (!names.insert(o.name).second) {
       throw invalid_argument(fmt::format("{}: output name '{}' is given twice", call.tool, o.name));
@@ -369,11 +371,11 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
     // not one step; a late attempt that stores at the very moment the other stores conflicts in store_if instead.
     const auto head = ctx.run()->journal()->info(ctx.tenant_id(), ctx.run()->run_id());
     if (head && head->last_seq != ctx.run()->seq()) {
-      throw conflict(fmt::format("call '{}': another worker moved run '{}' on (to seq {}) while attempt {} ran; its "
-                                 "outputs are not stored (reopen the run)",
-                                 detail::excerpt(out.call_id), detail::excerpt(ctx.run()->run_id()), head->last_seq,
-                                 out.attempt),
-                     ctx.run()->seq(), head->last_seq);
+      throw conflict(
+          fmt::format("call '{}': another worker moved run '{}' on (to seq {}) while attempt {} ran; its "
+                      "outputs are not stored (reopen the run)",
+                      detail::excerpt(out.call_id), detail::excerpt(ctx.run()->run_id()), head->last_seq, out.attempt),
+          ctx.run()->seq(), head->last_seq);
     }
   }
   std::vector<ArtifactPtr> stored;
@@ -415,7 +417,7 @@ CAIRN_INLINE ExecutionResult execute_unobserved(const ToolCall& call, ExecutionC
   return out;
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
                                      const ExecuteOptions& options) {

@@ -83,11 +83,11 @@ class ToolFunction {
   ToolFunction(F&& f) : fn_(std::forward<F>(f)) {}
 
   /// A callable that takes only the inputs: every tool written before ToolInvocation existed (implicit).
-  template <class F, std::enable_if_t<!std::is_same_v<std::decay_t<F>, ToolFunction> &&
-                                          !std::is_invocable_v<std::decay_t<F>&, const nlohmann::json&,
-                                                               const ToolInvocation&> &&
-                                          std::is_invocable_r_v<ToolResult, std::decay_t<F>&, const nlohmann::json&>,
-                                      long> = 0>
+  template <class F,
+            std::enable_if_t<!std::is_same_v<std::decay_t<F>, ToolFunction> &&
+                                 !std::is_invocable_v<std::decay_t<F>&, const nlohmann::json&, const ToolInvocation&> &&
+                                 std::is_invocable_r_v<ToolResult, std::decay_t<F>&, const nlohmann::json&>,
+                             long> = 0>
   ToolFunction(F&& f) : fn_(inputs_only(std::decay_t<F>(std::forward<F>(f)))) {}
 
   explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
@@ -369,9 +369,8 @@ std::string input_hash(const nlohmann::json& inputs);
 /// EventKind::tool_call event when it ends: subject the tool's name, operation "execute" ("replay" when answered from
 /// the journal), the whole call's duration, bytes_in the resolved inputs' JSON text, bytes_out the stored outputs',
 /// items the outputs stored; a failed tool reports errc::generic and its reason, a throw the exception's code.
-[[nodiscard]]
-ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
-                        const ExecuteOptions& options);
+[[nodiscard]] ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                                      const ExecuteOptions& options);
 
 namespace detail {
 
@@ -381,9 +380,8 @@ ExecutionResult execute_unobserved(const ToolCall& call, ExecutionContext& ctx, 
 }  // namespace detail
 
 /// The same with only resolve options.
-[[nodiscard]]
-ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
-                        const ResolveOptions& options = {});
+[[nodiscard]] ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx, const ToolRegistry& registry,
+                                      const ResolveOptions& options = {});
 
 CAIRN_END_NAMESPACE
 

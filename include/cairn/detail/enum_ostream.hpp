@@ -9,9 +9,8 @@
 
 #include <iosfwd>
 
-#define CAIRN_DETAIL_ENUM_OSTREAM(E)                                                        \
-  template <class CairnCh, class CairnTr>                                                   \
-  std::basic_ostream<CairnCh, CairnTr>& operator<<(std::basic_ostream<CairnCh, CairnTr>& os, \
-                                                    E value) {                              \
-    return os << to_string(value);                                                          \
+#define CAIRN_DETAIL_ENUM_OSTREAM(E)                                                                    \
+  template <class CairnCh, class CairnTr>                                                               \
+  std::basic_ostream<CairnCh, CairnTr>& operator<<(std::basic_ostream<CairnCh, CairnTr>& os, E value) { \
+    return os << to_string(value);                                                                      \
   }

@@ -38,8 +38,7 @@ CAIRN_INLINE nlohmann::json parse_json(std::string_view text, const JsonLimits& 
   }
   // The callback sees the depth of every container start; stopping there keeps the partial value shallow.
   auto guard = [max_depth, what](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start ||
-         event == nlohmann::json::parse_event_t::array_start) &&
+    if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
         depth >= max_depth) {
       throw limit_exceeded(fmt::format("{}: JSON nesting is deeper than the limit of {} levels", what, max_depth));
     }

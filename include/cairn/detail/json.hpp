@@ -93,9 +93,7 @@ inline std::size_t json_text_size(const nlohmann::json& value) {
       // format_int and fmt::format go through code libfmt compiled once; fmt::formatted_size would instantiate
       // fmt's whole formatting engine in every translation unit (about a second of g++ time, docs/performance.md).
       case nlohmann::json::value_t::number_integer: total += fmt::format_int(node->get<std::int64_t>()).size(); break;
-      case nlohmann::json::value_t::number_unsigned:
-        total += fmt::format_int(node->get<std::uint64_t>()).size();
-        break;
+      case nlohmann::json::value_t::number_unsigned: total += fmt::format_int(node->get<std::uint64_t>()).size(); break;
       case nlohmann::json::value_t::number_float: {
         // The shortest text that reads back as the same double, as nlohmann writes it (".0" added to a number
         // that would read back as an integer), without building a string.

@@ -35,12 +35,13 @@ CAIRN_INLINE std::string_view dot_color(GoalStatus s) {
   return "white";
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE std::string to_dot(const GoalStack& stack, std::string_view graph_name) {
-  std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
-                                "fontname=\"Helvetica\"];\n",
-                                detail::dot_escape(graph_name));
+  std::string out = fmt::format(
+      "digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
+      "fontname=\"Helvetica\"];\n",
+      detail::dot_escape(graph_name));
   const auto& ids = stack.ids();
   std::unordered_map<std::string_view, std::size_t> position;
   for (std::size_t i = 0; i < ids.size(); ++i) position.emplace(ids[i], i);

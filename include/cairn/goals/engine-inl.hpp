@@ -74,8 +74,8 @@ CAIRN_INLINE std::vector<std::string> GoalEngine::handle_turn(const std::string&
   Interpretation in = parts_.interpreter->interpret(message, current, evidence);
   check_interpretation(in);
   if (in.action == Interpretation::Action::abandon_goal && !in.target.empty() && !stack_.find(in.target)) {
-    throw invalid_argument(fmt::format("interpretation: abandon_goal names goal '{}', which does not exist",
-                                       detail::excerpt(in.target)));
+    throw invalid_argument(
+        fmt::format("interpretation: abandon_goal names goal '{}', which does not exist", detail::excerpt(in.target)));
   }
 
   std::vector<std::string> said;
@@ -140,8 +140,12 @@ CAIRN_INLINE nlohmann::json GoalEngine::to_json() const {
   nlohmann::json j = stack_.to_json();
   nlohmann::json artifacts = nlohmann::json::array();
   for (const auto& a : artifacts_) artifacts.push_back({{"name", a.name}, {"id", a.id}, {"version", a.version}});
-  return {{"format", "cairn.goal_engine"}, {"version", 1},           {"next_id", next_id_},
-          {"goals", std::move(j["goals"])}, {"stack", std::move(j["stack"])}, {"artifacts", std::move(artifacts)}};
+  return {{"format", "cairn.goal_engine"},
+          {"version", 1},
+          {"next_id", next_id_},
+          {"goals", std::move(j["goals"])},
+          {"stack", std::move(j["stack"])},
+          {"artifacts", std::move(artifacts)}};
 }
 
 CAIRN_INLINE void GoalEngine::restore(const nlohmann::json& state) {
@@ -172,8 +176,8 @@ CAIRN_INLINE void GoalEngine::restore_state(const nlohmann::json& state) {
     std::size_t depth = 0;
     for (const Goal* p = &g; !p->parent.empty(); p = stack.find(p->parent)) {
       if (++depth > options_.max_depth) {
-        throw invalid_goal(fmt::format("goal engine state: goal {} is deeper than max_depth {}", g.id,
-                                       options_.max_depth));
+        throw invalid_goal(
+            fmt::format("goal engine state: goal {} is deeper than max_depth {}", g.id, options_.max_depth));
       }
     }
   }
@@ -187,8 +191,8 @@ CAIRN_INLINE void GoalEngine::restore_state(const nlohmann::json& state) {
     in.object(a, path);
     Binding b{in.string(a, "name", path), in.string(a, "id", path, true, true), 0};
     const auto* v = detail::GoalReader::find(a, "version");
-    if (!v || !v->is_number_unsigned() || v->get<std::uint64_t>() == 0) in.fail(path + ".version",
-        "expected a positive integer");
+    if (!v || !v->is_number_unsigned() || v->get<std::uint64_t>() == 0)
+      in.fail(path + ".version", "expected a positive integer");
     b.version = v->get<std::uint64_t>();
     if (!ExecutionContext::is_valid_name(b.name)) in.fail(path + ".name", "not a valid artifact name");
     if (!ctx_.has_artifact(b.name)) {
@@ -722,7 +726,8 @@ CAIRN_INLINE GoalEngine::Step GoalEngine::use_tool(const std::string& id) {
   const std::string key = tool_output_key(g);
   // The call is named after its goal, so a turn re-handled after a crash asks for the same call, which a durable
   // run then answers from its journal instead of running the tool again.
-  ToolCall call{tool_name, std::move(args),
+  ToolCall call{tool_name,
+                std::move(args),
                 {OutputSpec{key, ArtifactType::data, fmt::format("Result from {}", tool_name),
                             fmt::format("Evidence {} for goal '{}'", key, g.gloss)}},
                 "goal-" + id};

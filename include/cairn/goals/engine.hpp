@@ -185,7 +185,6 @@ class GoalEngine : private RunParticipant {
  private:
   void restore_state(const nlohmann::json& state);
 
-
  public:
   /// The same from text (a file, a database column), parsed within `limits`.
   void restore_text(std::string_view text, const JsonLimits& limits = {});
@@ -298,7 +297,7 @@ class GoalEngine : private RunParticipant {
   std::unordered_map<std::string, std::size_t> binding_index_;
   std::vector<std::string>* said_ = nullptr;  // the messages of the turn being handled
   Run* run_ = nullptr;
-  nlohmann::json recorded_;  // the state as the run last recorded it (the base of the next patch)
+  nlohmann::json recorded_;        // the state as the run last recorded it (the base of the next patch)
   std::uint64_t patched_seq_ = 0;  // the last patch a replay applied to recorded_, not rebuilt from yet (0: none)
 };
 

@@ -20,8 +20,8 @@ CAIRN_INLINE std::string_view to_string(GoalStatus s) noexcept {
 }
 
 CAIRN_INLINE std::optional<GoalStatus> goal_status_from_string(std::string_view text) noexcept {
-  for (GoalStatus s : {GoalStatus::pending, GoalStatus::active, GoalStatus::achieved, GoalStatus::abandoned,
-                       GoalStatus::blocked}) {
+  for (GoalStatus s :
+       {GoalStatus::pending, GoalStatus::active, GoalStatus::achieved, GoalStatus::abandoned, GoalStatus::blocked}) {
     if (to_string(s) == text) return s;
   }
   return std::nullopt;
@@ -191,7 +191,7 @@ CAIRN_INLINE void check_goal_predicate(const Predicate& p, const std::string& wh
   }
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE Goal goal_from_json(const nlohmann::json& j, const std::string& label) {
   const detail::GoalReader in(label);
@@ -233,8 +233,8 @@ CAIRN_INLINE Goal goal_from_json(const nlohmann::json& j, const std::string& lab
   const std::string status = at.string(j, "status", "");
   const auto s = goal_status_from_string(status);
   if (!s) {
-    at.fail("status", fmt::format("'{}' is not one of pending, active, achieved, abandoned, blocked",
-                                  detail::excerpt(status)));
+    at.fail("status",
+            fmt::format("'{}' is not one of pending, active, achieved, abandoned, blocked", detail::excerpt(status)));
   }
   g.status = *s;
   g.done_when = detail::read_conditions(j, at, "");

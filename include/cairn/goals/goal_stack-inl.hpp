@@ -76,9 +76,10 @@ CAIRN_INLINE void GoalStack::add_evidence(const std::string& id, const std::stri
 CAIRN_INLINE void GoalStack::set_decomposition(const std::string& id, Decomposition decomposition) {
   Goal& g = get(id);
   if (decomposition.children.size() > Decomposition::max_children) {
-    throw limit_exceeded(fmt::format("goal stack: '{}' would have {} children, more than the limit of {} "
-                                     "(Decomposition::max_children)",
-                                     id, decomposition.children.size(), Decomposition::max_children));
+    throw limit_exceeded(
+        fmt::format("goal stack: '{}' would have {} children, more than the limit of {} "
+                    "(Decomposition::max_children)",
+                    id, decomposition.children.size(), Decomposition::max_children));
   }
   for (const std::string& c : decomposition.children) {
     const Goal* child = find(c);
@@ -170,12 +171,11 @@ CAIRN_INLINE GoalStack GoalStack::from_json(const nlohmann::json& goals_array, c
     if (!g.parent.empty()) {
       const Goal* p = out.find(g.parent);
       if (!p) {
-        throw invalid_goal(fmt::format("goal stack: goal {}: parent '{}' does not exist", g.id,
-                                       detail::excerpt(g.parent)));
+        throw invalid_goal(
+            fmt::format("goal stack: goal {}: parent '{}' does not exist", g.id, detail::excerpt(g.parent)));
       }
       if (!p->decomposition || !listed.count(p->id + '\0' + g.id)) {
-        throw invalid_goal(
-            fmt::format("goal stack: goal {}: its parent {} does not list it as a child", g.id, p->id));
+        throw invalid_goal(fmt::format("goal stack: goal {}: its parent {} does not list it as a child", g.id, p->id));
       }
     }
     if (g.decomposition) {
@@ -216,13 +216,14 @@ CAIRN_INLINE GoalStack GoalStack::from_json(const nlohmann::json& goals_array, c
     const auto& id = (*stack)[i];
     if (!id.is_string()) in.fail(fmt::format("stack[{}]", i), "expected a goal id");
     const Goal* g = out.find(id.get_ref<const std::string&>());
-    if (!g) in.fail(fmt::format("stack[{}]", i), fmt::format("goal '{}' does not exist",
-        detail::excerpt(id.get<std::string>())));
-    if (!on_stack.insert(g->id).second) in.fail(fmt::format("stack[{}]", i),
-        fmt::format("goal {} is on the stack twice", g->id));
+    if (!g)
+      in.fail(fmt::format("stack[{}]", i),
+              fmt::format("goal '{}' does not exist", detail::excerpt(id.get<std::string>())));
+    if (!on_stack.insert(g->id).second)
+      in.fail(fmt::format("stack[{}]", i), fmt::format("goal {} is on the stack twice", g->id));
     if (is_final(g->status)) {
-      in.fail(fmt::format("stack[{}]", i), fmt::format("goal {} is {} and cannot be on the stack", g->id,
-                                                        to_string(g->status)));
+      in.fail(fmt::format("stack[{}]", i),
+              fmt::format("goal {} is {} and cannot be on the stack", g->id, to_string(g->status)));
     }
     out.stack_.push_back(g->id);
   }

@@ -63,9 +63,9 @@ CAIRN_INLINE void check_interpretation(const Interpretation& i) {
       break;
     case Interpretation::Action::add_evidence:
       if (bad_key(i.key)) {
-        throw invalid_argument(fmt::format(
-            "interpretation: evidence key '{}' is not valid (expected [A-Za-z_][A-Za-z0-9_-]{{0,127}})",
-            detail::excerpt(i.key)));
+        throw invalid_argument(
+            fmt::format("interpretation: evidence key '{}' is not valid (expected [A-Za-z_][A-Za-z0-9_-]{{0,127}})",
+                        detail::excerpt(i.key)));
       }
       if (i.value.is_null()) throw invalid_argument(fmt::format("interpretation: evidence {} has no value", i.key));
       break;
@@ -148,16 +148,16 @@ CAIRN_INLINE void check_plan(const GoalPlan& plan, const std::string& goal_id) {
     for (std::size_t c = 0; c < s.done_when.size(); ++c) {
       const Condition& cond = s.done_when[c];
       if (cond.kind == Condition::Kind::has_evidence && !is_valid_artifact_name(cond.key)) {
-        throw invalid_goal(fmt::format("{}: done_when[{}].key: '{}' is not a valid evidence key", at, c,
-                                       detail::excerpt(cond.key)));
+        throw invalid_goal(
+            fmt::format("{}: done_when[{}].key: '{}' is not a valid evidence key", at, c, detail::excerpt(cond.key)));
       }
       if (cond.kind == Condition::Kind::predicate_true && cond.predicate.name.empty()) {
         throw invalid_goal(fmt::format("{}: done_when[{}].predicate.name must not be empty", at, c));
       }
     }
     if (!s.id.empty() && !by_id.emplace(s.id, i).second) {
-      throw invalid_goal(fmt::format("{}: id '{}' is used by subgoals[{}] already", at, detail::excerpt(s.id),
-                                     by_id[s.id]));
+      throw invalid_goal(
+          fmt::format("{}: id '{}' is used by subgoals[{}] already", at, detail::excerpt(s.id), by_id[s.id]));
     }
   }
   for (std::size_t i = 0; i < plan.subgoals.size(); ++i) {
@@ -166,8 +166,8 @@ CAIRN_INLINE void check_plan(const GoalPlan& plan, const std::string& goal_id) {
     const std::string at = fmt::format("{}: subgoals[{}]", where, i);
     const auto it = by_id.find(s.parent);
     if (it == by_id.end()) {
-      throw invalid_goal(fmt::format("{}: parent '{}' is not the id of a subgoal in this plan", at,
-                                     detail::excerpt(s.parent)));
+      throw invalid_goal(
+          fmt::format("{}: parent '{}' is not the id of a subgoal in this plan", at, detail::excerpt(s.parent)));
     }
     if (plan.subgoals[it->second].predicate.name != Predicate::composite) {
       throw invalid_goal(fmt::format("{}: parent '{}' is not a composite subgoal", at, s.parent));
@@ -194,8 +194,8 @@ CAIRN_INLINE std::vector<std::size_t> subgoal_depths(const GoalPlan& plan, const
     while (depth[j] == 0) {
       if (on_path[j]) {
         const SubgoalSpec& s = plan.subgoals[i];
-        throw invalid_goal(fmt::format("{}: subgoals[{}]: parent ids form a cycle ('{}' is its own ancestor)", where,
-                                       i, s.id.empty() ? s.gloss : s.id));
+        throw invalid_goal(fmt::format("{}: subgoals[{}]: parent ids form a cycle ('{}' is its own ancestor)", where, i,
+                                       s.id.empty() ? s.gloss : s.id));
       }
       on_path[j] = 1;
       path.push_back(j);

@@ -56,8 +56,7 @@ void check_interpretation(const Interpretation& i);
 class MessageInterpreter {
  public:
   virtual ~MessageInterpreter() = default;
-  virtual Interpretation interpret(const std::string& message, const Goal* current,
-                                   const nlohmann::json& evidence) = 0;
+  virtual Interpretation interpret(const std::string& message, const Goal* current, const nlohmann::json& evidence) = 0;
 };
 
 // ---- GoalPlanner ---------------------------------------------------------------------------------------------------

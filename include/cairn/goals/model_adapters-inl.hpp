@@ -18,8 +18,8 @@ CAIRN_INLINE std::string output_instructions(const nlohmann::json& schema) {
 }
 
 CAIRN_INLINE const nlohmann::json& ReplyReader::object(const nlohmann::json& j, std::string_view field) const {
-  if (!j.is_object()) fail(field.empty() ? "the reply" : field, fmt::format("expected an object, got {}",
-      j.type_name()));
+  if (!j.is_object())
+    fail(field.empty() ? "the reply" : field, fmt::format("expected an object, got {}", j.type_name()));
   return j;
 }
 
@@ -34,7 +34,7 @@ CAIRN_INLINE std::string ReplyReader::string(const nlohmann::json& obj, const ch
   return it->get<std::string>();
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE nlohmann::json interpret_message_schema() {
   return nlohmann::json::parse(R"({
@@ -100,8 +100,8 @@ CAIRN_INLINE Interpretation read_interpretation(const nlohmann::json& j) {
   } else if (action == "continue") {
     out.action = Interpretation::Action::continue_;
   } else {
-    in.fail("action", fmt::format("'{}' is not one of new_goal, add_evidence, abandon_goal, continue",
-                                  detail::excerpt(action)));
+    in.fail("action",
+            fmt::format("'{}' is not one of new_goal, add_evidence, abandon_goal, continue", detail::excerpt(action)));
   }
   try {
     check_interpretation(out);
@@ -113,8 +113,8 @@ CAIRN_INLINE Interpretation read_interpretation(const nlohmann::json& j) {
 
 CAIRN_INLINE Interpretation ModelInterpreter::interpret(const std::string& message, const Goal* current,
                                                         const nlohmann::json& evidence) {
-  return detail::ask_model(model_, render_interpret_prompt(message, current, evidence), "interpret-message",
-                           options_, read_interpretation);
+  return detail::ask_model(model_, render_interpret_prompt(message, current, evidence), "interpret-message", options_,
+                           read_interpretation);
 }
 
 CAIRN_INLINE nlohmann::json execute_gather_schema() {

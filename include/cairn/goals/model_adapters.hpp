@@ -49,9 +49,9 @@ auto ask_model(const ModelFunction& model, const std::string& prompt, std::strin
   std::string error;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const std::string text =
-        attempt == 0 ? prompt
-                     : fmt::format("{}\n\nYour previous reply was rejected: {}\nReply again, with JSON only.", prompt,
-                                   error);
+        attempt == 0
+            ? prompt
+            : fmt::format("{}\n\nYour previous reply was rejected: {}\nReply again, with JSON only.", prompt, error);
     const std::string reply = model(text);
     try {
       return read(parse_json(strip_code_fence(reply), options.limits, fmt::format("{} reply", what)));

@@ -12,10 +12,10 @@ CAIRN_BEGIN_NAMESPACE
 namespace detail {
 CAIRN_INLINE bool is_sop_stopword(std::string_view w) {
   static const std::unordered_set<std::string_view> words = {
-      "a",    "an",  "the",  "to",    "for",  "of",   "me",   "my",    "i",     "you",  "your", "and",
-      "or",   "in",  "on",   "at",    "with", "from", "by",   "please", "some", "any",  "this", "that",
-      "is",   "are", "be",   "it",    "its",  "which", "what", "will",  "would", "can", "could", "all",
-      "them", "their", "they", "we",  "our",  "us",   "want", "wants", "need",  "needs", "get"};
+      "a",    "an",    "the",  "to", "for",  "of",    "me",   "my",     "i",     "you",   "your",  "and",
+      "or",   "in",    "on",   "at", "with", "from",  "by",   "please", "some",  "any",   "this",  "that",
+      "is",   "are",   "be",   "it", "its",  "which", "what", "will",   "would", "can",   "could", "all",
+      "them", "their", "they", "we", "our",  "us",    "want", "wants",  "need",  "needs", "get"};
   return words.count(w) > 0;
 }
 
@@ -81,7 +81,7 @@ CAIRN_INLINE std::string_view to_string(SopVerb v) {
   return "execute";
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE Sop Sop::parse(std::string_view text, const JsonLimits& limits, std::string_view what) {
   const nlohmann::json j = detail::parse_json(text, limits, what);  // size, depth and syntax, with cairn's messages
@@ -131,15 +131,15 @@ CAIRN_INLINE SubgoalSpec Sop::step_goal(std::size_t index) const {
   };
   for (std::size_t k = 0; k < step.done_when.size(); ++k) {
     if (!is_valid_artifact_name(step.done_when[k])) {
-      fail(fmt::format(".done_when[{}]", k), fmt::format("'{}' is not a valid evidence key",
-           detail::excerpt(step.done_when[k])));
+      fail(fmt::format(".done_when[{}]", k),
+           fmt::format("'{}' is not a valid evidence key", detail::excerpt(step.done_when[k])));
     }
   }
   // The one key the step's action produces, when it produces one.
   auto produced_key = [&](std::string fallback) {
     if (step.done_when.size() > 1) {
-      fail(".done_when", fmt::format("{} step produces one key, so '{}' would never appear", article(verb),
-                                     step.done_when[1]));
+      fail(".done_when",
+           fmt::format("{} step produces one key, so '{}' would never appear", article(verb), step.done_when[1]));
     }
     return step.done_when.empty() ? std::move(fallback) : step.done_when.front();
   };
@@ -156,8 +156,8 @@ CAIRN_INLINE SubgoalSpec Sop::step_goal(std::size_t index) const {
   switch (verb) {
     case detail::SopVerb::gather: {
       const std::string key = produced_key(detail::sop_slug(words, 1));
-      if (key.empty()) fail(".gloss",
-          "a gather step needs words after the verb (or a done_when key) to name what it gathers");
+      if (key.empty())
+        fail(".gloss", "a gather step needs words after the verb (or a done_when key) to name what it gathers");
       spec.predicate = Predicate{std::string(Predicate::gather_info), {{"key", key}}};
       if (!step.prompt.empty()) spec.predicate.args["prompt"] = step.prompt;
       spec.done_when = {Condition::has_evidence(key)};
@@ -200,8 +200,8 @@ CAIRN_INLINE SubgoalSpec Sop::step_goal(std::size_t index) const {
       std::string name = detail::sop_slug(words, 0);
       spec.predicate = Predicate{std::string(Predicate::confirm), nlohmann::json::object()};
       if (!step.prompt.empty()) spec.predicate.args["question"] = step.prompt;
-      spec.done_when = {Condition::predicate_true(
-          Predicate{name, {{"gloss", step.gloss}, {"sop_id", id}, {"step_index", index}}})};
+      spec.done_when = {
+          Condition::predicate_true(Predicate{name, {{"gloss", step.gloss}, {"sop_id", id}, {"step_index", index}}})};
       break;
     }
     case detail::SopVerb::execute: {
@@ -227,8 +227,8 @@ CAIRN_INLINE void to_json(nlohmann::json& j, const Sop& s) {
     if (!st.prompt.empty()) o["prompt"] = st.prompt;
     steps.push_back(std::move(o));
   }
-  j = {{"id", s.id},         {"title", s.title},   {"intent", s.intent}, {"description", s.description},
-       {"inputs", inputs},   {"steps", steps}};
+  j = {{"id", s.id},       {"title", s.title}, {"intent", s.intent}, {"description", s.description},
+       {"inputs", inputs}, {"steps", steps}};
 }
 
 CAIRN_INLINE void SopRegistry::add(Sop sop) {

@@ -84,8 +84,7 @@ struct Sop {
   static Sop from_json(const nlohmann::json& j, std::string_view what = "sop");
   /// nlohmann::ordered_json keeps the document's order. A template only so that a program that never passes an
   /// ordered_json does not instantiate a second JSON type (about a tenth of what including cairn.hpp costs).
-  template <class OrderedJson,
-            std::enable_if_t<std::is_same_v<OrderedJson, nlohmann::ordered_json>, int> = 0>
+  template <class OrderedJson, std::enable_if_t<std::is_same_v<OrderedJson, nlohmann::ordered_json>, int> = 0>
   static Sop from_json(const OrderedJson& j, std::string_view what = "sop");
 
   /// The subgoal for step `index` (what the verb table above says). Throws cairn::invalid_template for a step
@@ -301,8 +300,8 @@ struct SopRetrieval {
 };
 
 struct SopPlannerOptions {
-  double min_score = 0.5;  ///< lexical matches scoring lower do not count
-  SopMatcher matcher;      ///< replaces the lexical match when set
+  double min_score = 0.5;                 ///< lexical matches scoring lower do not count
+  SopMatcher matcher;                     ///< replaces the lexical match when set
   std::shared_ptr<GoalPlanner> fallback;  ///< plans goals no SOP fits
   /// When set, goals no SOP matches by name (the matcher, else the lexical match) are matched by search.
   std::optional<SopRetrieval> retrieve;

@@ -62,7 +62,7 @@ CAIRN_INLINE bool closes_fence(std::string_view line, const Fence& open) noexcep
   return f && f->ch == open.ch && f->length >= open.length && f->info.empty();
 }
 
-}
+}  // namespace detail::handoff
 
 CAIRN_INLINE ParsedReply parse_reply(std::string_view reply, const ReplyLimits& limits) {
   if (reply.size() > limits.max_bytes) {

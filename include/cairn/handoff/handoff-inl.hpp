@@ -34,12 +34,24 @@ CAIRN_INLINE std::string_view mime_for_fence(std::string_view info) noexcept {
     std::string_view info, mime;
   };
   static constexpr Entry table[] = {
-      {"markdown", "text/markdown"}, {"md", "text/markdown"},      {"json", "application/json"},
-      {"html", "text/html"},         {"csv", "text/csv"},          {"text", "text/plain"},
-      {"txt", "text/plain"},         {"plain", "text/plain"},      {"yaml", "application/yaml"},
-      {"yml", "application/yaml"},   {"xml", "application/xml"},   {"python", "text/x-python"},
-      {"py", "text/x-python"},       {"cpp", "text/x-c++src"},     {"c++", "text/x-c++src"},
-      {"sql", "application/sql"},    {"javascript", "text/javascript"}, {"js", "text/javascript"},
+      {"markdown", "text/markdown"},
+      {"md", "text/markdown"},
+      {"json", "application/json"},
+      {"html", "text/html"},
+      {"csv", "text/csv"},
+      {"text", "text/plain"},
+      {"txt", "text/plain"},
+      {"plain", "text/plain"},
+      {"yaml", "application/yaml"},
+      {"yml", "application/yaml"},
+      {"xml", "application/xml"},
+      {"python", "text/x-python"},
+      {"py", "text/x-python"},
+      {"cpp", "text/x-c++src"},
+      {"c++", "text/x-c++src"},
+      {"sql", "application/sql"},
+      {"javascript", "text/javascript"},
+      {"js", "text/javascript"},
   };
   for (const auto& e : table) {
     if (e.info.size() == info.size() && starts_with_nocase(info, e.info)) return e.mime;
@@ -47,7 +59,7 @@ CAIRN_INLINE std::string_view mime_for_fence(std::string_view info) noexcept {
   return {};
 }
 
-}
+}  // namespace detail::handoff
 
 CAIRN_INLINE Handoff::Handoff(std::shared_ptr<ArtifactStore> store, std::string tenant_id, HandoffOptions options)
     : store_(std::move(store)), tenant_id_(std::move(tenant_id)), options_(std::move(options)) {
@@ -60,8 +72,8 @@ CAIRN_INLINE Handoff::Handoff(std::shared_ptr<ArtifactStore> store, std::string 
     prefix_ok = prefix_ok && (detail::is_ascii_alpha(c) || detail::is_ascii_digit(c) || c == '_' || c == '-');
   }
   if (!prefix_ok) {
-    throw invalid_argument(fmt::format(
-        "HandoffOptions::id_prefix: '{}' must match [A-Za-z0-9][A-Za-z0-9_-]{{0,63}}", detail::excerpt(prefix)));
+    throw invalid_argument(fmt::format("HandoffOptions::id_prefix: '{}' must match [A-Za-z0-9][A-Za-z0-9_-]{{0,63}}",
+                                       detail::excerpt(prefix)));
   }
   if (options_.id_length < 1 || options_.id_length > 64) {
     throw invalid_argument(
@@ -134,10 +146,10 @@ CAIRN_INLINE ArtifactPtr Handoff::store_artifact(const ArtifactBlock& block, con
     } catch (const conflict&) {
     }
   }
-  throw limit_exceeded(fmt::format(
-      "handoff: no free artifact id '{}_' + {} random characters after {} attempts in tenant '{}'; "
-      "raise HandoffOptions::id_length",
-      options_.id_prefix, options_.id_length, options_.max_id_attempts, detail::excerpt(tenant_id_)));
+  throw limit_exceeded(
+      fmt::format("handoff: no free artifact id '{}_' + {} random characters after {} attempts in tenant '{}'; "
+                  "raise HandoffOptions::id_length",
+                  options_.id_prefix, options_.id_length, options_.max_id_attempts, detail::excerpt(tenant_id_)));
 }
 
 CAIRN_INLINE HandoffResult Handoff::accept_reply(std::string_view reply, const std::string& agent) const {

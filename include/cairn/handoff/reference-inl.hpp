@@ -21,10 +21,14 @@ CAIRN_INLINE std::optional<std::uint32_t> numeric_reference(std::string_view ent
   std::uint32_t cp = 0;
   for (char c : digits) {
     unsigned d;
-    if (c >= '0' && c <= '9') d = static_cast<unsigned>(c - '0');
-    else if (base == 16 && c >= 'a' && c <= 'f') d = static_cast<unsigned>(c - 'a' + 10);
-    else if (base == 16 && c >= 'A' && c <= 'F') d = static_cast<unsigned>(c - 'A' + 10);
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      d = static_cast<unsigned>(c - '0');
+    else if (base == 16 && c >= 'a' && c <= 'f')
+      d = static_cast<unsigned>(c - 'a' + 10);
+    else if (base == 16 && c >= 'A' && c <= 'F')
+      d = static_cast<unsigned>(c - 'A' + 10);
+    else
+      return std::nullopt;
     cp = cp * base + d;
   }
   // XML allows no NUL, no surrogates and nothing past U+10FFFF.
@@ -123,7 +127,7 @@ CAIRN_INLINE std::optional<std::size_t> find_close_tag(std::string_view text, st
   return std::nullopt;
 }
 
-}
+}  // namespace detail::handoff
 
 CAIRN_INLINE std::string xml_escape(std::string_view text) {
   std::string out;
@@ -163,12 +167,18 @@ CAIRN_INLINE std::string xml_unescape(std::string_view text) {
       continue;
     }
     const std::string_view entity = text.substr(amp, semi + 1);
-    if (entity == "&amp;") out.push_back('&');
-    else if (entity == "&lt;") out.push_back('<');
-    else if (entity == "&gt;") out.push_back('>');
-    else if (entity == "&quot;") out.push_back('"');
-    else if (entity == "&apos;") out.push_back('\'');
-    else if (const auto cp = detail::handoff::numeric_reference(entity)) detail::append_utf8(out, *cp);
+    if (entity == "&amp;")
+      out.push_back('&');
+    else if (entity == "&lt;")
+      out.push_back('<');
+    else if (entity == "&gt;")
+      out.push_back('>');
+    else if (entity == "&quot;")
+      out.push_back('"');
+    else if (entity == "&apos;")
+      out.push_back('\'');
+    else if (const auto cp = detail::handoff::numeric_reference(entity))
+      detail::append_utf8(out, *cp);
     else {
       out.push_back('&');
       i = amp + 1;

@@ -25,8 +25,7 @@ CAIRN_INLINE RevealPolicy parse_reveal_policy(std::string_view name) {
   if (name == "none") return RevealPolicy::none;
   if (name == "summary") return RevealPolicy::summary;
   if (name == "full") return RevealPolicy::full;
-  throw invalid_argument(
-      fmt::format("reveal policy: '{}' is not one of none, summary, full", detail::excerpt(name)));
+  throw invalid_argument(fmt::format("reveal policy: '{}' is not one of none, summary, full", detail::excerpt(name)));
 }
 
 CAIRN_INLINE std::optional<std::string> artifact_text(const ArtifactRecord& record) {
@@ -39,15 +38,16 @@ CAIRN_INLINE RevealResult reveal(std::string_view text, RevealPolicy policy, con
                                  const std::string& tenant_id, const RevealOptions& options) {
   detail::check_tenant(tenant_id);
   if (text.size() > options.max_input_bytes) {
-    throw limit_exceeded(fmt::format("reveal: text is {} bytes, more than the limit of {} bytes "
-                                     "(RevealOptions::max_input_bytes)",
-                                     text.size(), options.max_input_bytes));
+    throw limit_exceeded(
+        fmt::format("reveal: text is {} bytes, more than the limit of {} bytes "
+                    "(RevealOptions::max_input_bytes)",
+                    text.size(), options.max_input_bytes));
   }
 
   // One lookup per id. A string value is appended straight from the shared record, never copied into the cache.
   struct Lookup {
-    ArtifactPtr record;          // null: unresolved
-    std::string replacement;     // what replaces the reference, unless it is the record's string value
+    ArtifactPtr record;       // null: unresolved
+    std::string replacement;  // what replaces the reference, unless it is the record's string value
     bool use_string_value = false;
   };
   std::unordered_map<std::string, Lookup> cache;
@@ -82,11 +82,10 @@ CAIRN_INLINE RevealResult reveal(std::string_view text, RevealPolicy policy, con
   // `id` is null for plain text between references.
   auto append = [&](std::string_view piece, std::size_t at, const std::string* id) {
     if (result.text.size() + piece.size() > options.max_output_bytes) {
-      throw limit_exceeded(fmt::format("reveal: the text would grow past {} bytes (RevealOptions::max_output_bytes) "
-                                       "at {} at offset {}",
-                                       options.max_output_bytes,
-                                       id ? fmt::format("the reference to '{}'", detail::excerpt(*id)) : "text",
-                                       at));
+      throw limit_exceeded(fmt::format(
+          "reveal: the text would grow past {} bytes (RevealOptions::max_output_bytes) "
+          "at {} at offset {}",
+          options.max_output_bytes, id ? fmt::format("the reference to '{}'", detail::excerpt(*id)) : "text", at));
     }
     result.text.append(piece.data(), piece.size());
   };

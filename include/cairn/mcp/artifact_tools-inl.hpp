@@ -70,8 +70,8 @@ CAIRN_INLINE std::optional<std::uint64_t> ArtifactTools::opt_positive(std::strin
     if (d >= 1 && d < 18446744073709551616.0 && std::floor(d) == d) v = static_cast<std::uint64_t>(d);
   }
   if (!v || *v == 0 || *v > max) {
-    throw invalid_argument(fmt::format("{}: {} must be an integer from 1 to {} (got {})", tool, key, max,
-                                       detail::excerpt(it->dump())));
+    throw invalid_argument(
+        fmt::format("{}: {} must be an integer from 1 to {} (got {})", tool, key, max, detail::excerpt(it->dump())));
   }
   return v;
 }
@@ -107,11 +107,20 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
   const nlohmann::json natural = {{"type", "integer"}, {"minimum", 0}};
   const nlohmann::json version_schema = {{"type", "integer"}, {"minimum", 1}};
   const nlohmann::json millis = {{"type", "integer"}, {"description", +"Milliseconds since 1970."}};
-  nlohmann::json record_properties = {
-      {"id", text},           {"tenant_id", text},  {"version", version_schema},     {"type", text},
-      {"title", text},        {"description", text}, {"purpose", text},       {"storage_url", text},
-      {"mime_type", text},    {"size_bytes", natural}, {"schema_url", text},  {"created_by", text},
-      {"created_at", millis}, {"metadata", {{"type", "object"}}}};
+  nlohmann::json record_properties = {{"id", text},
+                                      {"tenant_id", text},
+                                      {"version", version_schema},
+                                      {"type", text},
+                                      {"title", text},
+                                      {"description", text},
+                                      {"purpose", text},
+                                      {"storage_url", text},
+                                      {"mime_type", text},
+                                      {"size_bytes", natural},
+                                      {"schema_url", text},
+                                      {"created_by", text},
+                                      {"created_at", millis},
+                                      {"metadata", {{"type", "object"}}}};
   const nlohmann::json record_required = {"id",          "tenant_id", "version",    "type",    "title",
                                           "description", "purpose",   "created_at", "metadata"};
   // A list item: the record without its value.
@@ -120,25 +129,24 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
   record_properties["value"] = {{"type", any_type}, {"description", +"The content, when it is stored inline."}};
   const nlohmann::json record_schema = {
       {"type", "object"}, {"properties", record_properties}, {"required", record_required}};
-  const nlohmann::json a2a_schema = {
-      {"type", "object"},
-      {"properties",
-       {{"artifactId", text},
-        {"name", text},
-        {"description", text},
-        // A v1.0 part holds one of text, data, url or raw; a v0.3.0 part names its kind.
-        {"parts",
-         {{"type", "array"},
-          {"items",
-           {{"type", "object"},
-            {"anyOf",
-             {{{"required", {"text"}}},
-              {{"required", {"data"}}},
-              {{"required", {"url"}}},
-              {{"required", {"raw"}}},
-              {{"required", {"kind"}}}}}}}}},
-        {"metadata", {{"type", "object"}}}}},
-      {"required", {"artifactId", "parts"}}};
+  const nlohmann::json a2a_schema = {{"type", "object"},
+                                     {"properties",
+                                      {{"artifactId", text},
+                                       {"name", text},
+                                       {"description", text},
+                                       // A v1.0 part holds one of text, data, url or raw; a v0.3.0 part names its kind.
+                                       {"parts",
+                                        {{"type", "array"},
+                                         {"items",
+                                          {{"type", "object"},
+                                           {"anyOf",
+                                            {{{"required", {"text"}}},
+                                             {{"required", {"data"}}},
+                                             {{"required", {"url"}}},
+                                             {{"required", {"raw"}}},
+                                             {{"required", {"kind"}}}}}}}}},
+                                       {"metadata", {{"type", "object"}}}}},
+                                     {"required", {"artifactId", "parts"}}};
   const nlohmann::json cursor_out = {{"type", "string"},
                                      {"description", +"Pass as cursor to get the next page; absent on the last."}};
 
@@ -149,16 +157,20 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
        "description, and a value (the content itself) or a storage_url (where the content lives).",
        {{"type", "object"},
         {"properties",
-         {{"id", {{"type", "string"}, {"maxLength", ArtifactRecord::max_id_length},
-                  {"description", +"Id to store under (a new version when it exists); omitted: a new UUID."}}},
-          {"type", {{"type", "string"}, {"pattern", +"^[a-z][a-z0-9_-]{0,63}$"},
-                    {"description", +"Category: document, dataset, code, image, structured, file, data, process, "
-                                    "config, or another lowercase token."}}},
+         {{"id",
+           {{"type", "string"},
+            {"maxLength", ArtifactRecord::max_id_length},
+            {"description", +"Id to store under (a new version when it exists); omitted: a new UUID."}}},
+          {"type",
+           {{"type", "string"},
+            {"pattern", +"^[a-z][a-z0-9_-]{0,63}$"},
+            {"description", +"Category: document, dataset, code, image, structured, file, data, process, "
+                             "config, or another lowercase token."}}},
           {"title", {{"type", "string"}, {"description", +"Short title (at most 500 characters)."}}},
           {"description", {{"type", "string"}, {"description", +"What the artifact is."}}},
           {"purpose", {{"type", "string"}, {"description", +"Why it exists; defaults to the description."}}},
-          {"value", {{"type", any_type},
-                     {"description", +"The content itself: any JSON value (text, object, array, ...)."}}},
+          {"value",
+           {{"type", any_type}, {"description", +"The content itself: any JSON value (text, object, array, ...)."}}},
           {"storage_url", {{"type", "string"}, {"description", +"Where large content lives (a URL or path)."}}},
           {"mime_type", {{"type", "string"}, {"description", +"type/subtype of the content."}}},
           {"size_bytes", {{"type", "integer"}, {"minimum", 0}, {"description", +"Size of the content."}}},
@@ -191,11 +203,12 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
          });
        }});
 
-  WorkflowTools::describe(tools_.back(), "Store an artifact", WorkflowTools::hints(false, false, false),
-                         {{"type", "object"},
-                          {"properties", {{"id", text}, {"version", version_schema}, {"type", text}, {"title", text},
-                                          {"created_at", millis}}},
-                          {"required", {"id", "version", "type", "title", "created_at"}}});
+  WorkflowTools::describe(
+      tools_.back(), "Store an artifact", WorkflowTools::hints(false, false, false),
+      {{"type", "object"},
+       {"properties",
+        {{"id", text}, {"version", version_schema}, {"type", text}, {"title", text}, {"created_at", millis}}},
+       {"required", {"id", "version", "type", "title", "created_at"}}});
 
   tools_.push_back(
       {"artifact_fetch",
@@ -204,10 +217,13 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
        {{"type", "object"},
         {"properties",
          {{"id", id_schema},
-          {"version", {{"type", "integer"}, {"minimum", 1},
-                       {"description", +"Version to fetch; omitted: the latest."}}},
-          {"format", {{"type", "string"}, {"enum", {"record", "a2a", "a2a-v0.3"}}, {"default", "record"},
-                      {"description", +"record (cairn's JSON form), a2a (an A2A v1.0 Artifact) or a2a-v0.3."}}}}},
+          {"version",
+           {{"type", "integer"}, {"minimum", 1}, {"description", +"Version to fetch; omitted: the latest."}}},
+          {"format",
+           {{"type", "string"},
+            {"enum", {"record", "a2a", "a2a-v0.3"}},
+            {"default", "record"},
+            {"description", +"record (cairn's JSON form), a2a (an A2A v1.0 Artifact) or a2a-v0.3."}}}}},
         {"required", {"id"}},
         {+"additionalProperties", false}},
        [impl](Args a) {
@@ -218,9 +234,9 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
            const auto version = opt_positive(tool, a, "version", UINT64_MAX);
            const auto format = opt_string(tool, a, "format").value_or("record");
            if (format != "record" && format != "a2a" && format != "a2a-v0.3") {
-             throw invalid_argument(fmt::format(
-                 "artifact_fetch: format must be \"record\", \"a2a\" or \"a2a-v0.3\" (got \"{}\")",
-                 detail::excerpt(format)));
+             throw invalid_argument(
+                 fmt::format("artifact_fetch: format must be \"record\", \"a2a\" or \"a2a-v0.3\" (got \"{}\")",
+                             detail::excerpt(format)));
            }
            const auto r = impl->store->fetch(id, impl->tenant, version.value_or(ArtifactStore::latest));
            if (!r) {
@@ -235,11 +251,11 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
          });
        }});
 
-  WorkflowTools::describe(tools_.back(), "Fetch an artifact", WorkflowTools::hints(true, false, true),
-                         {{"type", "object"},
-                          {"description",
-                           +"A cairn record (format record) or an A2A Artifact (a2a: v1.0; a2a-v0.3: v0.3.0)."},
-                          {"anyOf", {record_schema, a2a_schema}}});
+  WorkflowTools::describe(
+      tools_.back(), "Fetch an artifact", WorkflowTools::hints(true, false, true),
+      {{"type", "object"},
+       {"description", +"A cairn record (format record) or an A2A Artifact (a2a: v1.0; a2a-v0.3: v0.3.0)."},
+       {"anyOf", {record_schema, a2a_schema}}});
 
   tools_.push_back(
       {"artifact_list",
@@ -251,8 +267,12 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
          {{"prefix", {{"type", "string"}, {"description", +"Only ids starting with this."}}},
           {"type", {{"type", "string"}, {"description", +"Only artifacts of this type."}}},
           {"created_by", {{"type", "string"}, {"description", +"Only artifacts made by this agent."}}},
-          {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", ListQuery::max_limit}, {"default", 100},
-                     {"description", "Page size."}}},
+          {"limit",
+           {{"type", "integer"},
+            {"minimum", 1},
+            {"maximum", ListQuery::max_limit},
+            {"default", 100},
+            {"description", "Page size."}}},
           {"cursor", {{"type", "string"}, {"description", +"next_cursor of the previous page."}}}}},
         {+"additionalProperties", false}},
        [impl](Args a) {
@@ -280,12 +300,11 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
          });
        }});
 
-  WorkflowTools::describe(tools_.back(), "List artifacts", WorkflowTools::hints(true, false, true),
-                         {{"type", "object"},
-                          {"properties",
-                           {{"artifacts", {{"type", "array"}, {"items", summary_schema}}},
-                            {"next_cursor", cursor_out}}},
-                          {"required", {"artifacts"}}});
+  WorkflowTools::describe(
+      tools_.back(), "List artifacts", WorkflowTools::hints(true, false, true),
+      {{"type", "object"},
+       {"properties", {{"artifacts", {{"type", "array"}, {"items", summary_schema}}}, {"next_cursor", cursor_out}}},
+       {"required", {"artifacts"}}});
 
   tools_.push_back({"artifact_versions",
                     "The version numbers of an artifact, oldest first.",
@@ -305,9 +324,9 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                     }});
 
   WorkflowTools::describe(tools_.back(), "Versions of an artifact", WorkflowTools::hints(true, false, true),
-                         {{"type", "object"},
-                          {"properties", {{"id", text}, {"versions", {{"type", "array"}, {"items", version_schema}}}}},
-                          {"required", {"id", "versions"}}});
+                          {{"type", "object"},
+                           {"properties", {{"id", text}, {"versions", {{"type", "array"}, {"items", version_schema}}}}},
+                           {"required", {"id", "versions"}}});
 
   tools_.push_back({"artifact_delete",
                     "Delete an artifact with all its versions.",
@@ -327,9 +346,9 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                     }});
 
   WorkflowTools::describe(tools_.back(), "Delete an artifact", WorkflowTools::hints(false, true, true),
-                         {{"type", "object"},
-                          {"properties", {{"deleted", text}, {+"versions_removed", natural}}},
-                          {"required", {"deleted", "versions_removed"}}});
+                          {{"type", "object"},
+                           {"properties", {{"deleted", text}, {+"versions_removed", natural}}},
+                           {"required", {"deleted", "versions_removed"}}});
 
   tools_.push_back(
       {"search_artifacts",
@@ -338,8 +357,10 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
        "next_cursor is in the result, pass it as cursor (with the same query) to get the next page.",
        {{"type", "object"},
         {"properties",
-         {{"query", {{"type", "string"}, {"maxLength", SearchQuery::max_text_bytes},
-                     {"description", +"Words to find; omitted: the filter alone (in id order)."}}},
+         {{"query",
+           {{"type", "string"},
+            {"maxLength", SearchQuery::max_text_bytes},
+            {"description", +"Words to find; omitted: the filter alone (in id order)."}}},
           {"filter",
            {{"type", "object"},
             {"properties",
@@ -358,18 +379,23 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
                   {"properties",
                    {{"pointer", {{"type", "string"}, {"description", +"JSON pointer to the field: /region"}}},
                     {"op", {{"type", "string"}, {"enum", {"eq", "ne", "lt", "le", "gt", "ge", "in", "exists"}}}},
-                    {"value", {{"type", any_type},
-                               {"description", +"What to compare with (an array for in)."}}}}},
+                    {"value", {{"type", any_type}, {"description", +"What to compare with (an array for in)."}}}}},
                   {"required", {"pointer", "op"}},
                   {+"additionalProperties", false}}}}}}},
             {+"additionalProperties", false}}},
-          {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", SearchQuery::max_limit}, {"default", 10},
-                     {"description", "Hits per page."}}},
+          {"limit",
+           {{"type", "integer"},
+            {"minimum", 1},
+            {"maximum", SearchQuery::max_limit},
+            {"default", 10},
+            {"description", "Hits per page."}}},
           {"cursor", {{"type", "string"}, {"description", +"next_cursor of the previous page."}}},
-          {"mode", {{"type", "string"}, {"enum", {"automatic", "text", "similarity", "hybrid"}},
-                    {"default", "automatic"},
-                    {"description", +"automatic (words, and meaning when the server has an embedder), text "
-                                    "(words only), similarity (meaning only) or hybrid (both)."}}}}},
+          {"mode",
+           {{"type", "string"},
+            {"enum", {"automatic", "text", "similarity", "hybrid"}},
+            {"default", "automatic"},
+            {"description", +"automatic (words, and meaning when the server has an embedder), text "
+                             "(words only), similarity (meaning only) or hybrid (both)."}}}}},
         {+"additionalProperties", false}},
        [impl](Args a) {
          return guarded([&] {
@@ -422,26 +448,28 @@ CAIRN_INLINE void ArtifactTools::build(const ImplPtr& impl) {
          });
        }});
 
-  const nlohmann::json hit_schema = {
-      {"type", "object"},
-      {"properties",
-       {{"id", text},
-        {"version", version_schema},
-        {"title", text},
-        {"type", text},
-        {"score", {{"type", "number"}}},
-        {"matched",
-         {{"type", "object"},
-          {"properties",
-           {{"words", texts}, {"fields", texts}, {"similarity", {{"type", "number"}}},
-            {"text_rank", natural}, {"vector_rank", natural}}},
-          {"required", {"words", "fields"}}}}}},
-      {"required", {"id", "version", "title", "type", "score", "matched"}}};
-  WorkflowTools::describe(tools_.back(), "Search artifacts", WorkflowTools::hints(true, false, true),
-                         {{"type", "object"},
-                          {"properties",
-                           {{"hits", {{"type", "array"}, {"items", hit_schema}}}, {"next_cursor", cursor_out}}},
-                          {"required", {"hits"}}});
+  const nlohmann::json hit_schema = {{"type", "object"},
+                                     {"properties",
+                                      {{"id", text},
+                                       {"version", version_schema},
+                                       {"title", text},
+                                       {"type", text},
+                                       {"score", {{"type", "number"}}},
+                                       {"matched",
+                                        {{"type", "object"},
+                                         {"properties",
+                                          {{"words", texts},
+                                           {"fields", texts},
+                                           {"similarity", {{"type", "number"}}},
+                                           {"text_rank", natural},
+                                           {"vector_rank", natural}}},
+                                         {"required", {"words", "fields"}}}}}},
+                                     {"required", {"id", "version", "title", "type", "score", "matched"}}};
+  WorkflowTools::describe(
+      tools_.back(), "Search artifacts", WorkflowTools::hints(true, false, true),
+      {{"type", "object"},
+       {"properties", {{"hits", {{"type", "array"}, {"items", hit_schema}}}, {"next_cursor", cursor_out}}},
+       {"required", {"hits"}}});
 }
 
 CAIRN_INLINE SearchFilter ArtifactTools::search_filter(Args f) {
@@ -461,18 +489,19 @@ CAIRN_INLINE SearchFilter ArtifactTools::search_filter(Args f) {
     const auto it = f.find(key);
     if (it == f.end() || it->is_null()) return std::nullopt;
     if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<std::uint64_t>() > INT64_MAX)) {
-      throw invalid_argument(fmt::format(
-          "search_artifacts: filter.{} must be an integer (milliseconds since 1970; got {})", key,
-          detail::excerpt(it->dump())));
+      throw invalid_argument(
+          fmt::format("search_artifacts: filter.{} must be an integer (milliseconds since 1970; got {})", key,
+                      detail::excerpt(it->dump())));
     }
     return it->get<std::int64_t>();
   };
   SearchFilter out;
   if (auto t = str("type")) {
     if (!ArtifactType::is_valid(*t)) {
-      throw invalid_argument(fmt::format(
-          "search_artifacts: filter.type: '{}' is not an artifact type (a lowercase token matching "
-          "[a-z][a-z0-9_-]{{0,63}})", detail::excerpt(*t)));
+      throw invalid_argument(
+          fmt::format("search_artifacts: filter.type: '{}' is not an artifact type (a lowercase token matching "
+                      "[a-z][a-z0-9_-]{{0,63}})",
+                      detail::excerpt(*t)));
     }
     out.type = ArtifactType(std::move(*t));
   }
@@ -524,6 +553,6 @@ CAIRN_INLINE SearchFilter ArtifactTools::search_filter(Args f) {
   return out;
 }
 
-}
+}  // namespace mcp
 
 CAIRN_END_NAMESPACE

@@ -28,8 +28,8 @@
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
 #include "cairn/mcp/server.hpp"
-#include "cairn/workflow/tools.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/tools.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 namespace mcp {

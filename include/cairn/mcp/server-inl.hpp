@@ -171,9 +171,9 @@ CAIRN_INLINE std::optional<nlohmann::json> Server::handle_batch(const nlohmann::
   }
   if (batch.empty()) return error_response(nullptr, error_code::invalid_request, "empty batch");
   if (batch.size() > config_.max_batch) {
-    return error_response(nullptr, error_code::invalid_request,
-                          fmt::format("batch of {} messages, more than the limit of {}", batch.size(),
-                                      config_.max_batch));
+    return error_response(
+        nullptr, error_code::invalid_request,
+        fmt::format("batch of {} messages, more than the limit of {}", batch.size(), config_.max_batch));
   }
   nlohmann::json replies = nlohmann::json::array();
   for (const auto& m : batch) {
@@ -245,8 +245,10 @@ CAIRN_INLINE std::optional<nlohmann::json> Server::handle_message(const nlohmann
 
 CAIRN_INLINE void Server::handle_notification(const std::string& method) {
   if (method == "notifications/initialized") {
-    if (!initialized()) log("notifications/initialized before initialize; ignored");
-    else client_ready_ = true;
+    if (!initialized())
+      log("notifications/initialized before initialize; ignored");
+    else
+      client_ready_ = true;
   } else if (method != "notifications/cancelled") {
     // Requests are handled one at a time, so a cancellation always arrives too late; other notifications
     // (progress, roots changed, ...) concern capabilities this server does not declare.
@@ -269,8 +271,8 @@ CAIRN_INLINE nlohmann::json Server::handle_request(const nlohmann::json& id, con
   }
   if (method == "tools/list") return list_tools(id, params, *protocol_version_);
   if (method == "tools/call") return call_tool(id, params, *protocol_version_);
-  return error_response(id, error_code::method_not_found, fmt::format("method not found: '{}'",
-                                                                      detail::excerpt(method)));
+  return error_response(id, error_code::method_not_found,
+                        fmt::format("method not found: '{}'", detail::excerpt(method)));
 }
 
 CAIRN_INLINE nlohmann::json Server::handle_modern(const nlohmann::json& id, const std::string& method,
@@ -281,10 +283,10 @@ CAIRN_INLINE nlohmann::json Server::handle_modern(const nlohmann::json& id, cons
   }
   const auto meta = params.find("_meta");
   if (meta == params.end() || !meta->is_object()) {
-    return error_response(id, error_code::invalid_params,
-                          fmt::format("{}: params._meta is required (an object with \"{}\" and \"{}\")",
-                                      detail::excerpt(method), meta_key::protocol_version,
-                                      meta_key::client_capabilities));
+    return error_response(
+        id, error_code::invalid_params,
+        fmt::format("{}: params._meta is required (an object with \"{}\" and \"{}\")", detail::excerpt(method),
+                    meta_key::protocol_version, meta_key::client_capabilities));
   }
   const auto v = meta->find(meta_key::protocol_version);
   if (v == meta->end() || !v->is_string()) {
@@ -303,7 +305,8 @@ CAIRN_INLINE nlohmann::json Server::handle_modern(const nlohmann::json& id, cons
     return error_response(
         id, error_code::unsupported_protocol_version,
         is_legacy ? fmt::format("Unsupported protocol version: {} is spoken after initialize, not with a per-request "
-                                "_meta (that is 2026-07-28)", version)
+                                "_meta (that is 2026-07-28)",
+                                version)
                   : fmt::format("Unsupported protocol version: '{}' (this server speaks {})", detail::excerpt(version),
                                 spoken),
         nlohmann::json{{"supported", supported_protocol_versions()}, {"requested", version}});
@@ -312,12 +315,13 @@ CAIRN_INLINE nlohmann::json Server::handle_modern(const nlohmann::json& id, cons
   if (caps == meta->end() || !caps->is_object()) {
     return error_response(id, error_code::invalid_params,
                           fmt::format("{}: params._meta[\"{}\"] is required (an object; {{}} when the client has "
-                                      "none)", detail::excerpt(method), meta_key::client_capabilities));
+                                      "none)",
+                                      detail::excerpt(method), meta_key::client_capabilities));
   }
   if (const auto info = meta->find(meta_key::client_info); info != meta->end() && !info->is_object()) {
-    return error_response(id, error_code::invalid_params,
-                          fmt::format("{}: params._meta[\"{}\"] must be an object", detail::excerpt(method),
-                                      meta_key::client_info));
+    return error_response(
+        id, error_code::invalid_params,
+        fmt::format("{}: params._meta[\"{}\"] must be an object", detail::excerpt(method), meta_key::client_info));
   }
   if (method == "server/discover") {
     nlohmann::json result = {{"supportedVersions", supported_protocol_versions()},
@@ -457,6 +461,6 @@ CAIRN_INLINE nlohmann::json Server::call_tool(const nlohmann::json& id, const nl
   return result_response(id, std::move(result));
 }
 
-}
+}  // namespace mcp
 
 CAIRN_END_NAMESPACE

@@ -74,7 +74,7 @@ struct Event {
   errc error{};
   std::string_view message;  ///< why it failed (the exception's what()); "" when it succeeded
 
-  const GoalTransition* goal = nullptr;   ///< goal_transition: the transition
+  const GoalTransition* goal = nullptr;     ///< goal_transition: the transition
   const ArtifactEvent* artifact = nullptr;  ///< artifact_registered: the registered file
   const StatusReport* workflow = nullptr;   ///< workflow_transition: where the workflow is now
 

@@ -56,12 +56,12 @@ inline constexpr const char* snapshot_kind = "snapshot";
 /// Where a run stands.
 struct RunInfo {
   std::string run_id;
-  std::uint64_t last_seq = 0;   ///< the newest entry's sequence number (0: none yet)
-  std::uint64_t kept_from = 1;  ///< own entries below this were pruned
+  std::uint64_t last_seq = 0;              ///< the newest entry's sequence number (0: none yet)
+  std::uint64_t kept_from = 1;             ///< own entries below this were pruned
   std::optional<std::string> forked_from;  ///< the run this one was forked from
-  std::uint64_t fork_seq = 0;   ///< entries 1..fork_seq are forked_from's
-  std::int64_t created_at = 0;  ///< milliseconds since the epoch
-  std::int64_t updated_at = 0;  ///< of the last append (or the creation)
+  std::uint64_t fork_seq = 0;              ///< entries 1..fork_seq are forked_from's
+  std::int64_t created_at = 0;             ///< milliseconds since the epoch
+  std::int64_t updated_at = 0;             ///< of the last append (or the creation)
 };
 
 /// A run that was forked from another, and where.
@@ -83,9 +83,8 @@ class RunJournal {
   /// does not exist yet (the append creates it) — as expected_seq + 1, + 2, ...; all or nothing. Returns the new
   /// last sequence number. Throws cairn::conflict (nothing written) when the run's last sequence number is not
   /// `expected_seq`, cairn::invalid_argument for an empty tenant, a malformed run id, no entries or an empty kind.
-  [[nodiscard]]
-  std::uint64_t append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
-                       std::vector<JournalEntry> entries) {
+  [[nodiscard]] std::uint64_t append(const std::string& tenant_id, const std::string& run_id,
+                                     std::uint64_t expected_seq, std::vector<JournalEntry> entries) {
     return detail::observe_call(
         observer_.get(), EventKind::journal, "append", tenant_id, run_id,
         [&] { return append_unobserved(tenant_id, run_id, expected_seq, entries); },
@@ -107,9 +106,10 @@ class RunJournal {
     for (std::size_t i = 0; i < entries.size(); ++i) {
       JournalEntry& e = entries[i];
       if (e.kind.empty() || e.kind.size() > 128 || detail::has_control_char(e.kind) || !detail::is_valid_utf8(e.kind)) {
-        throw invalid_argument(fmt::format("append to run '{}': entries[{}].kind must be 1 to 128 printable "
-                                           "UTF-8 bytes (got '{}')",
-                                           excerpt(run_id), i, excerpt(e.kind)));
+        throw invalid_argument(
+            fmt::format("append to run '{}': entries[{}].kind must be 1 to 128 printable "
+                        "UTF-8 bytes (got '{}')",
+                        excerpt(run_id), i, excerpt(e.kind)));
       }
       e.seq = expected_seq + 1 + i;
       if (e.time == 0) e.time = now;
@@ -119,7 +119,6 @@ class RunJournal {
   }
 
  public:
-
   /// Where the run stands, or nothing when the tenant has no such run.
   [[nodiscard]] std::optional<RunInfo> info(const std::string& tenant_id, const std::string& run_id) const {
     return detail::observe_call(
@@ -134,9 +133,8 @@ class RunJournal {
   /// The run's entries with `from_seq <= seq <= to_seq`, oldest first, following forks: a forked run's entries up
   /// to its fork point come from the run it was forked from. Throws cairn::not_found for a missing run and
   /// cairn::state_error when part of the range was pruned.
-  [[nodiscard]]
-  std::vector<JournalEntry> read(const std::string& tenant_id, const std::string& run_id, std::uint64_t from_seq = 1,
-                                 std::uint64_t to_seq = max_seq) const {
+  [[nodiscard]] std::vector<JournalEntry> read(const std::string& tenant_id, const std::string& run_id,
+                                               std::uint64_t from_seq = 1, std::uint64_t to_seq = max_seq) const {
     return detail::observe_call(
         observer_.get(), EventKind::journal, "read", tenant_id, run_id,
         [&] {
@@ -152,9 +150,8 @@ class RunJournal {
   /// `at_seq` (or from the start, when there is none) up to `at_seq`. Its length is bounded by how often the
   /// writer snapshots, not by the run's length. Throws like read(), and cairn::invalid_argument when `at_seq` is
   /// beyond the run's end.
-  [[nodiscard]]
-  std::vector<JournalEntry> read_for_restore(const std::string& tenant_id, const std::string& run_id,
-                                             std::uint64_t at_seq = max_seq) const {
+  [[nodiscard]] std::vector<JournalEntry> read_for_restore(const std::string& tenant_id, const std::string& run_id,
+                                                           std::uint64_t at_seq = max_seq) const {
     return detail::observe_call(
         observer_.get(), EventKind::journal, "read_for_restore", tenant_id, run_id,
         [&] { return read_for_restore_unobserved(tenant_id, run_id, at_seq); }, read_sizes);
@@ -177,7 +174,6 @@ class RunJournal {
   }
 
  public:
-
   /// Starts run `new_run_id` as a copy of `source_run_id` up to `at_seq`, in O(1): nothing is copied, the new run
   /// records where it came from. Appends to the new run then expect `at_seq`. Throws cairn::not_found for a
   /// missing source, cairn::conflict when `new_run_id` exists, cairn::invalid_argument when `at_seq` is beyond the
@@ -203,7 +199,6 @@ class RunJournal {
   }
 
  public:
-
   /// Removes the run and all its own entries. Throws cairn::not_found for a missing run, and cairn::state_error
   /// while other runs are forks of it (they read its entries): remove them first.
   void remove(const std::string& tenant_id, const std::string& run_id) {
@@ -243,7 +238,6 @@ class RunJournal {
   }
 
  public:
-
   /// Removes every run of the tenant not appended to since `updated_before` (milliseconds since the epoch), except
   /// runs that newer runs were forked from. Returns the ids removed.
   std::vector<std::string> sweep(const std::string& tenant_id, std::int64_t updated_before) {
@@ -368,8 +362,7 @@ class RunJournal {
   }
 
   // The newest snapshot at or before at_seq that the run sees (its own, else its source's up to the fork), or 0.
-  std::uint64_t snapshot_at(const std::string& tenant_id, const RunInfo& run, std::uint64_t at_seq,
-                            int depth) const {
+  std::uint64_t snapshot_at(const std::string& tenant_id, const RunInfo& run, std::uint64_t at_seq, int depth) const {
     if (at_seq > run.fork_seq) {
       if (const std::uint64_t own = own_snapshot_at(tenant_id, run, at_seq); own != 0) return own;
     }

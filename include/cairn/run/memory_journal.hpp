@@ -33,8 +33,8 @@ class InMemoryRunJournal final : public RunJournal {
     auto it = runs_.find(Key{tenant_id, run_id});
     const std::uint64_t actual = it == runs_.end() ? 0 : it->second.info.last_seq;
     if (actual != expected_seq || (it == runs_.end() && expected_seq != 0)) {
-      throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}",
-                                 excerpt(run_id), expected_seq, actual),
+      throw conflict(fmt::format("append to run '{}': expected it to end at seq {}, it ends at seq {}", excerpt(run_id),
+                                 expected_seq, actual),
                      expected_seq, actual);
     }
     if (it == runs_.end()) {
@@ -59,8 +59,8 @@ class InMemoryRunJournal final : public RunJournal {
     return it->second.info;
   }
 
-  std::vector<JournalEntry> own_entries(const std::string& tenant_id, const std::string& run_id,
-                                        std::uint64_t from_seq, std::uint64_t to_seq) const override {
+  std::vector<JournalEntry> own_entries(const std::string& tenant_id, const std::string& run_id, std::uint64_t from_seq,
+                                        std::uint64_t to_seq) const override {
     std::shared_lock lock(mutex_);
     std::vector<JournalEntry> out;
     const auto it = runs_.find(Key{tenant_id, run_id});
@@ -72,8 +72,7 @@ class InMemoryRunJournal final : public RunJournal {
     return out;
   }
 
-  std::uint64_t own_snapshot_at(const std::string& tenant_id, const RunInfo& run,
-                                std::uint64_t at_seq) const override {
+  std::uint64_t own_snapshot_at(const std::string& tenant_id, const RunInfo& run, std::uint64_t at_seq) const override {
     std::shared_lock lock(mutex_);
     const auto it = runs_.find(Key{tenant_id, run.run_id});
     if (it == runs_.end()) return 0;
@@ -87,8 +86,7 @@ class InMemoryRunJournal final : public RunJournal {
     std::unique_lock lock(mutex_);
     const auto existing = runs_.find(Key{tenant_id, run_id});
     if (existing != runs_.end()) {
-      throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0,
-                     existing->second.info.last_seq);
+      throw conflict(fmt::format("fork: run '{}' exists already", excerpt(run_id)), 0, existing->second.info.last_seq);
     }
     // RunJournal::fork checked the source before taking this lock; another thread may have removed or pruned it
     // since. Checked again here, so a fork never points at entries that are gone.
@@ -135,17 +133,17 @@ class InMemoryRunJournal final : public RunJournal {
     for (auto r = runs_.lower_bound(Key{tenant_id, ""}); r != runs_.end() && r->first.tenant == tenant_id; ++r) {
       const RunInfo& f = r->second.info;
       if (f.forked_from == run_id && f.fork_seq > run.info.fork_seq && f.fork_seq < keep_from) {
-        throw state_error(fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
-                                      "nothing was pruned, try again",
-                                      excerpt(run_id), keep_from, excerpt(r->first.run)));
+        throw state_error(
+            fmt::format("prune: run '{}' was forked at a point before seq {} meanwhile (by '{}'); "
+                        "nothing was pruned, try again",
+                        excerpt(run_id), keep_from, excerpt(r->first.run)));
       }
     }
     const auto cut = std::lower_bound(run.entries.begin(), run.entries.end(), keep_from,
                                       [](const JournalEntry& e, std::uint64_t s) { return e.seq < s; });
     const auto gone = static_cast<std::size_t>(cut - run.entries.begin());
     run.entries.erase(run.entries.begin(), cut);
-    run.snapshots.erase(run.snapshots.begin(),
-                        std::lower_bound(run.snapshots.begin(), run.snapshots.end(), keep_from));
+    run.snapshots.erase(run.snapshots.begin(), std::lower_bound(run.snapshots.begin(), run.snapshots.end(), keep_from));
     run.info.kept_from = std::max(run.info.kept_from, keep_from);
     return gone;
   }
@@ -178,7 +176,7 @@ class InMemoryRunJournal final : public RunJournal {
   };
   struct Run {
     RunInfo info;
-    std::vector<JournalEntry> entries;    // own entries, ascending seq
+    std::vector<JournalEntry> entries;     // own entries, ascending seq
     std::vector<std::uint64_t> snapshots;  // seqs of own snapshot entries, ascending
   };
 

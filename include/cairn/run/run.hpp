@@ -213,8 +213,7 @@ class Run {
   /// last sequence number (with a checkpoint or snapshot that is due in the same append). Throws cairn::conflict
   /// when another writer moved the run on (nothing was written; reopen the run), cairn::state_error after an
   /// abandoned batch, and what the journal throws.
-  std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data,
-                       bool sync = false) {
+  std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data, bool sync = false) {
     JournalEntry e;
     e.kind = participant + "." + std::string(kind);
     e.data = std::move(data);
@@ -332,9 +331,10 @@ class Run {
 
   void check_usable() const {
     if (abandoned_) {
-      throw state_error(fmt::format("run '{}': a batch was abandoned (an exception, or a failed append, ended it); "
-                                    "the participants hold changes the journal does not: reopen the run",
-                                    run_id_));
+      throw state_error(
+          fmt::format("run '{}': a batch was abandoned (an exception, or a failed append, ended it); "
+                      "the participants hold changes the journal does not: reopen the run",
+                      run_id_));
     }
   }
 
@@ -448,9 +448,10 @@ class Run {
     auto entries = journal_->read_for_restore(tenant_id_, run_id_, at_seq);
     for (const auto& e : entries) {
       if (e.kind == snapshot_kind && (!e.data.is_object() || e.data.empty())) {
-        throw state_error(fmt::format("run '{}': the snapshot at seq {} is damaged: expected an object of "
-                                      "participant states, got {}",
-                                      run_id_, e.seq, detail::excerpt(e.data.dump(), 80)));
+        throw state_error(
+            fmt::format("run '{}': the snapshot at seq {} is damaged: expected an object of "
+                        "participant states, got {}",
+                        run_id_, e.seq, detail::excerpt(e.data.dump(), 80)));
       }
     }
     return entries;
@@ -501,17 +502,18 @@ class Run {
     std::size_t from = loaded_.size();  // the index of the whole state, or loaded_.size() when there is none
     for (std::size_t i = loaded_.size(); i-- > 0;) {
       const JournalEntry& e = loaded_[i];
-      if ((e.kind == snapshot_kind && e.data.contains(name)) || (own(e) && e.kind.size() == prefix.size() + 5 &&
-                                                                 e.kind.compare(prefix.size(), 5, "state") == 0)) {
+      if ((e.kind == snapshot_kind && e.data.contains(name)) ||
+          (own(e) && e.kind.size() == prefix.size() + 5 && e.kind.compare(prefix.size(), 5, "state") == 0)) {
         from = i;
         break;
       }
     }
     if (from == loaded_.size() && !loaded_.empty() && loaded_.front().kind == snapshot_kind) {
       // Its entries follow a snapshot that should hold it: without its state they would apply to nothing.
-      throw state_error(fmt::format("run '{}': the snapshot at seq {} is damaged: it holds no state of participant "
-                                    "'{}', yet entries of it follow",
-                                    run_id_, loaded_.front().seq, name));
+      throw state_error(
+          fmt::format("run '{}': the snapshot at seq {} is damaged: it holds no state of participant "
+                      "'{}', yet entries of it follow",
+                      run_id_, loaded_.front().seq, name));
     }
     track.known = from != loaded_.size();
     const bool counted = p.participant_checkpointed();  // only a checkpointed participant's bytes are counted
@@ -527,8 +529,8 @@ class Run {
           if (counted) track.since_bytes += detail::json_text_size(e.data);
         }
       } catch (const std::exception& ex) {
-        throw state_error(fmt::format("run '{}': entry {} ({}) cannot be applied: {}", run_id_, e.seq, e.kind,
-                                      ex.what()));
+        throw state_error(
+            fmt::format("run '{}': entry {} ({}) cannot be applied: {}", run_id_, e.seq, e.kind, ex.what()));
       }
     }
     try {

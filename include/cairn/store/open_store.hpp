@@ -29,9 +29,9 @@
 
 #include "cairn/artifact/memory_store.hpp"
 #include "cairn/artifact/store.hpp"
-#include "cairn/run/memory_journal.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
+#include "cairn/run/memory_journal.hpp"
 
 #if defined(CAIRN_HAS_SQLITE)
 #include "cairn/store/sqlite_journal.hpp"
@@ -73,14 +73,14 @@ inline void parse_sqlite_url_options(const std::string& url, std::string_view qu
       } else if (value == "full" || value == "FULL") {
         out.synchronous = StoreUrl::Synchronous::full;
       } else {
-        throw invalid_argument(fmt::format(
-            "{}: '{}' in the URL '{}': synchronous must be normal or full", call, excerpt(std::string(part), 40),
-            excerpt(url, 80)));
+        throw invalid_argument(fmt::format("{}: '{}' in the URL '{}': synchronous must be normal or full", call,
+                                           excerpt(std::string(part), 40), excerpt(url, 80)));
       }
     } else {
-      throw invalid_argument(fmt::format("{}: unknown option '{}' in the URL '{}' (a sqlite: URL takes "
-                                         "?synchronous=normal|full)",
-                                         call, excerpt(std::string(part), 40), excerpt(url, 80)));
+      throw invalid_argument(
+          fmt::format("{}: unknown option '{}' in the URL '{}' (a sqlite: URL takes "
+                      "?synchronous=normal|full)",
+                      call, excerpt(std::string(part), 40), excerpt(url, 80)));
     }
   }
 }
@@ -88,9 +88,9 @@ inline void parse_sqlite_url_options(const std::string& url, std::string_view qu
 inline StoreUrl parse_store_url(const std::string& url, const char* call) {
   const auto colon = url.find(':');
   if (colon == std::string::npos || colon == 0) {
-    throw invalid_argument(fmt::format(
-        "{}: '{}' is not a store URL (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
-        excerpt(url, 40)));
+    throw invalid_argument(
+        fmt::format("{}: '{}' is not a store URL (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
+                    excerpt(url, 40)));
   }
   const std::string scheme = url.substr(0, colon);
   std::string rest = url.substr(colon + 1);
@@ -122,9 +122,9 @@ inline StoreUrl parse_store_url(const std::string& url, const char* call) {
     }
     return {StoreUrl::Backend::postgres, uri ? url : std::move(rest)};
   }
-  throw invalid_argument(fmt::format(
-      "{}: unknown store URL scheme '{}' (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
-      excerpt(scheme, 40)));
+  throw invalid_argument(
+      fmt::format("{}: unknown store URL scheme '{}' (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
+                  excerpt(scheme, 40)));
 }
 
 inline invalid_argument backend_not_built(const char* call, const char* scheme, const char* target,
@@ -158,14 +158,13 @@ struct OpenStoreOptions {
 
 inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 
-
 /// The store `url` names (see the top of this header). Throws cairn::invalid_argument for an unknown scheme, a
 /// backend this program was not built with, or a missing path; the backends' own errors (cairn::storage_error)
 /// pass through. Error messages never repeat a postgres conninfo, which may hold a password.
 ///
 ///     auto store = cairn::open_store(argc > 1 ? argv[1] : "memory:");
 [[nodiscard]] inline std::shared_ptr<ArtifactStore> open_store(const std::string& url,
-                                                                const OpenStoreOptions& open_options) {
+                                                               const OpenStoreOptions& open_options) {
   const auto parsed = detail::parse_store_url(url, "open_store");
   switch (parsed.backend) {
     case detail::StoreUrl::Backend::memory: {
@@ -237,7 +236,7 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
   return nullptr;
 }
 
-}  // inline namespace CAIRN_DETAIL_OPEN_STORE_NS
+}  // namespace CAIRN_DETAIL_OPEN_STORE_NS
 #undef CAIRN_DETAIL_OPEN_STORE_NS
 
 CAIRN_END_NAMESPACE

@@ -75,10 +75,9 @@ class PostgresRunJournal final : public RunJournal {
   void do_append(const std::string& tenant_id, const std::string& run_id, std::uint64_t expected_seq,
                  const std::vector<JournalEntry>& entries, std::int64_t now) override;
   std::optional<RunInfo> head(const std::string& tenant_id, const std::string& run_id) const override;
-  std::vector<JournalEntry> own_entries(const std::string& tenant_id, const std::string& run_id,
-                                        std::uint64_t from_seq, std::uint64_t to_seq) const override;
-  std::uint64_t own_snapshot_at(const std::string& tenant_id, const RunInfo& run,
-                                std::uint64_t at_seq) const override;
+  std::vector<JournalEntry> own_entries(const std::string& tenant_id, const std::string& run_id, std::uint64_t from_seq,
+                                        std::uint64_t to_seq) const override;
+  std::uint64_t own_snapshot_at(const std::string& tenant_id, const RunInfo& run, std::uint64_t at_seq) const override;
   void do_create_fork(const std::string& tenant_id, const std::string& run_id, const std::string& source,
                       std::uint64_t fork_seq, std::int64_t now) override;
   bool do_remove(const std::string& tenant_id, const std::string& run_id, std::int64_t updated_before) override;

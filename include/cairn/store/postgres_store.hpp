@@ -96,9 +96,8 @@ class PostgresArtifactStore final : public ArtifactStore {
   using ArtifactStore::store;
   [[nodiscard]] ArtifactPtr store(const ArtifactRecord& record) override;
   [[nodiscard]] ArtifactPtr store_if(const ArtifactRecord& record, std::uint64_t expected_version) override;
-  [[nodiscard]]
-  ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
-                    std::uint64_t version = latest) const override;
+  [[nodiscard]] ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
+                                  std::uint64_t version = latest) const override;
   void remove(const std::string& id, const std::string& tenant_id) override;
   [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override;
   [[nodiscard]] ListPage list(const std::string& tenant_id, const ListQuery& query = {}) const override;

@@ -51,7 +51,8 @@ std::string expect_throw(F&& f, const char* what, int line, const char* file = "
 }
 
 inline std::string fresh_tenant(const char* tag) {
-  return fmt::format("conformance-{}-{}", tag, cairn::detail::random_string(10, "abcdefghijklmnopqrstuvwxyz0123456789"));
+  return fmt::format("conformance-{}-{}", tag,
+                     cairn::detail::random_string(10, "abcdefghijklmnopqrstuvwxyz0123456789"));
 }
 
 inline ArtifactRecord::Builder note(const std::string& tenant, const std::string& id, nlohmann::json value) {

@@ -204,15 +204,17 @@ inline bool check_golden_text(const std::string& path, const std::string& actual
   }
   std::string expected;
   if (!golden_detail::read_file(path, expected)) {
-    report_failure(fmt::format("golden file {}: cannot be read; create it with CAIRN_UPDATE_GOLDEN=1, then review "
-                               "and commit it",
-                               path));
+    report_failure(
+        fmt::format("golden file {}: cannot be read; create it with CAIRN_UPDATE_GOLDEN=1, then review "
+                    "and commit it",
+                    path));
     return false;
   }
   if (expected == actual) return true;
-  report_failure(fmt::format("golden file {} differs from this run (- golden, + actual; regenerate with "
-                             "CAIRN_UPDATE_GOLDEN=1 if the change is meant, then review git diff):\n{}",
-                             path, line_diff(expected, actual)));
+  report_failure(
+      fmt::format("golden file {} differs from this run (- golden, + actual; regenerate with "
+                  "CAIRN_UPDATE_GOLDEN=1 if the change is meant, then review git diff):\n{}",
+                  path, line_diff(expected, actual)));
   return false;
 }
 
@@ -225,10 +227,11 @@ inline bool check_golden(const std::string& path, const nlohmann::json& actual) 
   if (!golden_detail::read_file(path, expected) || expected == text) return check_golden_text(path, text);
   const nlohmann::json parsed = nlohmann::json::parse(expected, nullptr, false);
   if (parsed.is_discarded()) return check_golden_text(path, text);
-  report_failure(fmt::format("golden file {} differs from this run (regenerate with CAIRN_UPDATE_GOLDEN=1 if the "
-                             "change is meant, then review git diff)\nJSON Patch from the golden file to this run:\n"
-                             "{}line diff (- golden, + actual):\n{}",
-                             path, json_patch_text(parsed, actual), line_diff(expected, text)));
+  report_failure(
+      fmt::format("golden file {} differs from this run (regenerate with CAIRN_UPDATE_GOLDEN=1 if the "
+                  "change is meant, then review git diff)\nJSON Patch from the golden file to this run:\n"
+                  "{}line diff (- golden, + actual):\n{}",
+                  path, json_patch_text(parsed, actual), line_diff(expected, text)));
   return false;
 }
 
@@ -267,12 +270,9 @@ class RunDump {
   RunDump& calls(const RecordingStore& store) {
     nlohmann::json calls = nlohmann::json::array();
     for (const StoreCall& c : store.calls()) {
-      nlohmann::json one = {{"number", c.number},
-                            {"operation", to_string(c.operation)},
-                            {"tenant", c.tenant_id},
-                            {"id", c.id},
-                            {"version", c.version},
-                            {"outcome", to_string(c.outcome)}};
+      nlohmann::json one = {{"number", c.number},    {"operation", to_string(c.operation)},
+                            {"tenant", c.tenant_id}, {"id", c.id},
+                            {"version", c.version},  {"outcome", to_string(c.outcome)}};
       if (!c.error.empty()) one["error"] = c.error;
       calls.push_back(std::move(one));
     }

@@ -44,8 +44,7 @@ struct JournalCheck {
 namespace detail {
 
 #define CAIRN_JCONFORM(cond) ::cairn::testing::detail::expect(static_cast<bool>(cond), #cond, __LINE__)
-#define CAIRN_JCONFORM_THROWS(E, expr) \
-  ::cairn::testing::detail::expect_throw<E>([&] { (void)(expr); }, #expr, __LINE__)
+#define CAIRN_JCONFORM_THROWS(E, expr) ::cairn::testing::detail::expect_throw<E>([&] { (void)(expr); }, #expr, __LINE__)
 
 inline JournalEntry entry(std::string kind, nlohmann::json data) {
   JournalEntry e;
@@ -174,8 +173,8 @@ class ForkPruneRace {
     expect(info && info->last_seq == source_length && !info->forked_from, "the source's row changed");
     const auto fork_info = j.info(tenant_, fork);
     if (forked == RaceOutcome::done) {
-      expect(fork_info && fork_info->forked_from == std::optional<std::string>(src) &&
-                 fork_info->fork_seq == fork_at && fork_info->last_seq == fork_at,
+      expect(fork_info && fork_info->forked_from == std::optional<std::string>(src) && fork_info->fork_seq == fork_at &&
+                 fork_info->last_seq == fork_at,
              "the fork's row is not the fork that was made");
       std::vector<JournalEntry> got;
       try {
@@ -198,8 +197,8 @@ class ForkPruneRace {
 
  private:
   [[noreturn]] void fail(int round, const char* side, const char* what) const {
-    throw conformance_failure(fmt::format("fork/prune race, round {}: {} threw an error the rules do not allow: {}",
-                                          round, side, what));
+    throw conformance_failure(
+        fmt::format("fork/prune race, round {}: {} threw an error the rules do not allow: {}", round, side, what));
   }
 
   std::string tenant_;
@@ -259,248 +258,268 @@ inline int race_fork_and_prune(RunJournal& a, RunJournal& b, int rounds, const s
   using nlohmann::json;
   std::vector<JournalCheck> checks;
 
-  checks.push_back({"append creates a run and extends it; entries come back exactly, in order", [](RunJournal& j) {
-    const auto t = fresh_tenant("jappend");
-    CAIRN_JCONFORM(!j.info(t, "run").has_value());
-    CAIRN_JCONFORM(j.append(t, "run", 0, entries({{"context.bind", {{"name", "a"}}}})) == 1);
-    const json tricky = {{"big", 18446744073709551615ULL}, {"neg", -9007199254740993LL}, {"pi", 3.141592653589793},
-                         {"text", "Grüße 世界 🚀 \"q\" \\ \n\t"}, {"nested", {{"z", {1, {2, {}}}}, {"a", nullptr}}},
-                         {"empty", json::object()}, {"one_point_zero", 1.0}};
-    CAIRN_JCONFORM(
-        j.append(t, "run", 1, entries({{"context.message", tricky}, {"tool.intended", {{"call", "c1"}}}})) == 3);
-    const auto all = j.read(t, "run");
-    CAIRN_JCONFORM((seqs(all) == std::vector<std::uint64_t>{1, 2, 3}));
-    CAIRN_JCONFORM(all[1].kind == "context.message");
-    CAIRN_JCONFORM(all[1].data == tricky);
-    CAIRN_JCONFORM(all[1].data.dump() == tricky.dump());
-    CAIRN_JCONFORM(all[2].data == json({{"call", "c1"}}));
-    CAIRN_JCONFORM(all[0].time > 0);
-    const auto info = j.info(t, "run");
-    CAIRN_JCONFORM(info && info->last_seq == 3 && info->run_id == "run" && !info->forked_from);
-    CAIRN_JCONFORM(info->created_at > 0 && info->updated_at >= info->created_at);
-    CAIRN_JCONFORM((seqs(j.read(t, "run", 2, 2)) == std::vector<std::uint64_t>{2}));
-    CAIRN_JCONFORM((seqs(j.read(t, "run", 3)) == std::vector<std::uint64_t>{3}));
-    CAIRN_JCONFORM(j.read(t, "run", 4).empty());
-    // A time given by the writer is kept.
-    auto timed = detail::entry("note", 1);
-    timed.time = 1700000000123;
-    (void)j.append(t, "run", 3, {timed});
-    CAIRN_JCONFORM(j.read(t, "run", 4)[0].time == 1700000000123);
-  }});
+  checks.push_back(
+      {"append creates a run and extends it; entries come back exactly, in order", [](RunJournal& j) {
+         const auto t = fresh_tenant("jappend");
+         CAIRN_JCONFORM(!j.info(t, "run").has_value());
+         CAIRN_JCONFORM(j.append(t, "run", 0, entries({{"context.bind", {{"name", "a"}}}})) == 1);
+         const json tricky = {{"big", 18446744073709551615ULL},
+                              {"neg", -9007199254740993LL},
+                              {"pi", 3.141592653589793},
+                              {"text", "Grüße 世界 🚀 \"q\" \\ \n\t"},
+                              {"nested", {{"z", {1, {2, {}}}}, {"a", nullptr}}},
+                              {"empty", json::object()},
+                              {"one_point_zero", 1.0}};
+         CAIRN_JCONFORM(
+             j.append(t, "run", 1, entries({{"context.message", tricky}, {"tool.intended", {{"call", "c1"}}}})) == 3);
+         const auto all = j.read(t, "run");
+         CAIRN_JCONFORM((seqs(all) == std::vector<std::uint64_t>{1, 2, 3}));
+         CAIRN_JCONFORM(all[1].kind == "context.message");
+         CAIRN_JCONFORM(all[1].data == tricky);
+         CAIRN_JCONFORM(all[1].data.dump() == tricky.dump());
+         CAIRN_JCONFORM(all[2].data == json({{"call", "c1"}}));
+         CAIRN_JCONFORM(all[0].time > 0);
+         const auto info = j.info(t, "run");
+         CAIRN_JCONFORM(info && info->last_seq == 3 && info->run_id == "run" && !info->forked_from);
+         CAIRN_JCONFORM(info->created_at > 0 && info->updated_at >= info->created_at);
+         CAIRN_JCONFORM((seqs(j.read(t, "run", 2, 2)) == std::vector<std::uint64_t>{2}));
+         CAIRN_JCONFORM((seqs(j.read(t, "run", 3)) == std::vector<std::uint64_t>{3}));
+         CAIRN_JCONFORM(j.read(t, "run", 4).empty());
+         // A time given by the writer is kept.
+         auto timed = detail::entry("note", 1);
+         timed.time = 1700000000123;
+         (void)j.append(t, "run", 3, {timed});
+         CAIRN_JCONFORM(j.read(t, "run", 4)[0].time == 1700000000123);
+       }});
 
-  checks.push_back({"an append that does not follow the run's last entry is a conflict and writes nothing",
-                    [](RunJournal& j) {
-    const auto t = fresh_tenant("jconflict");
-    (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
-    auto c = detail::conflict_of([&] { (void)j.append(t, "r", 1, entries({{"late", 3}})); }, __LINE__);
-    CAIRN_JCONFORM(c.expected() == 1 && c.actual() == 2);
-    CAIRN_JCONFORM(std::string(c.what()).find("'r'") != std::string::npos);
-    c = detail::conflict_of([&] { (void)j.append(t, "r", 0, entries({{"again", 0}})); }, __LINE__);
-    CAIRN_JCONFORM(c.expected() == 0 && c.actual() == 2);
-    c = detail::conflict_of([&] { (void)j.append(t, "r", 5, entries({{"ahead", 0}})); }, __LINE__);
-    CAIRN_JCONFORM(c.actual() == 2);
-    c = detail::conflict_of([&] { (void)j.append(t, "missing", 3, entries({{"x", 0}})); }, __LINE__);
-    CAIRN_JCONFORM(c.expected() == 3 && c.actual() == 0);
-    CAIRN_JCONFORM(!j.info(t, "missing"));
-    CAIRN_JCONFORM((seqs(j.read(t, "r")) == std::vector<std::uint64_t>{1, 2}));
-    CAIRN_JCONFORM(j.read(t, "r")[1].data == 2);
-  }});
+  checks.push_back(
+      {"an append that does not follow the run's last entry is a conflict and writes nothing", [](RunJournal& j) {
+         const auto t = fresh_tenant("jconflict");
+         (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
+         auto c = detail::conflict_of([&] { (void)j.append(t, "r", 1, entries({{"late", 3}})); }, __LINE__);
+         CAIRN_JCONFORM(c.expected() == 1 && c.actual() == 2);
+         CAIRN_JCONFORM(std::string(c.what()).find("'r'") != std::string::npos);
+         c = detail::conflict_of([&] { (void)j.append(t, "r", 0, entries({{"again", 0}})); }, __LINE__);
+         CAIRN_JCONFORM(c.expected() == 0 && c.actual() == 2);
+         c = detail::conflict_of([&] { (void)j.append(t, "r", 5, entries({{"ahead", 0}})); }, __LINE__);
+         CAIRN_JCONFORM(c.actual() == 2);
+         c = detail::conflict_of([&] { (void)j.append(t, "missing", 3, entries({{"x", 0}})); }, __LINE__);
+         CAIRN_JCONFORM(c.expected() == 3 && c.actual() == 0);
+         CAIRN_JCONFORM(!j.info(t, "missing"));
+         CAIRN_JCONFORM((seqs(j.read(t, "r")) == std::vector<std::uint64_t>{1, 2}));
+         CAIRN_JCONFORM(j.read(t, "r")[1].data == 2);
+       }});
 
-  checks.push_back({"bad input is refused with a clear error and writes nothing", [](RunJournal& j) {
-    const auto t = fresh_tenant("jbad");
-    (void)j.append(t, "ok", 0, entries({{"a", 1}}));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append("", "ok", 1, entries({{"a", 1}})));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "", 0, entries({{"a", 1}})));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "bad\nid", 0, entries({{"a", 1}})));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "caf\xC3", 0, entries({{"a", 1}})));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, std::string(257, 'r'), 0, entries({{"a", 1}})));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, {}));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, entries({{"good", 1}, {"", 2}})));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, entries({{"bad\x01kind", 2}})));
-    const auto msg = CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, entries({{"good", 1}, {"", 2}})));
-    CAIRN_JCONFORM(msg.find("entries[1].kind") != std::string::npos);
-    CAIRN_JCONFORM_THROWS(not_found, j.read(t, "nope"));
-    CAIRN_JCONFORM_THROWS(not_found, j.read_for_restore(t, "nope"));
-    CAIRN_JCONFORM_THROWS(not_found, j.remove(t, "nope"));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.read_for_restore(t, "ok", 2));
-    CAIRN_JCONFORM(j.info(t, "ok")->last_seq == 1);
-    CAIRN_JCONFORM(j.read(t, "ok").size() == 1);
-  }});
+  checks.push_back(
+      {"bad input is refused with a clear error and writes nothing", [](RunJournal& j) {
+         const auto t = fresh_tenant("jbad");
+         (void)j.append(t, "ok", 0, entries({{"a", 1}}));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append("", "ok", 1, entries({{"a", 1}})));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "", 0, entries({{"a", 1}})));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "bad\nid", 0, entries({{"a", 1}})));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "caf\xC3", 0, entries({{"a", 1}})));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, std::string(257, 'r'), 0, entries({{"a", 1}})));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, {}));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, entries({{"good", 1}, {"", 2}})));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, entries({{"bad\x01kind", 2}})));
+         const auto msg =
+             CAIRN_JCONFORM_THROWS(invalid_argument, j.append(t, "ok", 1, entries({{"good", 1}, {"", 2}})));
+         CAIRN_JCONFORM(msg.find("entries[1].kind") != std::string::npos);
+         CAIRN_JCONFORM_THROWS(not_found, j.read(t, "nope"));
+         CAIRN_JCONFORM_THROWS(not_found, j.read_for_restore(t, "nope"));
+         CAIRN_JCONFORM_THROWS(not_found, j.remove(t, "nope"));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.read_for_restore(t, "ok", 2));
+         CAIRN_JCONFORM(j.info(t, "ok")->last_seq == 1);
+         CAIRN_JCONFORM(j.read(t, "ok").size() == 1);
+       }});
 
-  checks.push_back({"another tenant's run is indistinguishable from a missing one", [](RunJournal& j) {
-    const auto a = fresh_tenant("jiso-a");
-    const auto b = fresh_tenant("jiso-b");
-    (void)j.append(b, "secret", 0, entries({{"a", "b's"}}));
-    CAIRN_JCONFORM(!j.info(a, "secret"));
-    CAIRN_JCONFORM_THROWS(not_found, j.read(a, "secret"));
-    CAIRN_JCONFORM_THROWS(not_found, j.fork(a, "secret", 1, "mine"));
-    CAIRN_JCONFORM_THROWS(not_found, j.remove(a, "secret"));
-    CAIRN_JCONFORM(
-        detail::conflict_of([&] { (void)j.append(a, "secret", 1, entries({{"x", 1}})); }, __LINE__).actual() == 0);
-    CAIRN_JCONFORM(j.append(a, "secret", 0, entries({{"a", "a's"}})) == 1);  // a's own run of that name
-    CAIRN_JCONFORM(j.read(b, "secret")[0].data == "b's");
-    CAIRN_JCONFORM(j.sweep(a, std::numeric_limits<std::int64_t>::max()).size() == 1);
-    CAIRN_JCONFORM(j.info(b, "secret").has_value());
-  }});
+  checks.push_back(
+      {"another tenant's run is indistinguishable from a missing one", [](RunJournal& j) {
+         const auto a = fresh_tenant("jiso-a");
+         const auto b = fresh_tenant("jiso-b");
+         (void)j.append(b, "secret", 0, entries({{"a", "b's"}}));
+         CAIRN_JCONFORM(!j.info(a, "secret"));
+         CAIRN_JCONFORM_THROWS(not_found, j.read(a, "secret"));
+         CAIRN_JCONFORM_THROWS(not_found, j.fork(a, "secret", 1, "mine"));
+         CAIRN_JCONFORM_THROWS(not_found, j.remove(a, "secret"));
+         CAIRN_JCONFORM(detail::conflict_of(
+                            [&] {
+                              (void)j.append(a, "secret", 1, entries({{"x", 1}}));
+                            },
+                            __LINE__)
+                            .actual() == 0);
+         CAIRN_JCONFORM(j.append(a, "secret", 0, entries({{"a", "a's"}})) == 1);  // a's own run of that name
+         CAIRN_JCONFORM(j.read(b, "secret")[0].data == "b's");
+         CAIRN_JCONFORM(j.sweep(a, std::numeric_limits<std::int64_t>::max()).size() == 1);
+         CAIRN_JCONFORM(j.info(b, "secret").has_value());
+       }});
 
-  checks.push_back({"read_for_restore starts at the newest snapshot at or before the point asked for",
-                    [](RunJournal& j) {
-                      const auto t = fresh_tenant("jsnap");
-                      (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
-                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{1, 2}));
-                      (void)j.append(t, "r", 2, entries({{snapshot_kind, {{"state", 2}}}, {"c", 4}, {"d", 5}}));
-                      (void)j.append(t, "r", 5, entries({{snapshot_kind, {{"state", 5}}}, {"e", 7}}));
-                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{6, 7}));
-                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 5)) == std::vector<std::uint64_t>{3, 4, 5}));
-                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 3)) == std::vector<std::uint64_t>{3}));
-                      CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 2)) == std::vector<std::uint64_t>{1, 2}));
-                      CAIRN_JCONFORM(j.read_for_restore(t, "r", 0).empty());
-                    }});
+  checks.push_back(
+      {"read_for_restore starts at the newest snapshot at or before the point asked for", [](RunJournal& j) {
+         const auto t = fresh_tenant("jsnap");
+         (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{1, 2}));
+         (void)j.append(t, "r", 2, entries({{snapshot_kind, {{"state", 2}}}, {"c", 4}, {"d", 5}}));
+         (void)j.append(t, "r", 5, entries({{snapshot_kind, {{"state", 5}}}, {"e", 7}}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{6, 7}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 5)) == std::vector<std::uint64_t>{3, 4, 5}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 3)) == std::vector<std::uint64_t>{3}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r", 2)) == std::vector<std::uint64_t>{1, 2}));
+         CAIRN_JCONFORM(j.read_for_restore(t, "r", 0).empty());
+       }});
 
-  checks.push_back({"fork starts a run from any past point of another; both go their own way", [](RunJournal& j) {
-    const auto t = fresh_tenant("jfork");
-    (void)j.append(t, "main", 0, entries({{"a", 1}, {snapshot_kind, {{"s", 2}}}, {"c", 3}, {"d", 4}}));
-    j.fork(t, "main", 3, "alt");
-    const auto alt = j.info(t, "alt");
-    CAIRN_JCONFORM(alt && alt->forked_from == std::optional<std::string>("main") && alt->fork_seq == 3);
-    CAIRN_JCONFORM(alt->last_seq == 3);
-    CAIRN_JCONFORM((seqs(j.read(t, "alt")) == std::vector<std::uint64_t>{1, 2, 3}));
-    CAIRN_JCONFORM(
-        detail::conflict_of([&] { (void)j.append(t, "alt", 4, entries({{"x", 0}})); }, __LINE__).actual() == 3);
-    CAIRN_JCONFORM(j.append(t, "alt", 3, entries({{"alt-d", 40}})) == 4);
-    (void)j.append(t, "main", 4, entries({{"e", 5}}));
-    const auto main_entries = j.read(t, "main");
-    const auto alt_entries = j.read(t, "alt");
-    CAIRN_JCONFORM(main_entries[3].data == 4 && main_entries.size() == 5);
-    CAIRN_JCONFORM(alt_entries[3].data == 40 && alt_entries.size() == 4);
-    CAIRN_JCONFORM(alt_entries[2] == main_entries[2]);
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "alt")) == std::vector<std::uint64_t>{2, 3, 4}));
-    // A fork of a fork, at a point inside the first fork's inherited part and at its own part.
-    j.fork(t, "alt", 2, "alt2");
-    CAIRN_JCONFORM((seqs(j.read(t, "alt2")) == std::vector<std::uint64_t>{1, 2}));
-    j.fork(t, "alt", 4, "alt3");
-    CAIRN_JCONFORM(j.read(t, "alt3").back().data == 40);
-    CAIRN_JCONFORM(j.append(t, "alt3", 4, entries({{snapshot_kind, {{"s", 5}}}})) == 5);
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "alt3")) == std::vector<std::uint64_t>{5}));
-    // Forking at 0 gives an empty run that starts again at 1.
-    j.fork(t, "main", 0, "empty");
-    CAIRN_JCONFORM(j.read(t, "empty").empty());
-    CAIRN_JCONFORM(j.append(t, "empty", 0, entries({{"first", 1}})) == 1);
-    // What cannot be forked.
-    CAIRN_JCONFORM(detail::conflict_of([&] { j.fork(t, "main", 1, "alt"); }, __LINE__).expected() == 0);
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.fork(t, "main", 6, "beyond"));
-    CAIRN_JCONFORM_THROWS(not_found, j.fork(t, "nope", 0, "x"));
-    CAIRN_JCONFORM(!j.info(t, "beyond") && !j.info(t, "x"));
-  }});
+  checks.push_back(
+      {"fork starts a run from any past point of another; both go their own way", [](RunJournal& j) {
+         const auto t = fresh_tenant("jfork");
+         (void)j.append(t, "main", 0, entries({{"a", 1}, {snapshot_kind, {{"s", 2}}}, {"c", 3}, {"d", 4}}));
+         j.fork(t, "main", 3, "alt");
+         const auto alt = j.info(t, "alt");
+         CAIRN_JCONFORM(alt && alt->forked_from == std::optional<std::string>("main") && alt->fork_seq == 3);
+         CAIRN_JCONFORM(alt->last_seq == 3);
+         CAIRN_JCONFORM((seqs(j.read(t, "alt")) == std::vector<std::uint64_t>{1, 2, 3}));
+         CAIRN_JCONFORM(detail::conflict_of(
+                            [&] {
+                              (void)j.append(t, "alt", 4, entries({{"x", 0}}));
+                            },
+                            __LINE__)
+                            .actual() == 3);
+         CAIRN_JCONFORM(j.append(t, "alt", 3, entries({{"alt-d", 40}})) == 4);
+         (void)j.append(t, "main", 4, entries({{"e", 5}}));
+         const auto main_entries = j.read(t, "main");
+         const auto alt_entries = j.read(t, "alt");
+         CAIRN_JCONFORM(main_entries[3].data == 4 && main_entries.size() == 5);
+         CAIRN_JCONFORM(alt_entries[3].data == 40 && alt_entries.size() == 4);
+         CAIRN_JCONFORM(alt_entries[2] == main_entries[2]);
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "alt")) == std::vector<std::uint64_t>{2, 3, 4}));
+         // A fork of a fork, at a point inside the first fork's inherited part and at its own part.
+         j.fork(t, "alt", 2, "alt2");
+         CAIRN_JCONFORM((seqs(j.read(t, "alt2")) == std::vector<std::uint64_t>{1, 2}));
+         j.fork(t, "alt", 4, "alt3");
+         CAIRN_JCONFORM(j.read(t, "alt3").back().data == 40);
+         CAIRN_JCONFORM(j.append(t, "alt3", 4, entries({{snapshot_kind, {{"s", 5}}}})) == 5);
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "alt3")) == std::vector<std::uint64_t>{5}));
+         // Forking at 0 gives an empty run that starts again at 1.
+         j.fork(t, "main", 0, "empty");
+         CAIRN_JCONFORM(j.read(t, "empty").empty());
+         CAIRN_JCONFORM(j.append(t, "empty", 0, entries({{"first", 1}})) == 1);
+         // What cannot be forked.
+         CAIRN_JCONFORM(detail::conflict_of([&] { j.fork(t, "main", 1, "alt"); }, __LINE__).expected() == 0);
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.fork(t, "main", 6, "beyond"));
+         CAIRN_JCONFORM_THROWS(not_found, j.fork(t, "nope", 0, "x"));
+         CAIRN_JCONFORM(!j.info(t, "beyond") && !j.info(t, "x"));
+       }});
 
   checks.push_back({"remove takes a run away, but never one that forks still read", [](RunJournal& j) {
-    const auto t = fresh_tenant("jremove");
-    (void)j.append(t, "src", 0, entries({{"a", 1}, {"b", 2}}));
-    j.fork(t, "src", 1, "child");
-    const auto msg = CAIRN_JCONFORM_THROWS(state_error, j.remove(t, "src"));
-    CAIRN_JCONFORM(msg.find("'child'") != std::string::npos);
-    CAIRN_JCONFORM(j.read(t, "child").size() == 1);
-    j.remove(t, "child");
-    j.remove(t, "src");
-    CAIRN_JCONFORM(!j.info(t, "src") && !j.info(t, "child"));
-    CAIRN_JCONFORM_THROWS(not_found, j.remove(t, "src"));
-    CAIRN_JCONFORM(j.append(t, "src", 0, entries({{"again", 1}})) == 1);  // the name is free again
-  }});
+                      const auto t = fresh_tenant("jremove");
+                      (void)j.append(t, "src", 0, entries({{"a", 1}, {"b", 2}}));
+                      j.fork(t, "src", 1, "child");
+                      const auto msg = CAIRN_JCONFORM_THROWS(state_error, j.remove(t, "src"));
+                      CAIRN_JCONFORM(msg.find("'child'") != std::string::npos);
+                      CAIRN_JCONFORM(j.read(t, "child").size() == 1);
+                      j.remove(t, "child");
+                      j.remove(t, "src");
+                      CAIRN_JCONFORM(!j.info(t, "src") && !j.info(t, "child"));
+                      CAIRN_JCONFORM_THROWS(not_found, j.remove(t, "src"));
+                      CAIRN_JCONFORM(j.append(t, "src", 0, entries({{"again", 1}})) == 1);  // the name is free again
+                    }});
 
-  checks.push_back({"prune drops what no restore needs and keeps what forks read", [](RunJournal& j) {
-    const auto t = fresh_tenant("jprune");
-    (void)j.append(t, "r", 0, entries({{"a", 1}, {"b", 2}, {snapshot_kind, {{"s", 3}}}, {"d", 4},
-                                 {snapshot_kind, {{"s", 5}}}, {"f", 6}}));
-    j.fork(t, "r", 4, "fork");  // restoring the fork needs r's snapshot 3 and entry 4
-    CAIRN_JCONFORM(j.prune(t, "r") == 2);
-    CAIRN_JCONFORM(j.info(t, "r")->kept_from == 3);
-    CAIRN_JCONFORM_THROWS(state_error, j.read(t, "r"));
-    CAIRN_JCONFORM((seqs(j.read(t, "r", 3)) == std::vector<std::uint64_t>{3, 4, 5, 6}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{5, 6}));
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "fork")) == std::vector<std::uint64_t>{3, 4}));
-    CAIRN_JCONFORM_THROWS(invalid_argument, j.fork(t, "r", 2, "too-old"));
-    j.remove(t, "fork");
-    CAIRN_JCONFORM(j.prune(t, "r") == 2);
-    CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{5, 6}));
-    CAIRN_JCONFORM(j.prune(t, "r") == 0);
-    CAIRN_JCONFORM(j.append(t, "r", 6, entries({{"g", 7}})) == 7);
-    (void)j.append(t, "plain", 0, entries({{"a", 1}}));
-    CAIRN_JCONFORM(j.prune(t, "plain") == 0);  // no snapshot: everything is needed
-    CAIRN_JCONFORM(j.read(t, "plain").size() == 1);
-  }});
+  checks.push_back(
+      {"prune drops what no restore needs and keeps what forks read", [](RunJournal& j) {
+         const auto t = fresh_tenant("jprune");
+         (void)j.append(
+             t, "r", 0,
+             entries(
+                 {{"a", 1}, {"b", 2}, {snapshot_kind, {{"s", 3}}}, {"d", 4}, {snapshot_kind, {{"s", 5}}}, {"f", 6}}));
+         j.fork(t, "r", 4, "fork");  // restoring the fork needs r's snapshot 3 and entry 4
+         CAIRN_JCONFORM(j.prune(t, "r") == 2);
+         CAIRN_JCONFORM(j.info(t, "r")->kept_from == 3);
+         CAIRN_JCONFORM_THROWS(state_error, j.read(t, "r"));
+         CAIRN_JCONFORM((seqs(j.read(t, "r", 3)) == std::vector<std::uint64_t>{3, 4, 5, 6}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{5, 6}));
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "fork")) == std::vector<std::uint64_t>{3, 4}));
+         CAIRN_JCONFORM_THROWS(invalid_argument, j.fork(t, "r", 2, "too-old"));
+         j.remove(t, "fork");
+         CAIRN_JCONFORM(j.prune(t, "r") == 2);
+         CAIRN_JCONFORM((seqs(j.read_for_restore(t, "r")) == std::vector<std::uint64_t>{5, 6}));
+         CAIRN_JCONFORM(j.prune(t, "r") == 0);
+         CAIRN_JCONFORM(j.append(t, "r", 6, entries({{"g", 7}})) == 7);
+         (void)j.append(t, "plain", 0, entries({{"a", 1}}));
+         CAIRN_JCONFORM(j.prune(t, "plain") == 0);  // no snapshot: everything is needed
+         CAIRN_JCONFORM(j.read(t, "plain").size() == 1);
+       }});
 
   checks.push_back({"sweep removes runs idle since a time, but not the sources of live forks", [](RunJournal& j) {
-    const auto t = fresh_tenant("jsweep");
-    auto clock = std::make_shared<detail::FixedClock>();
-    j.set_clock(clock);
-    try {
-      clock->now = 1000;
-      (void)j.append(t, "old", 0, entries({{"a", 1}}));
-      (void)j.append(t, "old-source", 0, entries({{"a", 1}}));
-      (void)j.append(t, "old-with-old-fork", 0, entries({{"a", 1}}));
-      j.fork(t, "old-with-old-fork", 1, "old-fork");
-      clock->now = 5000;
-      (void)j.append(t, "fresh", 0, entries({{"a", 1}}));
-      j.fork(t, "old-source", 1, "fresh-fork");
-      auto removed = j.sweep(t, 3000);
-      std::sort(removed.begin(), removed.end());
-      CAIRN_JCONFORM((removed == std::vector<std::string>{"old", "old-fork", "old-with-old-fork"}));
-      CAIRN_JCONFORM(j.info(t, "old-source") && j.info(t, "fresh") && j.info(t, "fresh-fork"));
-      CAIRN_JCONFORM(j.read(t, "fresh-fork").size() == 1);
-    } catch (...) {
-      j.set_clock(nullptr);
-      throw;
-    }
-    j.set_clock(nullptr);
-  }});
+                      const auto t = fresh_tenant("jsweep");
+                      auto clock = std::make_shared<detail::FixedClock>();
+                      j.set_clock(clock);
+                      try {
+                        clock->now = 1000;
+                        (void)j.append(t, "old", 0, entries({{"a", 1}}));
+                        (void)j.append(t, "old-source", 0, entries({{"a", 1}}));
+                        (void)j.append(t, "old-with-old-fork", 0, entries({{"a", 1}}));
+                        j.fork(t, "old-with-old-fork", 1, "old-fork");
+                        clock->now = 5000;
+                        (void)j.append(t, "fresh", 0, entries({{"a", 1}}));
+                        j.fork(t, "old-source", 1, "fresh-fork");
+                        auto removed = j.sweep(t, 3000);
+                        std::sort(removed.begin(), removed.end());
+                        CAIRN_JCONFORM((removed == std::vector<std::string>{"old", "old-fork", "old-with-old-fork"}));
+                        CAIRN_JCONFORM(j.info(t, "old-source") && j.info(t, "fresh") && j.info(t, "fresh-fork"));
+                        CAIRN_JCONFORM(j.read(t, "fresh-fork").size() == 1);
+                      } catch (...) {
+                        j.set_clock(nullptr);
+                        throw;
+                      }
+                      j.set_clock(nullptr);
+                    }});
 
-  checks.push_back({"writers racing on one run never fork it: each sequence number is won once", [](RunJournal& j) {
-    const auto t = fresh_tenant("jrace");
-    constexpr int threads = 8;
-    constexpr int attempts = 40;
-    std::vector<std::vector<std::uint64_t>> won(threads);
-    std::atomic<bool> failed{false};
-    std::vector<std::thread> pool;
-    for (int i = 0; i < threads; ++i) {
-      pool.emplace_back([&, i] {
-        try {
-          for (int k = 0; k < attempts; ++k) {
-            const auto info = j.info(t, "shared");
-            const std::uint64_t last = info ? info->last_seq : 0;
-            try {
-              const auto seq = j.append(t, "shared", last, entries({{"step", {{"thread", i}, {"k", k}}}}));
-              won[static_cast<std::size_t>(i)].push_back(seq);
-            } catch (const conflict& c) {
-              if (c.expected() != last || c.actual() == last) failed = true;
-            }
-          }
-        } catch (...) {
-          failed = true;
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-    CAIRN_JCONFORM(!failed);
-    std::vector<std::uint64_t> all;
-    for (const auto& w : won) all.insert(all.end(), w.begin(), w.end());
-    std::sort(all.begin(), all.end());
-    CAIRN_JCONFORM(!all.empty());
-    CAIRN_JCONFORM(std::adjacent_find(all.begin(), all.end()) == all.end());
-    CAIRN_JCONFORM(all.front() == 1 && all.back() == all.size());
-    const auto stored = j.read(t, "shared");
-    CAIRN_JCONFORM(stored.size() == all.size());
-    for (int i = 0; i < threads; ++i) {  // each acknowledged entry is in the run, at the seq its writer was told
-      for (std::size_t n = 0; n < won[static_cast<std::size_t>(i)].size(); ++n) {
-        const auto& e = stored[won[static_cast<std::size_t>(i)][n] - 1];
-        CAIRN_JCONFORM(e.data["thread"] == i);
-      }
-    }
-  }});
+  checks.push_back(
+      {"writers racing on one run never fork it: each sequence number is won once", [](RunJournal& j) {
+         const auto t = fresh_tenant("jrace");
+         constexpr int threads = 8;
+         constexpr int attempts = 40;
+         std::vector<std::vector<std::uint64_t>> won(threads);
+         std::atomic<bool> failed{false};
+         std::vector<std::thread> pool;
+         for (int i = 0; i < threads; ++i) {
+           pool.emplace_back([&, i] {
+             try {
+               for (int k = 0; k < attempts; ++k) {
+                 const auto info = j.info(t, "shared");
+                 const std::uint64_t last = info ? info->last_seq : 0;
+                 try {
+                   const auto seq = j.append(t, "shared", last, entries({{"step", {{"thread", i}, {"k", k}}}}));
+                   won[static_cast<std::size_t>(i)].push_back(seq);
+                 } catch (const conflict& c) {
+                   if (c.expected() != last || c.actual() == last) failed = true;
+                 }
+               }
+             } catch (...) {
+               failed = true;
+             }
+           });
+         }
+         for (auto& th : pool) th.join();
+         CAIRN_JCONFORM(!failed);
+         std::vector<std::uint64_t> all;
+         for (const auto& w : won) all.insert(all.end(), w.begin(), w.end());
+         std::sort(all.begin(), all.end());
+         CAIRN_JCONFORM(!all.empty());
+         CAIRN_JCONFORM(std::adjacent_find(all.begin(), all.end()) == all.end());
+         CAIRN_JCONFORM(all.front() == 1 && all.back() == all.size());
+         const auto stored = j.read(t, "shared");
+         CAIRN_JCONFORM(stored.size() == all.size());
+         for (int i = 0; i < threads; ++i) {  // each acknowledged entry is in the run, at the seq its writer was told
+           for (std::size_t n = 0; n < won[static_cast<std::size_t>(i)].size(); ++n) {
+             const auto& e = stored[won[static_cast<std::size_t>(i)][n] - 1];
+             CAIRN_JCONFORM(e.data["thread"] == i);
+           }
+         }
+       }});
 
-  checks.push_back({"a fork racing a prune leaves a fork that reads its entries or a clear refusal, in either order",
-                    [](RunJournal& j) {
-    (void)race_fork_and_prune(j, j, ForkPruneRace::rounds(), fresh_tenant("jforkprune"));
-  }});
+  checks.push_back(
+      {"a fork racing a prune leaves a fork that reads its entries or a clear refusal, in either order",
+       [](RunJournal& j) { (void)race_fork_and_prune(j, j, ForkPruneRace::rounds(), fresh_tenant("jforkprune")); }});
 
   return checks;
 }

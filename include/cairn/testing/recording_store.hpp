@@ -61,11 +61,11 @@ constexpr bool is_write(StoreOperation op) noexcept {
 
 /// How a recorded call ended.
 enum class CallOutcome {
-  ok,                 ///< the inner store answered
-  error,              ///< the inner store threw (`StoreCall::error` holds its message)
-  injected,           ///< a fault was injected before the inner store was called: nothing happened there
-  lost_after_apply,   ///< the inner store answered, then a lost connection was simulated: it happened, the caller
-                      ///< saw an error
+  ok,                ///< the inner store answered
+  error,             ///< the inner store threw (`StoreCall::error` holds its message)
+  injected,          ///< a fault was injected before the inner store was called: nothing happened there
+  lost_after_apply,  ///< the inner store answered, then a lost connection was simulated: it happened, the caller
+                     ///< saw an error
 };
 
 inline std::string_view to_string(CallOutcome o) noexcept {
@@ -185,7 +185,8 @@ class RecordingStore final : public ArtifactStore {
     return calls([&](const StoreCall& c) {
              return c.operation == operation && c.tenant_id == tenant_id && c.id == id &&
                     (c.outcome == CallOutcome::ok || c.outcome == CallOutcome::lost_after_apply);
-           }).size();
+           })
+        .size();
   }
   /// Forgets the recorded calls (numbering goes on: fail_call(n) still counts from the start).
   void clear_calls() {
@@ -222,9 +223,8 @@ class RecordingStore final : public ArtifactStore {
     return intercept(std::move(call), [&] { return inner_->store_if(record, expected_version); });
   }
 
-  [[nodiscard]]
-  ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
-                    std::uint64_t version = latest) const override {
+  [[nodiscard]] ArtifactPtr fetch(const std::string& id, const std::string& tenant_id,
+                                  std::uint64_t version = latest) const override {
     return self().intercept(self().start(StoreOperation::fetch, tenant_id, id, version),
                             [&] { return inner_->fetch(id, tenant_id, version); });
   }
@@ -236,8 +236,8 @@ class RecordingStore final : public ArtifactStore {
     });
   }
 
-  [[nodiscard]]
-  std::vector<std::uint64_t> versions(const std::string& id, const std::string& tenant_id) const override {
+  [[nodiscard]] std::vector<std::uint64_t> versions(const std::string& id,
+                                                    const std::string& tenant_id) const override {
     return self().intercept(self().start(StoreOperation::versions, tenant_id, id, 0),
                             [&] { return inner_->versions(id, tenant_id); });
   }
@@ -315,8 +315,8 @@ class RecordingStore final : public ArtifactStore {
   }
 
   static std::string describe(const StoreCall& c) {
-    return fmt::format("call {} ({} #{}, tenant '{}', id '{}')", c.number, to_string(c.operation),
-                       c.operation_number, cairn::detail::excerpt(c.tenant_id), cairn::detail::excerpt(c.id));
+    return fmt::format("call {} ({} #{}, tenant '{}', id '{}')", c.number, to_string(c.operation), c.operation_number,
+                       cairn::detail::excerpt(c.tenant_id), cairn::detail::excerpt(c.id));
   }
 
   template <class F>
@@ -324,10 +324,10 @@ class RecordingStore final : public ArtifactStore {
     const std::optional<Fault> fault = fault_for(call);
     if (fault && *fault != Fault::lost_connection_after_apply) {
       call.outcome = CallOutcome::injected;
-      call.error = *fault == Fault::storage_error
-                       ? fmt::format("RecordingStore: injected storage error on {}", describe(call))
-                       : fmt::format("RecordingStore: simulated lost connection before {} reached the store",
-                                     describe(call));
+      call.error =
+          *fault == Fault::storage_error
+              ? fmt::format("RecordingStore: injected storage error on {}", describe(call))
+              : fmt::format("RecordingStore: simulated lost connection before {} reached the store", describe(call));
       const std::string message = call.error;
       finish(std::move(call));
       throw storage_error(message);

@@ -178,8 +178,8 @@ inline std::string show_prompt(const std::string& prompt, const std::optional<Pr
     }
   }
   const std::size_t width = fmt::format("{}", lines.size()).size();
-  std::string out = fmt::format("the prompt ({} line{}, {} bytes):", lines.size(), lines.size() == 1 ? "" : "s",
-                                prompt.size());
+  std::string out =
+      fmt::format("the prompt ({} line{}, {} bytes):", lines.size(), lines.size() == 1 ? "" : "s", prompt.size());
   if (first > 0) out += fmt::format("\n{:>{}} | ... {} line{} not shown", "", width, first, first == 1 ? "" : "s");
   for (std::size_t i = first; i < last; ++i) {
     out += fmt::format("\n{:>{}} | {}", i + 1, width, printable_line(lines[i]));
@@ -229,10 +229,11 @@ inline PromptExpectation prompt_contains(std::string text) {
     }
     if (lo == 0) return std::nullopt;
     const auto [line, column] = script_detail::line_column(p, at);
-    std::string note = fmt::format("the longest start of the text found ({} of {} bytes, line {}, column {}); then "
-                                   "the text has {} where the prompt has {}",
-                                   lo, text.size(), line, column, script_detail::quoted(text.substr(lo), 20),
-                                   script_detail::quoted(p.substr(at + lo), 20));
+    std::string note = fmt::format(
+        "the longest start of the text found ({} of {} bytes, line {}, column {}); then "
+        "the text has {} where the prompt has {}",
+        lo, text.size(), line, column, script_detail::quoted(text.substr(lo), 20),
+        script_detail::quoted(p.substr(at + lo), 20));
     return PromptMark{at, lo, std::move(note)};
   };
   return {std::move(description),
@@ -385,9 +386,8 @@ class Script {
     }
     if (!step) {
       if (fallback) return *fallback;
-      std::string message =
-          fmt::format("{}: call {}: the script has no reply left ({} scripted, all used{})", who(), call, queued,
-                      misses.empty() ? "" : "; no answer matches the prompt");
+      std::string message = fmt::format("{}: call {}: the script has no reply left ({} scripted, all used{})", who(),
+                                        call, queued, misses.empty() ? "" : "; no answer matches the prompt");
       for (const std::string& m : misses) message += "\n  " + m;
       fail(message + "\n" + show_prompt(prompt));
     }

@@ -3,8 +3,8 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
-#include "cairn/workflow/artifact_recorder.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/artifact_recorder.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 

@@ -15,8 +15,8 @@
 #include "cairn/artifact/type.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
-#include "cairn/workflow/machine.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/machine.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 

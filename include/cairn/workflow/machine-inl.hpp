@@ -3,8 +3,8 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
-#include "cairn/workflow/machine.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/machine.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -136,7 +136,7 @@ CAIRN_INLINE bool is_strict_utf8(std::string_view s) noexcept {
   return true;
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE void to_json(nlohmann::json& j, const WorkflowProgress& p) {
   j = {{"current_step", p.current_step}, {"total_steps", p.total_steps}};
@@ -430,15 +430,13 @@ CAIRN_INLINE StatusReport WorkflowMachine::advance_unrecorded(const std::string&
       if (!start_task_from(s.task->index + 1)) next_step();
     } else {
       s.status = WorkflowStatus::failed;
-      s.failure_reason = fmt::format("sub-step '{}' of task '{}' in loop '{}' failed (on_fail: abort)", sub->id,
-                                     s.task->id, s.step);
+      s.failure_reason =
+          fmt::format("sub-step '{}' of task '{}' in loop '{}' failed (on_fail: abort)", sub->id, s.task->id, s.step);
     }
     return status();
   }
   switch (step.type) {
-    case StepType::action:
-      next_step();
-      break;
+    case StepType::action: next_step(); break;
     case StepType::ralph:
       if (s.ralph_iteration.value_or(1) < step.n) {
         s.ralph_iteration = s.ralph_iteration.value_or(1) + 1;
@@ -517,8 +515,8 @@ CAIRN_INLINE StatusReport WorkflowMachine::set_tasks_unrecorded(const std::strin
     for (const auto& dep : tasks[i].depends_on) {
       const auto it = index.find(dep);
       if (it == index.end()) {
-        throw invalid_argument(fmt::format("set_tasks: tasks[{}] ('{}') depends on unknown task '{}'", i,
-                                           tasks[i].id, detail::excerpt(dep)));
+        throw invalid_argument(fmt::format("set_tasks: tasks[{}] ('{}') depends on unknown task '{}'", i, tasks[i].id,
+                                           detail::excerpt(dep)));
       }
       if (it->second == i) {
         throw invalid_argument(fmt::format("set_tasks: tasks[{}] ('{}') depends on itself", i, tasks[i].id));
@@ -565,8 +563,7 @@ CAIRN_INLINE StatusReport WorkflowMachine::set_tasks_unrecorded(const std::strin
     ring.push_back(ring.front());
     std::string text;
     for (const auto& id : ring) text += (text.empty() ? "" : " -> ") + id;
-    throw invalid_argument(fmt::format("set_tasks: the tasks of loop '{}' form a dependency cycle: {}", loop_id,
-                                       text));
+    throw invalid_argument(fmt::format("set_tasks: the tasks of loop '{}' form a dependency cycle: {}", loop_id, text));
   }
   s.tasks[loop_id] = std::move(ordered);
   if (*loop_index == current) begin_loop();
@@ -658,8 +655,9 @@ CAIRN_INLINE ArtifactRegistration WorkflowMachine::register_paths(const std::vec
     }
     // The state is JSON text: a name that is not UTF-8 could only be kept altered, and would then name no file.
     if (!detail::is_strict_utf8(text)) {
-      out.refuse(raw, "the path is not valid UTF-8 (the workflow state is JSON text and could not keep it "
-                      "exactly)");
+      out.refuse(raw,
+                 "the path is not valid UTF-8 (the workflow state is JSON text and could not keep it "
+                 "exactly)");
       continue;
     }
     if (is_own(text, st)) {
@@ -735,8 +733,7 @@ CAIRN_INLINE WorkflowMachine WorkflowMachine::restore(WorkflowTemplate tmpl, Wor
   const bool running = st.status == WorkflowStatus::running;
   if (running && step.type == StepType::loop && st.task) {
     const auto it = st.tasks.find(step.id);
-    if (it == st.tasks.end() || st.task->index >= it->second.size() ||
-        it->second[st.task->index].id != st.task->id) {
+    if (it == st.tasks.end() || st.task->index >= it->second.size() || it->second[st.task->index].id != st.task->id) {
       bad(fmt::format("task '{}' at index {} is not in loop '{}'", detail::excerpt(st.task->id), st.task->index,
                       step.id));
     }

@@ -38,9 +38,9 @@
 #include "cairn/error.hpp"
 #include "cairn/observe/observer.hpp"
 #include "cairn/run/run.hpp"
+#include "cairn/version.hpp"
 #include "cairn/workflow/state.hpp"
 #include "cairn/workflow/template.hpp"
-#include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -60,9 +60,9 @@ struct TaskStatusInfo {
 struct WorkflowProgress {
   std::size_t current_step = 0;  ///< 1-based
   std::size_t total_steps = 0;
-  std::optional<std::size_t> completed_tasks;  ///< loop steps: tasks done
-  std::optional<std::size_t> failed_tasks;     ///< loop steps: tasks failed or blocked
-  std::optional<std::size_t> total_tasks;      ///< loop steps
+  std::optional<std::size_t> completed_tasks;        ///< loop steps: tasks done
+  std::optional<std::size_t> failed_tasks;           ///< loop steps: tasks failed or blocked
+  std::optional<std::size_t> total_tasks;            ///< loop steps
   std::optional<std::string> current_task_progress;  ///< "Task 2/3, Sub-step 1/2"
 };
 
@@ -78,8 +78,8 @@ struct StatusReport {
   std::optional<int> ralph_iteration;  ///< 1-based
   std::optional<int> ralph_total;
   int attempt = 1;
-  bool waiting_for_tasks = false;      ///< a loop step whose tasks were never set
-  std::optional<std::string> agent;    ///< the sub-agent to delegate to
+  bool waiting_for_tasks = false;    ///< a loop step whose tasks were never set
+  std::optional<std::string> agent;  ///< the sub-agent to delegate to
   std::string instructions;
   WorkflowProgress progress;
   std::vector<std::string> artifacts;
@@ -103,7 +103,7 @@ struct ArtifactEvent {
   std::string relative_path;  ///< relative to the workspace root, '/'-separated
   std::string absolute_path;  ///< canonical
   std::uint64_t size_bytes = 0;
-  std::string workflow;       ///< template name
+  std::string workflow;  ///< template name
   std::string step;
   std::optional<std::string> task_id;
   std::optional<std::string> sub_step;
@@ -282,8 +282,8 @@ class WorkflowMachine : private RunParticipant {
   /// Registers files as artefacts of the workflow (see the docs for the exact rules). Throws
   /// cairn::state_error before start().
   ArtifactRegistration register_artifacts(const std::vector<std::string>& paths);
-  [[deprecated("use register_artifacts")]]
-  ArtifactRegistration register_artefacts(const std::vector<std::string>& paths);
+  [[deprecated("use register_artifacts")]] ArtifactRegistration register_artefacts(
+      const std::vector<std::string>& paths);
 
   /// Fails the workflow with `reason`. Throws cairn::state_error when it is not running.
   StatusReport fail(const std::string& reason);
@@ -364,7 +364,7 @@ class WorkflowMachine : private RunParticipant {
   std::shared_ptr<Observer> event_observer_;
   std::string state_file_name_ = "workflow-state.json";
   Run* run_ = nullptr;
-  nlohmann::json recorded_;  // the state the run holds (when attached)
+  nlohmann::json recorded_;        // the state the run holds (when attached)
   std::uint64_t patched_seq_ = 0;  // the last patch a replay applied to recorded_, not rebuilt from yet (0: none)
 };
 

@@ -28,8 +28,8 @@
 #include "cairn/observe/observer.hpp"
 #include "cairn/run/journal.hpp"
 #include "cairn/run/run.hpp"
-#include "cairn/workflow/machine.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/machine.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -70,8 +70,7 @@ class RunWorkflowState {
       try {
         if (!s.loaded) s.reload();
         if (!s.machine || !s.machine->started()) {
-          throw state_error(
-              fmt::format("the workflow is not started: run '{}' holds no started workflow", s.run_id));
+          throw state_error(fmt::format("the workflow is not started: run '{}' holds no started workflow", s.run_id));
         }
         return f(*s.machine);
       } catch (const conflict&) {
@@ -125,8 +124,9 @@ class RunWorkflowState {
   /// `set_observer(nullptr)` (or `{}`) used to clear the ArtifactObserver, and will clear the event Observer once
   /// this overload is gone: for the release in between it clears both, with a warning. Say which one:
   /// set_artifact_observer(nullptr) or set_observer(std::shared_ptr<Observer>()).
-  [[deprecated("ambiguous: use set_artifact_observer(nullptr) or set_observer(std::shared_ptr<cairn::Observer>())")]]
-  void set_observer(std::nullptr_t) {
+  [[deprecated(
+      "ambiguous: use set_artifact_observer(nullptr) or set_observer(std::shared_ptr<cairn::Observer>())")]] void
+  set_observer(std::nullptr_t) {
     set_artifact_observer(nullptr);
     set_observer(std::shared_ptr<Observer>());
   }

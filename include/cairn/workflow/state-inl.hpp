@@ -3,8 +3,8 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
-#include "cairn/workflow/state.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/state.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -101,7 +101,7 @@ CAIRN_INLINE TaskStatus task_status_from(const std::string& s, const StateReader
   r.fail(field, "must be one of pending, in_progress, done, failed, blocked");
 }
 
-}
+}  // namespace detail
 
 CAIRN_INLINE WorkflowState workflow_state_from_json(const nlohmann::json& j, const std::string& what) {
   const detail::StateReader r{what};

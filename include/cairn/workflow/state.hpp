@@ -18,8 +18,8 @@
 #include "cairn/detail/enum_ostream.hpp"
 #include "cairn/detail/text.hpp"
 #include "cairn/error.hpp"
-#include "cairn/workflow/template.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/template.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -62,17 +62,17 @@ struct TaskPosition {
 /// Everything a workflow run has to remember. Plain data; not thread-safe: one owner.
 struct WorkflowState {
   WorkflowStatus status = WorkflowStatus::running;
-  std::string step;                      ///< id of the current step (the last one once complete)
+  std::string step;  ///< id of the current step (the last one once complete)
   StepType step_type = StepType::action;
-  std::optional<TaskPosition> task;      ///< loop steps, once tasks are set
-  std::optional<std::string> sub_step;   ///< loop steps, with task
-  std::optional<int> ralph_iteration;    ///< ralph steps, 1-based
-  int attempt = 1;                       ///< 1 + failures reported at the current position (retry)
+  std::optional<TaskPosition> task;                ///< loop steps, once tasks are set
+  std::optional<std::string> sub_step;             ///< loop steps, with task
+  std::optional<int> ralph_iteration;              ///< ralph steps, 1-based
+  int attempt = 1;                                 ///< 1 + failures reported at the current position (retry)
   std::map<std::string, std::vector<Task>> tasks;  ///< per loop id, in run order
   std::map<std::string, std::string> outputs;      ///< by output key (`step`, `step.2`, `step.task.sub`)
   std::optional<std::string> summary;
-  std::vector<std::string> artifacts;              ///< absolute, canonical paths, in registration order
-  std::optional<std::string> failure_reason;       ///< set when status is failed
+  std::vector<std::string> artifacts;         ///< absolute, canonical paths, in registration order
+  std::optional<std::string> failure_reason;  ///< set when status is failed
 
   friend bool operator==(const WorkflowState& a, const WorkflowState& b);
 };

@@ -3,8 +3,8 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
-#include "cairn/workflow/state_file.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/state_file.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -24,8 +24,7 @@ CAIRN_INLINE const char* file_kind(mode_t mode) noexcept {
   return "not a regular file";
 }
 
-CAIRN_INLINE FileLock::FileLock(std::filesystem::path path)
-    : path_(std::move(path)) {
+CAIRN_INLINE FileLock::FileLock(std::filesystem::path path) : path_(std::move(path)) {
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     fd_ = Fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
     if (fd_.get() < 0) {
@@ -58,7 +57,7 @@ CAIRN_INLINE bool FileLock::held() const noexcept {
          mine.st_ino == there.st_ino;
 }
 
-}
+}  // namespace detail::workflow_io
 
 CAIRN_INLINE std::optional<WorkflowMachine> StateFile::load() const {
   detail::workflow_io::Fd fd(open_for_reading());
@@ -67,8 +66,8 @@ CAIRN_INLINE std::optional<WorkflowMachine> StateFile::load() const {
     if (err == ENOENT) return std::nullopt;
     struct stat lst {};
     if (::lstat(path_.c_str(), &lst) == 0 && !S_ISREG(lst.st_mode)) refuse_kind(lst.st_mode);
-    throw storage_error(fmt::format("cannot open workflow state file '{}': {}", path_.string(),
-                                    detail::workflow_io::errno_text(err)));
+    throw storage_error(
+        fmt::format("cannot open workflow state file '{}': {}", path_.string(), detail::workflow_io::errno_text(err)));
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
@@ -90,8 +89,8 @@ CAIRN_INLINE std::optional<WorkflowMachine> StateFile::load() const {
     if (got == 0) break;
     text.append(buf, static_cast<std::size_t>(got));
     if (text.size() > limits_.max_bytes) {
-      throw state_error(fmt::format("workflow state file '{}' is larger than the limit of {} bytes",
-                                    path_.string(), limits_.max_bytes));
+      throw state_error(fmt::format("workflow state file '{}' is larger than the limit of {} bytes", path_.string(),
+                                    limits_.max_bytes));
     }
   }
   const std::string what = fmt::format("workflow state file '{}'", path_.string());
@@ -106,8 +105,8 @@ CAIRN_INLINE std::optional<WorkflowMachine> StateFile::load() const {
   if (j.is_object()) {
     const auto v = j.find("format_version");
     if (v != j.end() && (!v->is_number_integer() || v->get<long long>() != format_version)) {
-      throw state_error(fmt::format("{}: format_version {} is not supported (this cairn reads {})", what,
-                                    v->dump(), format_version));
+      throw state_error(
+          fmt::format("{}: format_version {} is not supported (this cairn reads {})", what, v->dump(), format_version));
     }
   }
   auto machine = WorkflowMachine::from_json(j, root_, what);
@@ -184,14 +183,16 @@ CAIRN_INLINE void StateFile::write(const WorkflowMachine& machine, const detail:
   const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   // What was saved must load: a state past the load limits would lock the workflow out for good.
   if (text.size() > limits_.max_bytes) {
-    throw limit_exceeded(fmt::format("saving workflow state file '{}': the new state is {} bytes, more than the "
-                                     "limit of {} bytes that loading accepts; nothing was saved",
-                                     path_.string(), text.size(), limits_.max_bytes));
+    throw limit_exceeded(
+        fmt::format("saving workflow state file '{}': the new state is {} bytes, more than the "
+                    "limit of {} bytes that loading accepts; nothing was saved",
+                    path_.string(), text.size(), limits_.max_bytes));
   }
   if (const int depth = detail::json_depth(j, limits_.max_depth); depth > limits_.max_depth) {
-    throw limit_exceeded(fmt::format("saving workflow state file '{}': the new state nests JSON deeper than the "
-                                     "limit of {} levels that loading accepts; nothing was saved",
-                                     path_.string(), limits_.max_depth));
+    throw limit_exceeded(
+        fmt::format("saving workflow state file '{}': the new state nests JSON deeper than the "
+                    "limit of {} levels that loading accepts; nothing was saved",
+                    path_.string(), limits_.max_depth));
   }
   const std::filesystem::path folder = path_.parent_path();
   const std::string base = path_.filename().string();
@@ -228,9 +229,10 @@ CAIRN_INLINE void StateFile::write(const WorkflowMachine& machine, const detail:
   // A lock file removed or replaced while we held it means another writer may hold a lock too: do not commit.
   if (!lock.held()) {
     ::unlinkat(dir.get(), tmp.c_str(), 0);
-    throw storage_error(fmt::format("saving workflow state file '{}': the lock file '{}' was removed or replaced "
-                                    "while this save held it, so another writer may be at work; nothing was saved",
-                                    path_.string(), lock_path_.string()));
+    throw storage_error(
+        fmt::format("saving workflow state file '{}': the lock file '{}' was removed or replaced "
+                    "while this save held it, so another writer may be at work; nothing was saved",
+                    path_.string(), lock_path_.string()));
   }
   if (::renameat(dir.get(), tmp.c_str(), dir.get(), base.c_str()) != 0) fail("rename");
   // Committed: the new state is in place. A failing folder fsync is retried on EINTR and otherwise told to the
@@ -238,12 +240,13 @@ CAIRN_INLINE void StateFile::write(const WorkflowMachine& machine, const detail:
   int rc = 0;
   do {
     rc = detail::workflow_io::folder_fsync_for_tests ? detail::workflow_io::folder_fsync_for_tests(dir.get())
-                                                    : ::fsync(dir.get());
+                                                     : ::fsync(dir.get());
   } while (rc != 0 && errno == EINTR);
   if (rc != 0 && on_sync_failure_) {
-    on_sync_failure_(fmt::format("saving workflow state file '{}': the new state is in place, but fsync of the "
-                                 "folder '{}' failed: {}; it is not sure to survive a power cut until the next save",
-                                 path_.string(), folder.string(), detail::workflow_io::errno_text(errno)));
+    on_sync_failure_(
+        fmt::format("saving workflow state file '{}': the new state is in place, but fsync of the "
+                    "folder '{}' failed: {}; it is not sure to survive a power cut until the next save",
+                    path_.string(), folder.string(), detail::workflow_io::errno_text(errno)));
   }
 }
 

@@ -34,8 +34,8 @@
 #include "cairn/detail/json.hpp"
 #include "cairn/error.hpp"
 #include "cairn/observe/observer.hpp"
-#include "cairn/workflow/machine.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/machine.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -94,9 +94,10 @@ class FileLock {
 
  private:
   [[noreturn]] void refuse(mode_t mode) const {
-    throw storage_error(fmt::format("lock file '{}' is {}, not a regular file; cairn neither follows nor uses it "
-                                    "(remove it)",
-                                    path_.string(), file_kind(mode)));
+    throw storage_error(
+        fmt::format("lock file '{}' is {}, not a regular file; cairn neither follows nor uses it "
+                    "(remove it)",
+                    path_.string(), file_kind(mode)));
   }
 
   std::filesystem::path path_;
@@ -121,8 +122,7 @@ class StateFile {
 
   /// The state file `<workspace_root>/<file_name>`. Loading reads at most `limits.max_bytes` bytes and
   /// `limits.max_depth` levels of JSON; saving refuses a state that loading would refuse.
-  explicit StateFile(std::filesystem::path workspace_root, std::string file_name = default_name,
-                     JsonLimits limits = {})
+  explicit StateFile(std::filesystem::path workspace_root, std::string file_name = default_name, JsonLimits limits = {})
       : root_(std::move(workspace_root)),
         file_name_(std::move(file_name)),
         path_(root_ / file_name_),
@@ -196,9 +196,10 @@ class StateFile {
   static constexpr std::size_t temp_suffix_length = 16;
 
   [[noreturn]] void refuse_kind(mode_t mode) const {
-    throw state_error(fmt::format("workflow state file '{}' is {}, not a regular file; cairn neither follows nor "
-                                  "reads it (a symlinked state file is refused on purpose)",
-                                  path_.string(), detail::workflow_io::file_kind(mode)));
+    throw state_error(
+        fmt::format("workflow state file '{}' is {}, not a regular file; cairn neither follows nor "
+                    "reads it (a symlinked state file is refused on purpose)",
+                    path_.string(), detail::workflow_io::file_kind(mode)));
   }
 
   // Reading a file written after its last access updates its atime (relatime), which dirties the inode and makes

@@ -25,7 +25,7 @@ namespace detail {
 // Checks one object's keys against the known ones, so a typo (`artifacts`, `instruction`) is an error rather than
 // a silently ignored field.
 inline void template_check_keys(const nlohmann::json& obj, const std::string& path,
-                       std::initializer_list<std::string_view> known) {
+                                std::initializer_list<std::string_view> known) {
   for (const auto& item : obj.items()) {
     bool ok = false;
     for (auto k : known) ok = ok || item.key() == k;
@@ -33,8 +33,8 @@ inline void template_check_keys(const nlohmann::json& obj, const std::string& pa
     std::string hint;
     if (item.key() == "artifacts") hint = " (did you mean 'artefacts'?)";
     if (item.key() == "instruction") hint = " (did you mean 'instructions'?)";
-    throw invalid_template(fmt::format("{}{}{} is not a known field{}", path, path.empty() ? "" : ".",
-                                       excerpt(item.key()), hint));
+    throw invalid_template(
+        fmt::format("{}{}{} is not a known field{}", path, path.empty() ? "" : ".", excerpt(item.key()), hint));
   }
 }
 
@@ -43,8 +43,8 @@ inline const nlohmann::json* template_member(const nlohmann::json& obj, const ch
   return it == obj.end() ? nullptr : &*it;
 }
 
-inline std::string template_string(const nlohmann::json& obj, const std::string& path, const char* key,
-                                   bool required, bool non_empty) {
+inline std::string template_string(const nlohmann::json& obj, const std::string& path, const char* key, bool required,
+                                   bool non_empty) {
   const auto* v = template_member(obj, key);
   const std::string where = path.empty() ? std::string(key) : path + "." + key;
   if (!v || v->is_null()) {
@@ -82,8 +82,7 @@ inline std::optional<std::string> template_agent(const nlohmann::json& obj, cons
   if (!v->is_string()) throw invalid_template(fmt::format("{}.agent must be a string", path));
   const auto& name = v->get_ref<const std::string&>();
   if (agents.find(name) == agents.end()) {
-    throw invalid_template(
-        fmt::format("{}.agent '{}' is not declared in agents", path, excerpt(name)));
+    throw invalid_template(fmt::format("{}.agent '{}' is not declared in agents", path, excerpt(name)));
   }
   return name;
 }
@@ -102,8 +101,8 @@ CAIRN_INLINE WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& 
     if (!agents->is_object()) throw invalid_template("agents must be an object of name: {description}");
     for (const auto& [name, cfg] : agents->items()) {
       if (!detail::is_workflow_id(name)) {
-        throw invalid_template(fmt::format("agents: '{}' is not a valid agent name ({})", excerpt(name),
-                                           detail::workflow_id_rule()));
+        throw invalid_template(
+            fmt::format("agents: '{}' is not a valid agent name ({})", excerpt(name), detail::workflow_id_rule()));
       }
       const std::string path = "agents." + name;
       if (!cfg.is_object()) throw invalid_template(fmt::format("{} must be an object", path));
@@ -120,8 +119,8 @@ CAIRN_INLINE WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& 
     if (!loops->is_object()) throw invalid_template("loops must be an object of loop id: [sub-steps]");
     for (const auto& [loop_id, subs] : loops->items()) {
       if (!detail::is_workflow_id(loop_id)) {
-        throw invalid_template(fmt::format("loops: '{}' is not a valid loop id ({})", excerpt(loop_id),
-                                           detail::workflow_id_rule()));
+        throw invalid_template(
+            fmt::format("loops: '{}' is not a valid loop id ({})", excerpt(loop_id), detail::workflow_id_rule()));
       }
       const std::string lpath = "loops." + loop_id;
       if (!subs.is_array() || subs.empty()) {
@@ -147,10 +146,14 @@ CAIRN_INLINE WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& 
         sub.instructions = detail::template_string(s, path, "instructions", true, true);
         if (const auto* f = detail::template_member(s, "on_fail"); f && !f->is_null()) {
           const std::string v = f->is_string() ? f->get<std::string>() : std::string();
-          if (v == "retry") sub.on_fail = OnFail::retry;
-          else if (v == "skip") sub.on_fail = OnFail::skip;
-          else if (v == "abort") sub.on_fail = OnFail::abort;
-          else throw invalid_template(fmt::format("{}.on_fail must be one of retry, skip, abort", path));
+          if (v == "retry")
+            sub.on_fail = OnFail::retry;
+          else if (v == "skip")
+            sub.on_fail = OnFail::skip;
+          else if (v == "abort")
+            sub.on_fail = OnFail::abort;
+          else
+            throw invalid_template(fmt::format("{}.on_fail must be one of retry, skip, abort", path));
         }
         sub.artifacts = detail::template_bool(s, path, "artefacts");
         out.push_back(std::move(sub));
@@ -176,10 +179,14 @@ CAIRN_INLINE WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& 
       throw invalid_template(fmt::format("{}.id '{}' is used by an earlier step", path, step.id));
     }
     const std::string type = detail::template_string(s, path, "type", true, false);
-    if (type == "action") step.type = StepType::action;
-    else if (type == "loop") step.type = StepType::loop;
-    else if (type == "ralph") step.type = StepType::ralph;
-    else throw invalid_template(fmt::format("{}.type must be one of action, loop, ralph", path));
+    if (type == "action")
+      step.type = StepType::action;
+    else if (type == "loop")
+      step.type = StepType::loop;
+    else if (type == "ralph")
+      step.type = StepType::ralph;
+    else
+      throw invalid_template(fmt::format("{}.type must be one of action, loop, ralph", path));
     step.agent = detail::template_agent(s, path, t.agents_);
     step.instructions =
         detail::template_string(s, path, "instructions", step.type != StepType::loop, step.type != StepType::loop);
@@ -198,8 +205,8 @@ CAIRN_INLINE WorkflowTemplate WorkflowTemplate::from_json(const nlohmann::json& 
       throw invalid_template(fmt::format("{}.n is only allowed on ralph steps", path));
     }
     if (step.type == StepType::loop && !t.loop(step.id)) {
-      throw invalid_template(fmt::format("{}.id '{}' names no loop: a loop step's id must be a key of loops", path,
-                                         step.id));
+      throw invalid_template(
+          fmt::format("{}.id '{}' names no loop: a loop step's id must be a key of loops", path, step.id));
     }
     step.artifacts = detail::template_bool(s, path, "artefacts");
     t.steps_.push_back(std::move(step));

@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <cstddef>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>

@@ -3,24 +3,24 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
-#include "cairn/workflow/tools.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/tools.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
 CAIRN_INLINE WorkflowTools::WorkflowTools(StateFile file, WorkflowTemplate tmpl, ArtifactObserver observer,
                                           std::shared_ptr<Observer> events)
-    : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<StateFile>>(
-                                              with_events(std::move(file), std::move(events))),
-                                          std::move(tmpl), std::move(observer)})) {
+    : impl_(std::make_shared<const Impl>(
+          Impl{std::make_shared<const Keeper<StateFile>>(with_events(std::move(file), std::move(events))),
+               std::move(tmpl), std::move(observer)})) {
   build();
 }
 
 CAIRN_INLINE WorkflowTools::WorkflowTools(RunWorkflowState state, WorkflowTemplate tmpl, ArtifactObserver observer,
                                           std::shared_ptr<Observer> events)
-    : impl_(std::make_shared<const Impl>(Impl{std::make_shared<const Keeper<RunWorkflowState>>(
-                                              with_events(std::move(state), std::move(events))),
-                                          std::move(tmpl), std::move(observer)})) {
+    : impl_(std::make_shared<const Impl>(
+          Impl{std::make_shared<const Keeper<RunWorkflowState>>(with_events(std::move(state), std::move(events))),
+               std::move(tmpl), std::move(observer)})) {
   build();
 }
 
@@ -62,16 +62,12 @@ CAIRN_INLINE nlohmann::json WorkflowTools::call(std::string_view name, const nlo
 }
 
 CAIRN_INLINE nlohmann::json WorkflowTools::ok_result(const nlohmann::json& value) {
-  return {{"content", {{{"type", "text"}, {"text", dump(value)}}}},
-          {+"structuredContent", value},
-          {"isError", false}};
+  return {{"content", {{{"type", "text"}, {"text", dump(value)}}}}, {+"structuredContent", value}, {"isError", false}};
 }
 
 CAIRN_INLINE nlohmann::json WorkflowTools::error_result(const std::string& message) {
   const nlohmann::json value = {{"error", message}};
-  return {{"content", {{{"type", "text"}, {"text", dump(value)}}}},
-          {+"structuredContent", value},
-          {"isError", true}};
+  return {{"content", {{{"type", "text"}, {"text", dump(value)}}}}, {+"structuredContent", value}, {"isError", true}};
 }
 
 CAIRN_INLINE std::string WorkflowTools::dump(const nlohmann::json& v) {
@@ -110,8 +106,8 @@ CAIRN_INLINE std::vector<Task> WorkflowTools::read_tasks(Args list) {
   constexpr std::string_view tool = "workflow_set_tasks";
   if (!list.is_array()) throw invalid_argument(fmt::format("{}: tasks must be an array", tool));
   if (list.size() > WorkflowMachine::max_tasks) {
-    throw limit_exceeded(fmt::format("{}: {} tasks, more than the limit of {}", tool, list.size(),
-                                     WorkflowMachine::max_tasks));
+    throw limit_exceeded(
+        fmt::format("{}: {} tasks, more than the limit of {}", tool, list.size(), WorkflowMachine::max_tasks));
   }
   std::vector<Task> tasks;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -119,8 +115,7 @@ CAIRN_INLINE std::vector<Task> WorkflowTools::read_tasks(Args list) {
     const std::string where = fmt::format("{}: tasks[{}]", tool, i);
     if (!t.is_object()) throw invalid_argument(where + " must be an object");
     for (const auto& item : t.items()) {
-      if (item.key() != "id" && item.key() != "title" && item.key() != "description" &&
-          item.key() != "depends_on") {
+      if (item.key() != "id" && item.key() != "title" && item.key() != "description" && item.key() != "depends_on") {
         throw invalid_argument(fmt::format("{}.{} is not a known field", where, detail::excerpt(item.key())));
       }
     }
@@ -152,8 +147,8 @@ CAIRN_INLINE void WorkflowTools::build() {
   // Long string literals in these JSON initializer lists are written +"..." so that they decay to const char*:
   // nlohmann instantiates its constructors once per char-array length, and every distinct length costs each
   // translation unit that includes cairn ~40 ms of g++ (docs/performance.md, "Cost of including cairn").
-  const nlohmann::json no_args = {{"type", "object"}, {"properties", nlohmann::json::object()},
-                                  {+"additionalProperties", false}};
+  const nlohmann::json no_args = {
+      {"type", "object"}, {"properties", nlohmann::json::object()}, {+"additionalProperties", false}};
   // What the tools return (outputSchema): a StatusReport, as status, start and advance give it.
   const nlohmann::json text = {{"type", "string"}};
   const nlohmann::json natural = {{"type", "integer"}, {"minimum", 0}};
@@ -192,8 +187,8 @@ CAIRN_INLINE void WorkflowTools::build() {
         {"artefacts", texts},
         {"summary", text},
         {"failure_reason", text}}},
-      {"required", {"status", "step", "step_type", "attempt", "agent", "delegate", "instructions", "progress",
-                    "artefacts"}}};
+      {"required",
+       {"status", "step", "step_type", "attempt", "agent", "delegate", "instructions", "progress", "artefacts"}}};
 
   tools_.push_back(
       {"workflow_start",
@@ -229,8 +224,8 @@ CAIRN_INLINE void WorkflowTools::build() {
             {"items",
              {{"type", "object"},
               {"properties",
-               {{"id", {{"type", "string"}, {"pattern", +"^[A-Za-z0-9_-]{1,128}$"},
-                        {"description", "Unique task id."}}},
+               {{"id",
+                 {{"type", "string"}, {"pattern", +"^[A-Za-z0-9_-]{1,128}$"}, {"description", "Unique task id."}}},
                 {"title", {{"type", "string"}, {"minLength", 1}, {"description", "Short title."}}},
                 {"description", {{"type", "string"}, {"description", +"Optional details."}}},
                 {"depends_on",
@@ -289,8 +284,8 @@ CAIRN_INLINE void WorkflowTools::build() {
        "work on it again to improve the result.",
        {{"type", "object"},
         {"properties",
-         {{"output", {{"type", "string"}, {"maxLength", max_output_bytes},
-                      {"description", +"What was done at this step."}}},
+         {{"output",
+           {{"type", "string"}, {"maxLength", max_output_bytes}, {"description", +"What was done at this step."}}},
           {"success",
            {{"type", "boolean"}, {"default", true}, {"description", +"false when the work at this step failed."}}}}},
         {"required", {"output"}},
@@ -356,15 +351,17 @@ CAIRN_INLINE void WorkflowTools::build() {
            const auto p = a.find("paths");
            if (p == a.end() || !p->is_array()) throw invalid_argument("register_artefacts: paths must be an array");
            if (p->size() > max_paths) {
-             throw limit_exceeded(fmt::format("register_artefacts: {} paths, more than the limit of {}", p->size(),
-                                              max_paths));
+             throw limit_exceeded(
+                 fmt::format("register_artefacts: {} paths, more than the limit of {}", p->size(), max_paths));
            }
            // A path that is not a string is reported as invalid (as its JSON text), like a missing file.
            std::vector<std::string> paths;
            std::vector<std::string> not_strings;
            for (const auto& v : *p) {
-             if (v.is_string()) paths.push_back(v.get<std::string>());
-             else not_strings.push_back(v.dump());
+             if (v.is_string())
+               paths.push_back(v.get<std::string>());
+             else
+               not_strings.push_back(v.dump());
            }
            auto result = impl->update([&](WorkflowMachine& m) {
              if (impl->observer) m.set_artifact_observer(impl->observer);
@@ -375,11 +372,11 @@ CAIRN_INLINE void WorkflowTools::build() {
          });
        }});
 
-  describe(tools_.back(), "Register files as artefacts", hints(false, false, true),
-           {{"type", "object"},
-            {"properties",
-             {{"registered", texts}, {"duplicates", texts}, {"invalid", texts}, {"invalid_reasons", texts}}},
-            {"required", {"registered", "duplicates", "invalid", "invalid_reasons"}}});
+  describe(
+      tools_.back(), "Register files as artefacts", hints(false, false, true),
+      {{"type", "object"},
+       {"properties", {{"registered", texts}, {"duplicates", texts}, {"invalid", texts}, {"invalid_reasons", texts}}},
+       {"required", {"registered", "duplicates", "invalid", "invalid_reasons"}}});
 }
 
 CAIRN_END_NAMESPACE

@@ -27,11 +27,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/error.hpp"
+#include "cairn/version.hpp"
 #include "cairn/workflow/machine.hpp"
 #include "cairn/workflow/run_state.hpp"
 #include "cairn/workflow/state_file.hpp"
 #include "cairn/workflow/template.hpp"
-#include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -97,8 +97,7 @@ class WorkflowTools {
   static nlohmann::json hints(bool read_only, bool destructive, bool idempotent);
 
   /// Sets a tool's title, annotations and output schema.
-  static void describe(WorkflowTool& tool, std::string title, nlohmann::json annotations,
-                       nlohmann::json output_schema);
+  static void describe(WorkflowTool& tool, std::string title, nlohmann::json annotations, nlohmann::json output_schema);
 
  private:
   // Where the state lives: a StateFile or a RunWorkflowState, behind one interface.
@@ -116,10 +115,12 @@ class WorkflowTools {
     }
     void update(const std::function<void(WorkflowMachine&)>& f) const override { state.update(f); }
     bool read(const std::function<void(const WorkflowMachine&)>& f) const override {
-      return state.read([&](const WorkflowMachine& m) {
-        f(m);
-        return true;
-      }).has_value();
+      return state
+          .read([&](const WorkflowMachine& m) {
+            f(m);
+            return true;
+          })
+          .has_value();
     }
     S state;
   };

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cairn/workflow/template.hpp"
 #include "cairn/version.hpp"
+#include "cairn/workflow/template.hpp"
 
 CAIRN_BEGIN_NAMESPACE
 
@@ -26,8 +26,7 @@ struct YamlLimits {
 /// One YAML document as JSON. `what` names the input in errors. Throws cairn::parse_error for malformed YAML (with
 /// line and column), several documents, a non-scalar or repeated mapping key, or an unknown alias, and
 /// cairn::limit_exceeded past `limits`.
-nlohmann::json yaml_to_json(std::string_view text, const YamlLimits& limits = {},
-                            std::string_view what = "YAML");
+nlohmann::json yaml_to_json(std::string_view text, const YamlLimits& limits = {}, std::string_view what = "YAML");
 
 /// A template from YAML text: yaml_to_json, then WorkflowTemplate::from_json (cairn::invalid_template naming the
 /// path).

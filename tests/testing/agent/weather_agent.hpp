@@ -30,11 +30,11 @@ namespace weather {
 struct AgentParts {
   std::shared_ptr<cairn::ArtifactStore> store;
   std::string tenant_id;
-  cairn::ModelFunction interpreter_model;          ///< the model behind the goal interpreter
-  std::shared_ptr<cairn::GoalPlanner> planner;     ///< splits requests into steps
-  cairn::ModelFunction writer_model;               ///< the sub-agent that writes the report
-  std::shared_ptr<cairn::Clock> clock;             ///< null: the system clock
-  std::shared_ptr<cairn::IdGenerator> ids;         ///< null: random ids
+  cairn::ModelFunction interpreter_model;       ///< the model behind the goal interpreter
+  std::shared_ptr<cairn::GoalPlanner> planner;  ///< splits requests into steps
+  cairn::ModelFunction writer_model;            ///< the sub-agent that writes the report
+  std::shared_ptr<cairn::Clock> clock;          ///< null: the system clock
+  std::shared_ptr<cairn::IdGenerator> ids;      ///< null: random ids
 };
 
 /// One conversation of the weather agent. Not thread-safe: one owner.
@@ -46,16 +46,16 @@ class WeatherAgent {
         handoff_(parts_.store, parts_.tenant_id, handoff_options(parts_.ids)),
         engine_(context_, tools_,
                 {std::make_shared<cairn::ModelInterpreter>(parts_.interpreter_model), parts_.planner}) {
-    tools_.add(cairn::Tool{"forecast", "The forecast for a city",
-                           {{"type", "object"},
-                            {"properties", {{"city", {{"type", "string"}}}}},
-                            {"required", {"city"}}},
-                           [](const nlohmann::json& in) { return forecast(in.at("city").get<std::string>()); }});
-    tools_.add(cairn::Tool{"write_report", "Has the writer turn a forecast into a report",
-                           {{"type", "object"},
-                            {"properties", {{"forecast", {{"type", "object"}}}}},
-                            {"required", {"forecast"}}},
-                           [this](const nlohmann::json& in) { return write_report(in.at("forecast")); }});
+    tools_.add(
+        cairn::Tool{"forecast",
+                    "The forecast for a city",
+                    {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}},
+                    [](const nlohmann::json& in) { return forecast(in.at("city").get<std::string>()); }});
+    tools_.add(cairn::Tool{
+        "write_report",
+        "Has the writer turn a forecast into a report",
+        {{"type", "object"}, {"properties", {{"forecast", {{"type", "object"}}}}}, {"required", {"forecast"}}},
+        [this](const nlohmann::json& in) { return write_report(in.at("forecast")); }});
   }
 
   /// One user message in, what the agent says out (with the writer's report expanded in place of its reference).

@@ -52,12 +52,9 @@ TEST_CASE("the whole run matches the golden file") {
   weather_test::script_two_turns(f.interpreter, *f.planner, f.writer);
   f.agent.handle("What's the weather like?");
   f.agent.handle("Oslo");
-  ct::check_golden(CAIRN_GOLDEN_DIR "/weather_run.json", ct::RunDump()
-                                                             .store(*f.store, "acme")
-                                                             .calls(*f.store)
-                                                             .context(f.agent.context())
-                                                             .engine(f.agent.engine())
-                                                             .json());
+  ct::check_golden(
+      CAIRN_GOLDEN_DIR "/weather_run.json",
+      ct::RunDump().store(*f.store, "acme").calls(*f.store).context(f.agent.context()).engine(f.agent.engine()).json());
 }
 // [docs:end]
 
@@ -65,9 +62,12 @@ TEST_CASE("a lost connection while storing the forecast stops the turn and reach
   Fixture f;
   weather_test::script_two_turns(f.interpreter, *f.planner, f.writer);
   f.agent.handle("What's the weather like?");
-  f.store->fail_when([](const ct::StoreCall& c) { return c.operation == ct::StoreOperation::store && c.record &&
-                                                         c.record->metadata().value("tool_name", "") == "forecast"; },
-                     ct::Fault::lost_connection_after_apply, 1);
+  f.store->fail_when(
+      [](const ct::StoreCall& c) {
+        return c.operation == ct::StoreOperation::store && c.record &&
+               c.record->metadata().value("tool_name", "") == "forecast";
+      },
+      ct::Fault::lost_connection_after_apply, 1);
   // A store that fails is the host's to handle (docs/goals.md): the engine no longer turns it into an abandoned goal.
   CHECK_THROWS_AS(f.agent.handle("Oslo"), cairn::storage_error);
   CHECK_FALSE(f.agent.context().has_artifact("forecast"));

@@ -53,12 +53,9 @@ TEST_F(WeatherAgentTest, TheWholeRunMatchesTheGoldenFile) {
   weather_test::script_two_turns(interpreter_, *planner_, writer_);
   agent_.handle("What's the weather like?");
   agent_.handle("Oslo");
-  ct::check_golden(CAIRN_GOLDEN_DIR "/weather_run.json", ct::RunDump()
-                                                             .store(*store_, "acme")
-                                                             .calls(*store_)
-                                                             .context(agent_.context())
-                                                             .engine(agent_.engine())
-                                                             .json());
+  ct::check_golden(
+      CAIRN_GOLDEN_DIR "/weather_run.json",
+      ct::RunDump().store(*store_, "acme").calls(*store_).context(agent_.context()).engine(agent_.engine()).json());
 }
 // [docs:end]
 
@@ -87,8 +84,7 @@ TEST_F(WeatherAgentTest, TheReportIsStoredOnceUnderASequentialId) {
 }
 
 TEST_F(WeatherAgentTest, AWriterOutageAbandonsTheRequest) {
-  interpreter_
-      .reply(R"({"action": "new_goal", "goal": {"gloss": "Weather report", "context": {"city": "Rome"}},
+  interpreter_.reply(R"({"action": "new_goal", "goal": {"gloss": "Weather report", "context": {"city": "Rome"}},
                  "reasoning": "asks with a city"})");
   planner_->reply(weather_test::weather_plan());
   writer_.reply_error(cairn::storage_error("writer endpoint timed out"));

@@ -84,8 +84,8 @@ inline void check_vector(std::string_view what, const Embedding& e, const Embedd
   const auto& v = e.values;
   if (e.model.empty()) throw invalid_argument(fmt::format("{}: vector.model must not be empty", what));
   if (v.empty() || v.size() > SearchQuery::max_dimension) {
-    throw invalid_argument(fmt::format("{}: vector has {} dimensions; 1 to {} are allowed", what, v.size(),
-                                       SearchQuery::max_dimension));
+    throw invalid_argument(
+        fmt::format("{}: vector has {} dimensions; 1 to {} are allowed", what, v.size(), SearchQuery::max_dimension));
   }
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!std::isfinite(v[i])) throw invalid_argument(fmt::format("{}: vector[{}] is not a finite number", what, i));
@@ -157,8 +157,8 @@ inline void check_search_query(const SearchQuery& q) {
           throw invalid_argument(where() + ": in takes a non-empty array of values");
         }
         if (c.value.size() > SearchQuery::max_in_values) {
-          throw limit_exceeded(where() + fmt::format(": in lists {} values, more than the limit of {}",
-                                                     c.value.size(), SearchQuery::max_in_values));
+          throw limit_exceeded(where() + fmt::format(": in lists {} values, more than the limit of {}", c.value.size(),
+                                                     SearchQuery::max_in_values));
         }
         for (const auto& v : c.value) {
           if (v.is_structured()) throw invalid_argument(where() + ": in takes scalar values only");
@@ -172,8 +172,8 @@ inline void check_search_query(const SearchQuery& q) {
   if (q.vector) check_vector("search", *q.vector);
   const bool has_text = !q.text.empty();
   if (q.mode == SearchMode::text && !has_text) throw invalid_argument("search: mode text needs query text");
-  if (!has_text && !q.vector && f.metadata.empty() && !f.type && !f.mime_type && !f.created_by &&
-      f.id_prefix.empty() && !f.created_after && !f.created_before) {
+  if (!has_text && !q.vector && f.metadata.empty() && !f.type && !f.mime_type && !f.created_by && f.id_prefix.empty() &&
+      !f.created_after && !f.created_before) {
     throw invalid_argument("search: nothing to search by (no text, no vector, no filter)");
   }
 }

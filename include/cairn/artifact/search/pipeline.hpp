@@ -48,8 +48,9 @@ inline PreparedSearch prepare_search(const std::shared_ptr<Embedder>& embedder, 
     if (embedder) p.vector = std::move(embed_checked(*embedder, {q.text}).front());
   }
   if ((q.mode == SearchMode::similarity || q.mode == SearchMode::hybrid) && !p.vector) {
-    throw invalid_argument("search: mode similarity and mode hybrid need a vector, or query text and a store with "
-                           "an embedder");
+    throw invalid_argument(
+        "search: mode similarity and mode hybrid need a vector, or query text and a store with "
+        "an embedder");
   }
   if (q.mode == SearchMode::hybrid && q.text.empty()) throw invalid_argument("search: mode hybrid needs query text");
   p.by_text = !q.text.empty() && q.mode != SearchMode::similarity;
@@ -59,8 +60,9 @@ inline PreparedSearch prepare_search(const std::shared_ptr<Embedder>& embedder, 
     throw invalid_argument("search: query text has no words to find (only punctuation or spaces)");
   }
   if (p.by_vector && !keeps_embeddings) {
-    throw invalid_argument("search: this store keeps no vectors, so it cannot search by similarity "
-                           "(give it an Embedder, or search by words and filters)");
+    throw invalid_argument(
+        "search: this store keeps no vectors, so it cannot search by similarity "
+        "(give it an Embedder, or search by words and filters)");
   }
   return p;
 }
@@ -130,15 +132,14 @@ inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const Sea
   hits.reserve(found.size());
   for (auto& c : found) {
     const double score = p.by_text && p.by_vector ? rrf(c.matched.text_rank, c.matched.vector_rank)
-                         : p.by_text             ? c.bm25.value_or(0)
-                         : p.by_vector           ? c.similarity.value_or(0)
-                                                 : 0.0;
+                         : p.by_text              ? c.bm25.value_or(0)
+                         : p.by_vector            ? c.similarity.value_or(0)
+                                                  : 0.0;
     if (p.cursor && !after_cursor(*p.cursor, score, *c.record)) continue;
     hits.push_back(SearchHit{std::move(c.record), score, std::move(c.matched)});
   }
-  std::sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) {
-    return hit_before(a.score, *a.record, b.score, *b.record);
-  });
+  std::sort(hits.begin(), hits.end(),
+            [](const SearchHit& a, const SearchHit& b) { return hit_before(a.score, *a.record, b.score, *b.record); });
   SearchPage page;
   if (hits.size() > q.limit) {
     hits.resize(q.limit);

@@ -203,8 +203,11 @@ inline std::string encode_cursor(const SearchQuery& q, const SearchHit& last) {
 /// this query gave.
 inline std::optional<SearchCursor> decode_cursor(const SearchQuery& q) {
   if (q.cursor.empty()) return std::nullopt;
-  const auto bad = [] { return invalid_argument("search: cursor is not one this query gave (pass next_cursor "
-                                                "of the previous page of the same query)"); };
+  const auto bad = [] {
+    return invalid_argument(
+        "search: cursor is not one this query gave (pass next_cursor "
+        "of the previous page of the same query)");
+  };
   const std::string& c = q.cursor;
   const std::size_t a = c.find('.');
   const std::size_t b = a == std::string::npos ? a : c.find('.', a + 1);

@@ -28,7 +28,7 @@ namespace detail {
 
 /// One change of what a (tenant, model) index holds.
 struct VectorChange {
-  std::uint64_t seq = 0;      ///< the change sequence's number (increasing; what the next read starts after)
+  std::uint64_t seq = 0;  ///< the change sequence's number (increasing; what the next read starts after)
   std::string id;
   std::uint64_t version = 0;  ///< 0 with `removed`: every version of `id`
   bool removed = false;       ///< false: add (or replace) the vector of (id, version)

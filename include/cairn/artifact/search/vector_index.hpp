@@ -57,7 +57,7 @@ struct VectorHit {
 /// for them (one std::shared_mutex).
 class VectorIndex {
  public:
-  static constexpr std::size_t graph_degree = 16;     ///< hnswlib's M
+  static constexpr std::size_t graph_degree = 16;  ///< hnswlib's M
   static constexpr std::size_t ef_construction = 200;
   /// The most candidates an approximate search may ask the graph for (SearchQuery::max_ef).
   static constexpr std::size_t max_ef = 10000;
@@ -96,9 +96,8 @@ class VectorIndex {
   };
   /// Reads a column's value of a version from what the store handed add() (its tag) and its key. Set once, by the
   /// store that owns the index (set_column_reader), and called under the index's locks: it must not call back.
-  using ColumnReader =
-      std::function<ColumnValue(const std::string& column, const std::string& id, std::uint64_t version,
-                                const void* tag)>;
+  using ColumnReader = std::function<ColumnValue(const std::string& column, const std::string& id,
+                                                 std::uint64_t version, const void* tag)>;
   /// A necessary condition of a search's filter, on a column: the version's number lies in [low, high]. A search
   /// given bounds checks them over every live version first, from numbers the index keeps in one array per column
   /// (made by the first search that names the column, kept current by add()), and only what passes them is scanned
@@ -250,13 +249,12 @@ class VectorIndex {
   }
 
   std::vector<VectorHit> search(const std::vector<float>& query, std::size_t k,
-                                const std::function<bool(const std::string&, std::uint64_t)>& accept,
-                                double near = 0, std::size_t ef = 0, bool newest_only = false) const {
+                                const std::function<bool(const std::string&, std::uint64_t)>& accept, double near = 0,
+                                std::size_t ef = 0, bool newest_only = false) const {
     if (!accept) return search_tagged(query, k, nullptr, near, ef, newest_only);
     return search_tagged(
-        query, k,
-        [&accept](const std::string& id, std::uint64_t version, const void*) { return accept(id, version); }, near,
-        ef, newest_only);
+        query, k, [&accept](const std::string& id, std::uint64_t version, const void*) { return accept(id, version); },
+        near, ef, newest_only);
   }
 
   /// True when a search with `ef` goes through the graph: with hnswlib, once a search asked for the graph, the index
@@ -377,9 +375,8 @@ class VectorIndex {
         if (e.live) made->set(label, reader_(b.column, e.id, e.version, e.tag));
       }
       if (columns_.size() >= max_columns) {
-        columns_.erase(std::min_element(columns_.begin(), columns_.end(), [](const auto& x, const auto& y) {
-          return x.second.used < y.second.used;
-        }));
+        columns_.erase(std::min_element(columns_.begin(), columns_.end(),
+                                        [](const auto& x, const auto& y) { return x.second.used < y.second.used; }));
       }
       out.push_back(made);
       columns_.emplace(b.column, ColumnSlot{std::move(made), ++column_clock_});
@@ -391,11 +388,11 @@ class VectorIndex {
     std::string id;
     std::uint64_t version = 0;
     bool live = false;
-    bool exact = true;  // its copy scaled back gives the vector added (fill_copy)
-    double squares = 0;  // its copy's sum of squares (dot_of(copy, copy))
+    bool exact = true;         // its copy scaled back gives the vector added (fill_copy)
+    double squares = 0;        // its copy's sum of squares (dot_of(copy, copy))
     double coarse_length = 0;  // its 16-bit copy's length and error (Coarse)
     double coarse_error = 0;
-    std::size_t slot = 0;  // where its copy is (copy_of): hnswlib's internal id, or its place in copies_
+    std::size_t slot = 0;   // where its copy is (copy_of): hnswlib's internal id, or its place in copies_
     bool in_graph = false;  // the copy is in the graph (slot: its internal id), not in copies_
     const void* tag = nullptr;
     std::shared_ptr<const void> owned;  // add()'s `owned`, released when the version goes
@@ -538,8 +535,8 @@ class VectorIndex {
                                       const Accept& accept, double near, std::size_t ef, bool newest_only,
                                       std::size_t& passed, const Within* within) const {
     const std::vector<float> unit = query_copy(query);
-    auto* graph = const_cast<hnswlib::HierarchicalNSW<float>*>(
-        static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get()));
+    auto* graph =
+        const_cast<hnswlib::HierarchicalNSW<float>*>(static_cast<const hnswlib::HierarchicalNSW<float>*>(graph_.get()));
     std::vector<VectorHit> out;
     auto found = graph->searchKnn(unit.data(), std::min(std::max(std::min(ef, max_ef), k), live_));
     out.reserve(found.size());
@@ -547,8 +544,7 @@ class VectorIndex {
       const auto [distance, label] = found.top();
       found.pop();
       if (within && !(*within)(static_cast<std::size_t>(label))) continue;
-      append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, newest_only,
-                passed);
+      append_if(out, static_cast<std::size_t>(label), 1.0 - static_cast<double>(distance), accept, newest_only, passed);
     }
     if (out.size() < k) return out;
     sort_hits(out);
@@ -706,8 +702,8 @@ class VectorIndex {
     if (!graph_) {
       if (live_ < exact_scan_below || !graph_wanted_.load(std::memory_order_relaxed)) return;
       auto space = std::make_shared<cairn_hnswlib::CosineSpace>(dimension_);
-      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(
-          space.get(), std::max(initial_capacity, 2 * live_), graph_degree, ef_construction);
+      auto graph = std::make_shared<hnswlib::HierarchicalNSW<float>>(space.get(), std::max(initial_capacity, 2 * live_),
+                                                                     graph_degree, ef_construction);
       graph->setEf(1);  // a query for n candidates looks at n (search_graph asks for max(ef, k))
       space_ = std::move(space);
       graph_ = std::move(graph);
@@ -787,7 +783,7 @@ class VectorIndex {
   std::unordered_map<std::string, VersionLabels> labels_;
   std::size_t live_ = 0;
   mutable std::atomic<bool> graph_wanted_{false};  // a search asked for the graph (want_graph())
-  ColumnReader reader_;  // set_column_reader()
+  ColumnReader reader_;                            // set_column_reader()
   // column name -> Column: made under columns_mutex_ while the shared lock is held (columns_of), changed only under
   // the exclusive lock (add, compact), so a search reads the columns it was handed without columns_mutex_
   mutable std::mutex columns_mutex_;

@@ -68,7 +68,7 @@ template <class Entry>
 struct WordIndex {
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
   struct Doc {
-    const Entry* entry;    // its artifact's entry (the node lives as long as the artifact)
+    const Entry* entry;  // its artifact's entry (the node lives as long as the artifact)
     std::uint64_t version;
     std::uint32_t length : 31;  // in words
     std::uint32_t latest : 1;
@@ -103,8 +103,7 @@ struct WordIndex {
     }
     const std::uint32_t n = next_doc++;
     // A length past 2^31 - 1 words cannot happen (a value's text is cut at 64 KiB for words); masked for the field.
-    docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length) & 0x7fffffffu, 1,
-                        latest_it->second});
+    docs.emplace(n, Doc{entry, version, static_cast<std::uint32_t>(words.length) & 0x7fffffffu, 1, latest_it->second});
     for (std::size_t i = 0; i < words.distinct.size(); ++i) {
       Postings& p = postings[words.distinct[i]];
       p.docs.push_back(n);
@@ -173,8 +172,8 @@ struct WordIndex {
     std::vector<std::vector<std::size_t>> groups;  // each group's words, as places in `words`
     for (const auto& group : q.all_of) {
       auto& g = groups.emplace_back();
-      for (const auto& t : group) g.push_back(static_cast<std::size_t>(
-          std::find(words.begin(), words.end(), t.words.front()) - words.begin()));
+      for (const auto& t : group)
+        g.push_back(static_cast<std::size_t>(std::find(words.begin(), words.end(), t.words.front()) - words.begin()));
     }
     out.erase(std::remove_if(out.begin(), out.end(),
                              [&groups](const std::pair<std::uint32_t, std::vector<std::uint8_t>>& d) {
@@ -212,9 +211,8 @@ struct WordIndex {
       groups.push_back(std::move(any));
     }
     if (groups.empty()) return {};
-    const auto smallest = std::min_element(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-      return a.size() < b.size();
-    });
+    const auto smallest = std::min_element(groups.begin(), groups.end(),
+                                           [](const auto& a, const auto& b) { return a.size() < b.size(); });
     std::vector<std::uint64_t> out;
     for (const std::uint64_t n : *smallest) {
       bool everywhere = true;

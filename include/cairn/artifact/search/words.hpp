@@ -108,8 +108,7 @@ inline WordQuery parse_word_query(std::string_view text) {
     }
     words += term.words.size();
     if (words > SearchQuery::max_words) {
-      throw limit_exceeded(
-          fmt::format("search: query text has more than {} words", SearchQuery::max_words));
+      throw limit_exceeded(fmt::format("search: query text has more than {} words", SearchQuery::max_words));
     }
     tokens.push_back({std::move(term), minus, false, at});
   }

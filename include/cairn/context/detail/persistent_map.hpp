@@ -206,8 +206,7 @@ class PersistentMap {
       return slot;
     }
     node->datamap |= bit;
-    node->data.insert(node->data.begin() + static_cast<std::ptrdiff_t>(index_of(node->datamap, bit)),
-                      std::move(entry));
+    node->data.insert(node->data.begin() + static_cast<std::ptrdiff_t>(index_of(node->datamap, bit)), std::move(entry));
     added = true;
     return slot;
   }

@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/artifact/record.hpp"
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/error.hpp"
 #include "cairn/testing/conformance_check.hpp"
-#include "cairn/artifact/search/rank.hpp"
 #include "cairn/testing/search_conformance/support.hpp"
 #include "cairn/version.hpp"
 
