@@ -49,7 +49,8 @@
 //                                it is in the exact top 10 or ties its 10th similarity within 1e-5)
 // PostgreSQL rows run only when CAIRN_BENCH_PG_CONNINFO or CAIRN_TEST_PG_CONNINFO names a server (scripts/bench
 // starts one); they use a database of their own, cairn_w6_bench, dropped and made again at the start, with
-// synchronous_commit off for the floor and cairn alike (as SQLite's synchronous = NORMAL on both).
+// synchronous_commit off for the floor and cairn alike (as SQLite's synchronous = NORMAL on both), and JIT off for
+// the floor as cairn's sessions have it.
 //
 // Times are this thread's CPU time (the machine is shared: wall time would measure the neighbours), except the
 // PostgreSQL rows, floor and cairn alike, which are wall time (their work runs in the server).
@@ -619,6 +620,8 @@ const std::string& pg_bench_conninfo() {
     // Commits that do not wait for the WAL flush, for the floor and cairn alike (as SQLite's synchronous = NORMAL
     // on both): what is measured is the work, not this machine's fsync.
     admin.exec("ALTER DATABASE cairn_w6_bench SET synchronous_commit = off");
+    // cairn's sessions turn JIT off (docs/stores.md); the floor's statements get the same setting.
+    admin.exec("ALTER DATABASE cairn_w6_bench SET jit = off");
     return std::string(pg_conninfo()) + " dbname=cairn_w6_bench";
   }();
   return c;

@@ -37,6 +37,13 @@ inline long long ms_until(Clock::time_point from, Clock::time_point deadline) {
   return static_cast<long long>(std::chrono::ceil<std::chrono::milliseconds>(deadline - from).count());
 }
 
+/// Every session of the store and the journal turns JIT compilation off. PostgreSQL compiles a statement whose
+/// estimated cost passes `jit_above_cost` (100,000 by default), which takes 20 ms and more; cairn's statements
+/// each read a few rows through an index, but without fresh statistics (a tenant just loaded, before autovacuum's
+/// ANALYZE) the planner can estimate such costs: the word search of a tenant of 100,000 just stored took 65 ms
+/// instead of 5, of which 24 ms were JIT.
+inline constexpr const char* no_jit = "SET jit = off";
+
 /// Waits until the connection's socket is readable (`read`) or writable (`write`), or `deadline` passed
 /// (Clock::time_point::max(): never); false on the deadline.
 inline bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point deadline) {

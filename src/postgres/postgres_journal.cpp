@@ -259,7 +259,7 @@ struct PostgresRunJournal::Impl {
     if (!detail::pg::finish_connecting(c.conn, where, deadline, options.connect_timeout_ms)) {
       throw connection_lost(fmt::format("{}: cannot make the connection non-blocking", where));
     }
-    std::string setup = fmt::format("SET statement_timeout = {}", options.statement_timeout_ms);
+    std::string setup = fmt::format("SET statement_timeout = {}; {}", options.statement_timeout_ms, detail::pg::no_jit);
     if (migrated) setup += prepare_sql();
     simple(c, setup, "setting up the session");
   }

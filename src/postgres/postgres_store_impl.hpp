@@ -89,7 +89,9 @@ struct PostgresArtifactStore::Impl {
   Impl(std::string c, PostgresOptions o)
       : conninfo(std::move(c)),
         options(o),
-        session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}", o.statement_timeout_ms)),
+        // JIT off (detail::pg::no_jit): cairn's statements are short, and a compiled plan costs more than it saves.
+        session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}; {}", o.statement_timeout_ms,
+                                detail::pg::no_jit)),
         // A pooled connection is opened by with_connection(), under the call's deadline.
         pool(
             o.pool_size, [] { return std::make_unique<Connection>(); }, std::chrono::milliseconds(o.pool_wait_ms),

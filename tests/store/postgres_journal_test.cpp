@@ -310,6 +310,27 @@ TEST_CASE("postgres journal: runs survive a new journal and a dropped connection
   CHECK(raw.scalar("SELECT count(*) FROM cairn_run_entries WHERE seq = 5") == "1");
 }
 
+// A trigger on cairn_run_entries records the `jit` setting of each session that appends: the journal's own
+// sessions, whatever the database's default.
+TEST_CASE("postgres journal: its sessions run without JIT, where the database's default has it on") {
+  TempDatabase db;
+  RawPg(db.conninfo()).scalar("ALTER DATABASE " + db.name() + " SET jit = on");
+  {
+    PostgresRunJournal journal(db.conninfo());  // makes the schema
+  }
+  RawPg raw(db.conninfo());  // a session opened after the ALTER: the database's default
+  REQUIRE(raw.scalar("SHOW jit") == "on");
+  raw.scalar("CREATE TABLE seen_jit (setting text)");
+  raw.scalar(
+      "CREATE FUNCTION record_jit() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$ BEGIN INSERT INTO seen_jit VALUES (current_setting('jit')); RETURN NEW; END $$");
+  raw.scalar("CREATE TRIGGER record_jit AFTER INSERT ON cairn_run_entries FOR EACH ROW EXECUTE FUNCTION record_jit()");
+  PostgresRunJournal journal(db.conninfo());
+  CHECK(journal.append("t", "run", 0, one("a", 1)) == 1);
+  CHECK(raw.scalar("SELECT string_agg(setting, ',') FROM seen_jit") == "off");
+  CHECK(journal.read("t", "run").size() == 1);
+}
+
 TEST_CASE("postgres journal: an append is one statement, one round trip") {
   PostgresRunJournal journal(base_conninfo(), pool_of(1));
   const auto t = random_name("rt-");

@@ -243,6 +243,36 @@ TEST_CASE("postgres: a database of a newer cairn is refused, and left as it was"
   CHECK(raw.scalar("SELECT value #>> '{}' FROM cairn_artifacts WHERE id = 'keep'") == "kept");
 }
 
+// A trigger on cairn_artifacts records the `jit` setting of each session that stores a record: the store's own
+// sessions, whatever the database's default.
+TEST_CASE("postgres: the store's sessions run without JIT, where the database's default has it on") {
+  TempDatabase db;
+  RawPg(db.conninfo())
+      .scalar("ALTER DATABASE " + RawPg(db.conninfo()).scalar("SELECT current_database()") + " SET jit = on");
+  {
+    PostgresArtifactStore store(db.conninfo());  // makes the schema
+  }
+  RawPg raw(db.conninfo());  // a session opened after the ALTER: the database's default
+  REQUIRE(raw.scalar("SHOW jit") == "on");
+  raw.scalar("CREATE TABLE seen_jit (setting text)");
+  raw.scalar(
+      "CREATE FUNCTION record_jit() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$ BEGIN INSERT INTO seen_jit VALUES (current_setting('jit')); RETURN NEW; END $$");
+  raw.scalar("CREATE TRIGGER record_jit AFTER INSERT ON cairn_artifacts FOR EACH ROW EXECUTE FUNCTION record_jit()");
+  PostgresArtifactStore store(db.conninfo());
+  (void)store.store(*note("t", "a", "one"));
+  (void)store.store(*note("t", "b", "two"));
+  // After a lost connection the store opens another session, set up the same way.
+  raw.scalar(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+      "AND pid <> pg_backend_pid()");
+  (void)store.store(*note("t", "c", "three"));
+  CHECK(raw.scalar("SELECT string_agg(setting, ',') FROM seen_jit") == "off,off,off");
+  const auto c = store.fetch("c", "t");
+  REQUIRE(c);
+  CHECK(c->value() == "three");
+}
+
 TEST_CASE("postgres: bad conninfo, unreachable servers and bad options are clear errors") {
   CHECK_THROWS_AS(PostgresArtifactStore("this is = not = conninfo password=hunter2"), invalid_argument);
   CHECK_THROWS_WITH(PostgresArtifactStore("nonsense_key=1 password=hunter2"),
