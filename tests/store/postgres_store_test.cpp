@@ -273,6 +273,35 @@ TEST_CASE("postgres: the store's sessions run without JIT, where the database's 
   CHECK(c->value() == "three");
 }
 
+// GIN's pending list (fastupdate) made every word search read the entries no cleanup had merged yet: the words
+// index has none (fastupdate off), in a new database and in one migrated from schema 7.
+TEST_CASE("postgres: the words index keeps no pending list, in a new database and after migrating from schema 7") {
+  const auto without_list = [](RawPg& raw) {
+    return raw.scalar(
+        "SELECT (SELECT count(*) FROM pg_class WHERE relname = 'cairn_artifacts_words' "
+        "AND 'fastupdate=off' = ANY(reloptions))");
+  };
+  TempDatabase db;
+  {
+    PostgresArtifactStore store(db.conninfo());
+    (void)store.store(*note("t", "a", "alpha words here"));
+  }
+  RawPg raw(db.conninfo());
+  CHECK(without_list(raw) == "1");
+  // Back to schema 7, whose index had the list: the migration merges what it holds and turns it off.
+  raw.scalar("ALTER INDEX cairn_artifacts_words SET (fastupdate = on)");
+  raw.scalar("UPDATE cairn_schema SET version = 7");
+  REQUIRE(without_list(raw) == "0");
+  PostgresArtifactStore store(db.conninfo());
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "8");
+  CHECK(without_list(raw) == "1");
+  cairn::SearchQuery q;
+  q.text = "alpha";
+  const auto page = store.search("t", q);
+  REQUIRE(page.hits.size() == 1);
+  CHECK(page.hits[0].record->id() == "a");
+}
+
 TEST_CASE("postgres: bad conninfo, unreachable servers and bad options are clear errors") {
   CHECK_THROWS_AS(PostgresArtifactStore("this is = not = conninfo password=hunter2"), invalid_argument);
   CHECK_THROWS_WITH(PostgresArtifactStore("nonsense_key=1 password=hunter2"),
