@@ -320,11 +320,7 @@ TEST_CASE("postgres journal: its sessions run without JIT, where the database's 
   }
   RawPg raw(db.conninfo());  // a session opened after the ALTER: the database's default
   REQUIRE(raw.scalar("SHOW jit") == "on");
-  raw.scalar("CREATE TABLE seen_jit (setting text)");
-  raw.scalar(
-      "CREATE FUNCTION record_jit() RETURNS trigger LANGUAGE plpgsql AS "
-      "$$ BEGIN INSERT INTO seen_jit VALUES (current_setting('jit')); RETURN NEW; END $$");
-  raw.scalar("CREATE TRIGGER record_jit AFTER INSERT ON cairn_run_entries FOR EACH ROW EXECUTE FUNCTION record_jit()");
+  for (const auto& sql : store_test::record_jit_sql("cairn_run_entries")) raw.scalar(sql);
   PostgresRunJournal journal(db.conninfo());
   CHECK(journal.append("t", "run", 0, one("a", 1)) == 1);
   CHECK(raw.scalar("SELECT string_agg(setting, ',') FROM seen_jit") == "off");

@@ -254,11 +254,7 @@ TEST_CASE("postgres: the store's sessions run without JIT, where the database's 
   }
   RawPg raw(db.conninfo());  // a session opened after the ALTER: the database's default
   REQUIRE(raw.scalar("SHOW jit") == "on");
-  raw.scalar("CREATE TABLE seen_jit (setting text)");
-  raw.scalar(
-      "CREATE FUNCTION record_jit() RETURNS trigger LANGUAGE plpgsql AS "
-      "$$ BEGIN INSERT INTO seen_jit VALUES (current_setting('jit')); RETURN NEW; END $$");
-  raw.scalar("CREATE TRIGGER record_jit AFTER INSERT ON cairn_artifacts FOR EACH ROW EXECUTE FUNCTION record_jit()");
+  for (const auto& sql : store_test::record_jit_sql("cairn_artifacts")) raw.scalar(sql);
   PostgresArtifactStore store(db.conninfo());
   (void)store.store(*note("t", "a", "one"));
   (void)store.store(*note("t", "b", "two"));

@@ -54,6 +54,15 @@ class TempDir {
 
 /// Records whose values and metadata are hard to keep exactly: big integers, unicode, NUL characters, floats of
 /// every kind, deep-ish nesting, empty containers, every optional field set or unset.
+/// The statements that make a trigger on `table` record, in table seen_jit, the `jit` setting of each session that
+/// inserts a row: run on a raw connection, they show what a PostgreSQL store's or journal's own sessions set.
+inline std::vector<std::string> record_jit_sql(const std::string& table) {
+  return {"CREATE TABLE seen_jit (setting text)",
+          "CREATE FUNCTION record_jit() RETURNS trigger LANGUAGE plpgsql AS "
+          "$$ BEGIN INSERT INTO seen_jit VALUES (current_setting('jit')); RETURN NEW; END $$",
+          "CREATE TRIGGER record_jit AFTER INSERT ON " + table + " FOR EACH ROW EXECUTE FUNCTION record_jit()"};
+}
+
 inline std::vector<cairn::ArtifactPtr> tricky_records(const std::string& tenant) {
   using nlohmann::json;
   std::vector<cairn::ArtifactPtr> out;
