@@ -349,6 +349,17 @@ $$;
 ALTER INDEX cairn_artifacts_words SET (fastupdate = off);
 SELECT gin_clean_pending_list('cairn_artifacts_words');
 )sql",
+    // The pending list back on, and autovacuum unthrottled on the table that holds it. The list of migration 8 grew
+    // past its limit because autovacuum's cleanup of it (VACUUM's and ANALYZE's alike) holds the index's metapage
+    // lock while it sleeps between pages (autovacuum_vacuum_cost_delay, 2 ms by default), and an insert that finds
+    // the list over its limit and that lock taken skips its own cleanup (ginfast.c, ginInsertCleanup): a loading
+    // writer appended faster than the throttled worker merged. Without the delay, the worker merges the list in one
+    // pass and writes clean up after themselves again, so a write costs what it does with the list (not a walk of
+    // every long posting tree it touches) and the list stays near gin_pending_list_limit.
+    R"sql(
+ALTER INDEX cairn_artifacts_words SET (fastupdate = on);
+ALTER TABLE cairn_artifacts SET (autovacuum_vacuum_cost_delay = 0);
+)sql",
 };
 
 // Any number, as long as every cairn uses the same one: it serializes migrations of concurrent processes.
