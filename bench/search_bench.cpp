@@ -35,6 +35,8 @@
 //                                search(mode hybrid) against the raw full text + hnswlib + the same fusion
 //   W6HybridOr[Pg]               the same with four other words of the artifact joined by OR (as a user types a
 //                                query: "a OR b OR c OR d"; FTS5 `"a" OR "b" ...`, tsquery 'a' | 'b' ...)
+//   W6Hybrid[Or]Words[Pg]       the words half of those queries asked alone (their text and filters, mode text):
+//                                with W6Similar, what a hybrid query costs asked apart
 //   W6Bytes                      heap bytes per artifact kept by the in-memory store and by the in-memory floor
 //                                (mallinfo2 deltas over the build, malloc's headers included)
 //   W6IndexBytes/<n>             heap bytes per version of one tenant's vector index holding n of W6's vectors:
@@ -1277,6 +1279,35 @@ void hybrid_cairn(benchmark::State& state, const Store& store, Timing timing = T
       },
       timing);
 }
+// The words half of a hybrid query asked alone: its text, its filters (none), mode text. With W6Similar, the sum a
+// hybrid row is held to ("asked apart"; W6Words has a type filter the hybrid query has not).
+template <class Store>
+void hybrid_words_cairn(benchmark::State& state, const Store& store, Timing timing = Timing::cpu, bool any = false) {
+  const auto words_half = [any](const Query& q) {
+    cairn::SearchQuery s = any ? hybrid_or_query(q) : hybrid_query(q);
+    s.vector.reset();
+    s.mode = cairn::SearchMode::text;
+    return s;
+  };
+  std::set<int> warm;  // as hybrid_cairn: each tenant's first query, untimed
+  for (const auto& q : queries()) {
+    if (warm.insert(q.tenant).second) benchmark::DoNotOptimize(store.search(q.tenant_name, words_half(q)));
+  }
+  each_query(
+      state,
+      [&](const Query& q) {
+        auto page = store.search(q.tenant_name, words_half(q));
+        benchmark::DoNotOptimize(page);
+        return page.hits.size();
+      },
+      timing);
+}
+void BM_W6HybridWords_Memory(benchmark::State& state) { hybrid_words_cairn(state, mem_store()); }
+void BM_W6HybridWords_Sqlite(benchmark::State& state) { hybrid_words_cairn(state, sqlite_store()); }
+void BM_W6HybridOrWords_Memory(benchmark::State& state) { hybrid_words_cairn(state, mem_store(), Timing::cpu, true); }
+void BM_W6HybridOrWords_Sqlite(benchmark::State& state) {
+  hybrid_words_cairn(state, sqlite_store(), Timing::cpu, true);
+}
 void BM_W6Hybrid_Memory(benchmark::State& state) { hybrid_cairn(state, mem_store()); }
 void BM_W6Hybrid_Sqlite(benchmark::State& state) { hybrid_cairn(state, sqlite_store()); }
 void BM_W6HybridOr_Memory(benchmark::State& state) { hybrid_cairn(state, mem_store(), Timing::cpu, true); }
@@ -1401,6 +1432,10 @@ void BM_W6HybridPg_Floor(benchmark::State& state) { hybrid_pg_floor(state, false
 void BM_W6HybridPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_store(), Timing::wall); }
 void BM_W6HybridOrPg_Floor(benchmark::State& state) { hybrid_pg_floor(state, true); }
 void BM_W6HybridOrPg_Postgres(benchmark::State& state) { hybrid_cairn(state, pg_store(), Timing::wall, true); }
+void BM_W6HybridWordsPg_Postgres(benchmark::State& state) { hybrid_words_cairn(state, pg_store(), Timing::wall); }
+void BM_W6HybridOrWordsPg_Postgres(benchmark::State& state) {
+  hybrid_words_cairn(state, pg_store(), Timing::wall, true);
+}
 void BM_W6Recall_Postgres(benchmark::State& state) { recall_cairn(state, pg_store()); }
 void BM_W6SimilarMatchedPg_Floor(benchmark::State& state) {
   auto& pg = pg_floor();
@@ -1706,6 +1741,10 @@ const bool registered = [] {
   query("BM_W6HybridOr_Floor", BM_W6HybridOr_Floor);
   query("BM_W6HybridOr_Memory", BM_W6HybridOr_Memory);
   query("BM_W6HybridOr_Sqlite", BM_W6HybridOr_Sqlite);
+  query("BM_W6HybridWords_Memory", BM_W6HybridWords_Memory);
+  query("BM_W6HybridWords_Sqlite", BM_W6HybridWords_Sqlite);
+  query("BM_W6HybridOrWords_Memory", BM_W6HybridOrWords_Memory);
+  query("BM_W6HybridOrWords_Sqlite", BM_W6HybridOrWords_Sqlite);
   once("BM_W6Recall_Floor", BM_W6Recall_Floor);
   once("BM_W6Recall_Hnswlib", BM_W6Recall_Hnswlib);
   once("BM_W6Recall_Memory", BM_W6Recall_Memory);
@@ -1734,6 +1773,8 @@ const bool registered = [] {
     query("BM_W6HybridPg_Postgres", BM_W6HybridPg_Postgres);
     query("BM_W6HybridOrPg_Floor", BM_W6HybridOrPg_Floor);
     query("BM_W6HybridOrPg_Postgres", BM_W6HybridOrPg_Postgres);
+    query("BM_W6HybridWordsPg_Postgres", BM_W6HybridWordsPg_Postgres);
+    query("BM_W6HybridOrWordsPg_Postgres", BM_W6HybridOrWordsPg_Postgres);
     once("BM_W6Recall_Postgres", BM_W6Recall_Postgres);
     query("BM_W6SimilarMatchedPg_Floor", BM_W6SimilarMatchedPg_Floor);
     query("BM_W6SimilarMatchedPg_Postgres", BM_W6SimilarMatchedPg_Postgres);

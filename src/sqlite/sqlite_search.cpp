@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -395,15 +396,35 @@ SearchPage SqliteArtifactStore::Impl::search_hybrid(const std::string& tenant, c
   auto conn = pool.acquire();
   ReadTransaction read(*conn);  // the words, the index's catch-up and the candidates see the same snapshot
   std::size_t word_unindexed = 0, vector_unindexed = 0;
-  // Every version the words match (as search by words), fused with the 4 x limit nearest that pass the filters (as
-  // the in-memory store; the cursor is applied to the fused ranking).
-  std::vector<detail::SearchCandidate> found = word_candidates(*conn, tenant, q, p, word_unindexed);
+  // Every version the words match, by its key (as search by words), fused with the 4 x limit nearest that pass the
+  // filters (as the in-memory store; the cursor is applied to the fused ranking); the page's records alone are read.
+  std::vector<detail::KeyedCandidate> found;
+  for (auto& m : word_matches(*conn, tenant, q, p, word_unindexed, false)) {
+    found.push_back({std::move(m.id), static_cast<std::uint64_t>(m.version), std::move(m.candidate)});
+  }
   const auto index = vector_index(*conn, tenant, *p.vector, vector_unindexed);
   const std::size_t want = 4 * q.limit;
   std::vector<detail::SearchCandidate> near = similar_candidates(*conn, tenant, q, p, *index, want, false);
   if (near.size() > want) near.resize(want);
-  detail::add_similar(found, std::move(near));
-  SearchPage page = detail::rank_search_page(std::move(found), q, p);
+  found.reserve(found.size() + near.size());  // no reallocation below: `at` points into found's ids
+  std::map<std::pair<std::string_view, std::uint64_t>, std::size_t> at;  // (id, version) -> its place in found
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    at.emplace(std::pair<std::string_view, std::uint64_t>(found[i].id, found[i].version), i);
+  }
+  for (auto& c : near) {
+    const auto it = at.find({c.record->id(), c.record->version()});
+    if (it == at.end()) {
+      found.push_back({c.record->id(), c.record->version(), std::move(c)});
+      continue;
+    }
+    detail::SearchCandidate& w = found[it->second].candidate;
+    w.similarity = c.similarity;
+    w.matched.similarity = c.similarity;
+    if (!w.record) w.record = std::move(c.record);
+  }
+  SearchPage page = detail::rank_keyed_page(std::move(found), q, p, [&](const std::string& id, std::uint64_t v) {
+    return version_record(*conn, tenant, id, v);
+  });
   // Versions that either list could not see: the larger of the two counts.
   page.unindexed = std::max(word_unindexed, vector_unindexed);
   return page;
@@ -416,66 +437,28 @@ SearchPage SqliteArtifactStore::Impl::search_words(const std::string& tenant, co
   std::size_t unindexed = 0;
   // The matches' keys and scores, ranked, and the records of the page alone; where the query needed a match's
   // record to decide it, every match was read with its record.
-  std::vector<WordMatch> found = word_matches(*conn, tenant, q, p, unindexed, false);
-  SearchPage page;
-  if (std::any_of(found.begin(), found.end(), [](const WordMatch& m) { return m.candidate.record != nullptr; })) {
-    std::vector<detail::SearchCandidate> candidates;
-    for (auto& m : found) candidates.push_back(std::move(m.candidate));
-    page = detail::rank_search_page(std::move(candidates), q, p);
-  } else {
-    page = word_page(*conn, tenant, q, p, found);
+  std::vector<detail::KeyedCandidate> found;
+  for (auto& m : word_matches(*conn, tenant, q, p, unindexed, false)) {
+    found.push_back({std::move(m.id), static_cast<std::uint64_t>(m.version), std::move(m.candidate)});
   }
+  SearchPage page = detail::rank_keyed_page(std::move(found), q, p, [&](const std::string& id, std::uint64_t v) {
+    return version_record(*conn, tenant, id, v);
+  });
   page.unindexed = unindexed;
   return page;
 }
 
-SearchPage SqliteArtifactStore::Impl::word_page(Connection& conn, const std::string& tenant, const SearchQuery& q,
-                                                const detail::PreparedSearch& p, std::vector<WordMatch>& found) const {
-  // detail::hit_before and detail::after_cursor, on the keys.
-  std::sort(found.begin(), found.end(), [](const WordMatch& a, const WordMatch& b) {
-    if (*a.candidate.bm25 != *b.candidate.bm25) return *a.candidate.bm25 > *b.candidate.bm25;
-    if (const int c = a.id.compare(b.id); c != 0) return c < 0;
-    return a.version > b.version;
-  });
-  const auto after_cursor = [&p](const WordMatch& m) {
-    const detail::SearchCursor& at = *p.cursor;
-    if (*m.candidate.bm25 != at.score) return *m.candidate.bm25 < at.score;
-    if (const int c = m.id.compare(at.id); c != 0) return c > 0;
-    return static_cast<std::uint64_t>(m.version) < at.version;
-  };
-  // A record that cannot be read is left out of the page (as the scan leaves it out); unlike the scan, which never
-  // sees it, it keeps its place in the ranks, which are counted over the matches without reading them.
-  SearchPage page;
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    WordMatch& m = found[i];
-    if (p.cursor && !after_cursor(m)) continue;
-    Query r(conn, fetch_version);
-    r.bind(1, tenant).bind(2, m.id).bind(3, m.version);
-    if (!r.step()) continue;
-    ArtifactPtr record_read;
-    try {
-      record_read = record(r);
-    } catch (const storage_error&) {
-      continue;
-    }
-    if (page.hits.size() == q.limit) {
-      page.next_cursor = detail::encode_cursor(q, page.hits.back());
-      break;
-    }
-    m.candidate.matched.text_rank = i + 1;
-    page.hits.push_back(SearchHit{std::move(record_read), *m.candidate.bm25, std::move(m.candidate.matched)});
+ArtifactPtr SqliteArtifactStore::Impl::version_record(Connection& conn, const std::string& tenant,
+                                                      const std::string& id, std::uint64_t version) const {
+  if (version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return nullptr;
+  Query r(conn, fetch_version);
+  r.bind(1, tenant).bind(2, id).bind(3, static_cast<std::int64_t>(version));
+  if (!r.step()) return nullptr;
+  try {
+    return record(r);
+  } catch (const storage_error&) {
+    return nullptr;  // unreadable: left out of the page, as the scan leaves it out
   }
-  return page;
-}
-
-std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::word_candidates(Connection& conn,
-                                                                                const std::string& tenant,
-                                                                                const SearchQuery& q,
-                                                                                const detail::PreparedSearch& p,
-                                                                                std::size_t& unindexed) const {
-  std::vector<detail::SearchCandidate> out;
-  for (auto& m : word_matches(conn, tenant, q, p, unindexed, true)) out.push_back(std::move(m.candidate));
-  return out;
 }
 
 std::vector<SqliteArtifactStore::Impl::WordMatch> SqliteArtifactStore::Impl::word_matches(

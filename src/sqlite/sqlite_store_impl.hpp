@@ -225,14 +225,9 @@ struct SqliteArtifactStore::Impl {
   /// where the query needs them to decide (metadata conditions, words that occur only inside phrases).
   std::vector<WordMatch> word_matches(Connection& conn, const std::string& tenant, const SearchQuery& q,
                                       const detail::PreparedSearch& p, std::size_t& unindexed, bool records) const;
-  /// The same, every one with its record (as hybrid fuses them).
-  std::vector<detail::SearchCandidate> word_candidates(Connection& conn, const std::string& tenant,
-                                                       const SearchQuery& q, const detail::PreparedSearch& p,
-                                                       std::size_t& unindexed) const;
-  /// A page of words alone ranked from the matches' keys (rank_search_page's order, ranks, cursor and page), the
-  /// records of that page alone read (and the next one's, to know there is a next page).
-  SearchPage word_page(Connection& conn, const std::string& tenant, const SearchQuery& q,
-                       const detail::PreparedSearch& p, std::vector<WordMatch>& found) const;
+  /// The record of (id, version), or null when there is none or it cannot be read (rank_keyed_page's `read`).
+  ArtifactPtr version_record(Connection& conn, const std::string& tenant, const std::string& id,
+                             std::uint64_t version) const;
   /// The (tenant, model) index, caught up from the change sequence; `unindexed` gets the count of the tenant's
   /// latest versions without a vector of the model (0 on a store without that embedder).
   std::shared_ptr<const detail::VectorIndex> vector_index(Connection& conn, const std::string& tenant,

@@ -149,5 +149,74 @@ inline SearchPage rank_search_page(std::vector<SearchCandidate> found, const Sea
   return page;
 }
 
+/// A version a SQL store found, known by its key until a page needs its record: the store reads the records of the
+/// page alone (rank_keyed_page). `candidate.record` is null until read, or the record when the store had it anyway.
+struct KeyedCandidate {
+  std::string id;
+  std::uint64_t version = 0;
+  SearchCandidate candidate;
+};
+
+/// rank_search_page for candidates known by their keys, each of which passed the filters: the same ranks in each
+/// list, score, order, cursor and page, with a record read (`read(id, version)`, an ArtifactPtr) only for the hits
+/// the page shows and the one after it (to know a next page exists). A version whose record cannot be read (null)
+/// is left out of the page, as the default scan leaves it out; unlike the scan, which never sees it, it keeps its
+/// place in the ranks, which are counted over the keys.
+template <class Read>
+SearchPage rank_keyed_page(std::vector<KeyedCandidate> found, const SearchQuery& q, const PreparedSearch& p,
+                           Read&& read) {
+  // detail::hit_before and detail::after_cursor, on the keys.
+  const auto before = [](double sa, const KeyedCandidate& a, double sb, const KeyedCandidate& b) {
+    if (sa != sb) return sa > sb;
+    if (const int c = a.id.compare(b.id); c != 0) return c < 0;
+    return a.version > b.version;
+  };
+  const auto rank_by = [&found, &before](auto key, auto set_rank) {
+    std::vector<KeyedCandidate*> list;
+    for (auto& c : found) {
+      if (key(c)) list.push_back(&c);
+    }
+    std::sort(list.begin(), list.end(), [&key, &before](const KeyedCandidate* a, const KeyedCandidate* b) {
+      return before(*key(*a), *a, *key(*b), *b);
+    });
+    for (std::size_t i = 0; i < list.size(); ++i) set_rank(*list[i], i + 1);
+  };
+  if (p.by_text) {
+    rank_by([](const KeyedCandidate& c) { return c.candidate.bm25; },
+            [](KeyedCandidate& c, std::size_t rank) { c.candidate.matched.text_rank = rank; });
+  }
+  if (p.by_vector) {
+    rank_by([](const KeyedCandidate& c) { return c.candidate.similarity; },
+            [](KeyedCandidate& c, std::size_t rank) { c.candidate.matched.vector_rank = rank; });
+  }
+  std::vector<std::pair<double, KeyedCandidate*>> ranked;
+  ranked.reserve(found.size());
+  for (auto& c : found) {
+    const SearchCandidate& k = c.candidate;
+    const double score = p.by_text && p.by_vector ? rrf(k.matched.text_rank, k.matched.vector_rank)
+                         : p.by_text              ? k.bm25.value_or(0)
+                                                  : k.similarity.value_or(0);
+    if (p.cursor) {
+      const SearchCursor& at = *p.cursor;
+      const bool after = score != at.score ? score < at.score : c.id != at.id ? c.id > at.id : c.version < at.version;
+      if (!after) continue;
+    }
+    ranked.emplace_back(score, &c);
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [&before](const auto& a, const auto& b) { return before(a.first, *a.second, b.first, *b.second); });
+  SearchPage page;
+  for (auto& [score, c] : ranked) {
+    ArtifactPtr record = c->candidate.record ? std::move(c->candidate.record) : read(c->id, c->version);
+    if (!record) continue;
+    if (page.hits.size() == q.limit) {
+      page.next_cursor = encode_cursor(q, page.hits.back());
+      break;
+    }
+    page.hits.push_back(SearchHit{std::move(record), score, std::move(c->candidate.matched)});
+  }
+  return page;
+}
+
 }  // namespace detail
 CAIRN_END_NAMESPACE

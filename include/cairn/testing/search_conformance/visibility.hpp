@@ -172,8 +172,9 @@ inline void removed_never_comes_back(ArtifactStore& s) {
     for (const auto& f : find(meaning)) CAIRN_CONFORM(f.first != "r" || s.embedding("r", t, 1)->values == b);
   }
 
-  // A record removed between pages is not on a later page; the others come once each.
-  for (int i = 0; i < 8; ++i) {
+  // A record removed between pages is not on a later page; the others come once each. Each query below removes
+  // one of these, and the last needs six.
+  for (int i = 0; i < 10; ++i) {
     std::string text = "needle";
     for (int k = 0; k < i; ++k) text += " hay";
     (void)put(note(t, fmt::format("p{}", i), text), detail::random_vector(model.second, 40 + static_cast<unsigned>(i)));
@@ -191,6 +192,10 @@ inline void removed_never_comes_back(ArtifactStore& s) {
     for (const bool exact : {true, false}) {
       near.exact = exact;
       paged.push_back(near);
+      SearchQuery both = near;  // hybrid: the fused ranking, paged by its cursor
+      both.mode = SearchMode::hybrid;
+      both.text = "needle";
+      paged.push_back(both);
     }
   }
   for (auto q : paged) {
