@@ -2,5 +2,6 @@
 #include "cairn/artifact/a2a-inl.hpp"
 #include "cairn/artifact/memory_store-inl.hpp"
 #include "cairn/artifact/message_part-inl.hpp"
+#include "cairn/artifact/record-inl.hpp"
 #include "cairn/artifact/store-inl.hpp"
 #include "cairn/detail/json-inl.hpp"

@@ -11,6 +11,8 @@
 
 CAIRN_BEGIN_NAMESPACE
 
+CAIRN_INLINE bool operator==(const DataPart& a, const DataPart& b) { return a.data == b.data; }
+
 namespace detail {
 CAIRN_INLINE const nlohmann::json& require_member(const nlohmann::json& j, const char* part, const char* key) {
   if (!j.is_object()) throw parse_error(fmt::format("{}: expected a JSON object, got {}", part, j.type_name()));

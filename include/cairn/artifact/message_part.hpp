@@ -53,7 +53,7 @@ struct FilePart {
 /// `{"value": v}` with metadata `data_part_compat: true`, as the A2A SDKs do.
 struct DataPart {
   nlohmann::json data = nlohmann::json::object();
-  friend bool operator==(const DataPart& a, const DataPart& b) { return a.data == b.data; }
+  friend bool operator==(const DataPart& a, const DataPart& b);
 };
 
 /// A reference to a stored artifact; `title` is a human-readable hint, not authoritative.

@@ -91,6 +91,31 @@ CAIRN_INLINE ExecutionContext::ExecutionContext(std::string tenant_id, std::shar
   log_ = Log(edit);
 }
 
+CAIRN_INLINE nlohmann::json ExecutionContext::resolve(const nlohmann::json& inputs,
+                                                      const ResolveOptions& options) const {
+  if (!observer_) {
+    auto lookup = [this](std::string_view name) -> const nlohmann::json* {
+      const auto* e = bindings_.find(name);
+      return e ? &e->value.record->value() : nullptr;
+    };
+    return detail::resolve_with(inputs, lookup, options);
+  }
+  std::uint64_t references = 0;
+  auto counting = [this, &references](std::string_view name) -> const nlohmann::json* {
+    ++references;
+    const auto* e = bindings_.find(name);
+    return e ? &e->value.record->value() : nullptr;
+  };
+  return detail::observe_call(
+      observer_.get(), EventKind::resolve, "resolve", tenant_id_, std::string_view(),
+      [&] { return detail::resolve_with(inputs, counting, options); },
+      [&](Event& e, const nlohmann::json& out) {
+        e.items = references;
+        e.bytes_in = detail::json_bytes(inputs);
+        e.bytes_out = detail::json_bytes(out);
+      });
+}
+
 CAIRN_INLINE ArtifactStore& ExecutionContext::require_store(std::string_view operation) const {
   if (!store_) {
     throw state_error(

@@ -318,29 +318,7 @@ class ExecutionContext : private RunParticipant {
   /// references would insert more than `options.max_resolved_bytes` of JSON text (checked before copying).
   ///
   ///     ctx.resolve({{"command", "node"}, {"args", {"@server_file"}}})  // {"args": ["/tmp/server.js"], ...}
-  [[nodiscard]] nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const {
-    if (!observer_) {
-      auto lookup = [this](std::string_view name) -> const nlohmann::json* {
-        const auto* e = bindings_.find(name);
-        return e ? &e->value.record->value() : nullptr;
-      };
-      return detail::resolve_with(inputs, lookup, options);
-    }
-    std::uint64_t references = 0;
-    auto counting = [this, &references](std::string_view name) -> const nlohmann::json* {
-      ++references;
-      const auto* e = bindings_.find(name);
-      return e ? &e->value.record->value() : nullptr;
-    };
-    return detail::observe_call(
-        observer_.get(), EventKind::resolve, "resolve", tenant_id_, std::string_view(),
-        [&] { return detail::resolve_with(inputs, counting, options); },
-        [&](Event& e, const nlohmann::json& out) {
-          e.items = references;
-          e.bytes_in = detail::json_bytes(inputs);
-          e.bytes_out = detail::json_bytes(out);
-        });
-  }
+  [[nodiscard]] nlohmann::json resolve(const nlohmann::json& inputs, const ResolveOptions& options = {}) const;
 
  private:
   using Counter = std::atomic<std::uint64_t>;

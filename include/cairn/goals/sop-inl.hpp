@@ -3,11 +3,15 @@
 // compiled once, into cairn::compiled (src/compiled/), and the header only declares them.
 #pragma once
 
+#include <fstream>
+
 #include "cairn/artifact/search/words.hpp"
 #include "cairn/goals/sop.hpp"
 #include "cairn/version.hpp"
 
 CAIRN_BEGIN_NAMESPACE
+
+CAIRN_INLINE Sop Sop::from_json(const nlohmann::json& j, std::string_view what) { return detail::read_sop(j, what); }
 
 namespace detail {
 CAIRN_INLINE bool is_sop_stopword(std::string_view w) {

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -223,7 +222,6 @@ Sop read_sop(const Json& j, std::string_view what) {
 
 }  // namespace detail
 
-inline Sop Sop::from_json(const nlohmann::json& j, std::string_view what) { return detail::read_sop(j, what); }
 template <class OrderedJson, std::enable_if_t<std::is_same_v<OrderedJson, nlohmann::ordered_json>, int>>
 Sop Sop::from_json(const OrderedJson& j, std::string_view what) {
   return detail::read_sop(j, what);
