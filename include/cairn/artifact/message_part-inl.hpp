@@ -258,4 +258,9 @@ CAIRN_INLINE MessagePart message_part_from_json(const nlohmann::json& j) {
   return a;
 }
 
+CAIRN_INLINE void to_json(nlohmann::json& j, const TextPart& p) { j = to_a2a_part(p); }
+CAIRN_INLINE void to_json(nlohmann::json& j, const FilePart& p) { j = to_a2a_part(p); }
+CAIRN_INLINE void to_json(nlohmann::json& j, const DataPart& p) { j = to_a2a_part(p); }
+CAIRN_INLINE void to_json(nlohmann::json& j, const ArtifactPart& p) { j = to_a2a_part(p); }
+
 CAIRN_END_NAMESPACE

@@ -98,10 +98,10 @@ A2APart read_a2a_part(const nlohmann::json& j, const std::string& where);
 /// The part as A2A JSON of `version` (v1.0 by default). to_json (found by ADL) writes v1.0.
 nlohmann::json to_a2a_part(const MessagePart& p, A2AVersion version = A2AVersion::v1_0);
 
-inline void to_json(nlohmann::json& j, const TextPart& p) { j = to_a2a_part(p); }
-inline void to_json(nlohmann::json& j, const FilePart& p) { j = to_a2a_part(p); }
-inline void to_json(nlohmann::json& j, const DataPart& p) { j = to_a2a_part(p); }
-inline void to_json(nlohmann::json& j, const ArtifactPart& p) { j = to_a2a_part(p); }
+void to_json(nlohmann::json& j, const TextPart& p);
+void to_json(nlohmann::json& j, const FilePart& p);
+void to_json(nlohmann::json& j, const DataPart& p);
+void to_json(nlohmann::json& j, const ArtifactPart& p);
 
 /// Reads any part of either version by its shape (and cairn's legacy `{"kind": "artifact"}`). Throws
 /// cairn::parse_error naming the part and the member that is wrong, cairn::limit_exceeded when it nests deeper than

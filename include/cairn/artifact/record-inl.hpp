@@ -370,4 +370,48 @@ CAIRN_INLINE ArtifactPtr ArtifactRecord::parse(std::string_view text, const Json
   return from_json(detail::parse_json(text, limits, "artifact record"));
 }
 
+CAIRN_INLINE bool operator==(const ArtifactRecord& a, const ArtifactRecord& b) {
+  if (a.id() != b.id() || a.version_ != b.version_ || a.created_at_ != b.created_at_) return false;
+  if (a.body_ == b.body_) return true;
+  const ArtifactRecord::Body& x = *a.body_;
+  const ArtifactRecord::Body& y = *b.body_;
+  return x.tenant_id == y.tenant_id && x.type == y.type && x.title == y.title && x.description == y.description &&
+         a.purpose() == b.purpose() && *x.value == *y.value && a.storage_url() == b.storage_url() &&
+         a.mime_type() == b.mime_type() && a.size_bytes() == b.size_bytes() && a.schema_url() == b.schema_url() &&
+         a.created_by() == b.created_by() && a.metadata() == b.metadata();
+}
+
+CAIRN_INLINE ArtifactRecord::Builder& ArtifactRecord::Builder::value(nlohmann::json v) {
+  value_ = std::make_shared<const nlohmann::json>(std::move(v));
+  value_checked_ = false;
+  return *this;
+}
+
+CAIRN_INLINE ArtifactRecord::Builder& ArtifactRecord::Builder::metadata(nlohmann::json v) {
+  metadata_ = std::make_shared<const nlohmann::json>(std::move(v));
+  metadata_checked_ = false;
+  return *this;
+}
+
+CAIRN_INLINE ArtifactRecord::Builder& ArtifactRecord::Builder::metadata(const std::string& key, nlohmann::json v) {
+  nlohmann::json m = metadata_ ? *metadata_ : nlohmann::json::object();
+  if (!m.is_object()) m = nlohmann::json::object();
+  m[key] = std::move(v);
+  metadata_ = std::make_shared<const nlohmann::json>(std::move(m));
+  metadata_checked_ = false;
+  return *this;
+}
+
+namespace detail {
+CAIRN_INLINE const std::shared_ptr<const nlohmann::json>& null_value() {
+  static const auto null = std::make_shared<const nlohmann::json>();
+  return null;
+}
+
+CAIRN_INLINE const std::shared_ptr<const nlohmann::json>& empty_metadata() {
+  static const auto empty = std::make_shared<const nlohmann::json>(nlohmann::json::object());
+  return empty;
+}
+}  // namespace detail
+
 CAIRN_END_NAMESPACE

@@ -127,16 +127,7 @@ class ArtifactRecord {
   [[nodiscard]] static ArtifactPtr from_json(const nlohmann::json& j);
   [[nodiscard]] static ArtifactPtr parse(std::string_view text, const JsonLimits& limits = {});
 
-  friend bool operator==(const ArtifactRecord& a, const ArtifactRecord& b) {
-    if (a.id() != b.id() || a.version_ != b.version_ || a.created_at_ != b.created_at_) return false;
-    if (a.body_ == b.body_) return true;
-    const Body& x = *a.body_;
-    const Body& y = *b.body_;
-    return x.tenant_id == y.tenant_id && x.type == y.type && x.title == y.title && x.description == y.description &&
-           a.purpose() == b.purpose() && *x.value == *y.value && a.storage_url() == b.storage_url() &&
-           a.mime_type() == b.mime_type() && a.size_bytes() == b.size_bytes() && a.schema_url() == b.schema_url() &&
-           a.created_by() == b.created_by() && a.metadata() == b.metadata();
-  }
+  friend bool operator==(const ArtifactRecord& a, const ArtifactRecord& b);
   friend bool operator!=(const ArtifactRecord& a, const ArtifactRecord& b) { return !(a == b); }
 
  private:
@@ -199,11 +190,7 @@ class ArtifactRecord::Builder {
     purpose_ = std::move(v);
     return *this;
   }
-  Builder& value(nlohmann::json v) {
-    value_ = std::make_shared<const nlohmann::json>(std::move(v));
-    value_checked_ = false;
-    return *this;
-  }
+  Builder& value(nlohmann::json v);
   /// Shares an existing value without copying it. The value must not change afterwards (records are immutable):
   /// a document shared into many records is checked once per thread while it lives, not once per record.
   Builder& shared_value(std::shared_ptr<const nlohmann::json> v) {
@@ -236,20 +223,9 @@ class ArtifactRecord::Builder {
     return *this;
   }
   /// Replaces the metadata; it must be a JSON object.
-  Builder& metadata(nlohmann::json v) {
-    metadata_ = std::make_shared<const nlohmann::json>(std::move(v));
-    metadata_checked_ = false;
-    return *this;
-  }
+  Builder& metadata(nlohmann::json v);
   /// Sets one metadata key, keeping the others.
-  Builder& metadata(const std::string& key, nlohmann::json v) {
-    nlohmann::json m = metadata_ ? *metadata_ : nlohmann::json::object();
-    if (!m.is_object()) m = nlohmann::json::object();
-    m[key] = std::move(v);
-    metadata_ = std::make_shared<const nlohmann::json>(std::move(m));
-    metadata_checked_ = false;
-    return *this;
-  }
+  Builder& metadata(const std::string& key, nlohmann::json v);
 
   /// Validates and returns the record. Throws cairn::invalid_artifact with a message naming the field.
   [[nodiscard]] ArtifactPtr build() const& { return make(Builder(*this)); }
@@ -301,16 +277,10 @@ void check_json_content(const char* field, const nlohmann::json& root);
 void check_shared_json_content(const char* field, const std::shared_ptr<const nlohmann::json>& v);
 
 /// The value of records built without one (JSON null), shared like empty_metadata.
-inline const std::shared_ptr<const nlohmann::json>& null_value() {
-  static const auto null = std::make_shared<const nlohmann::json>();
-  return null;
-}
+const std::shared_ptr<const nlohmann::json>& null_value();
 
 /// The metadata of records built without any: one shared empty object rather than one allocation per record.
-inline const std::shared_ptr<const nlohmann::json>& empty_metadata() {
-  static const auto empty = std::make_shared<const nlohmann::json>(nlohmann::json::object());
-  return empty;
-}
+const std::shared_ptr<const nlohmann::json>& empty_metadata();
 
 }  // namespace detail
 

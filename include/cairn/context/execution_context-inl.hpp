@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cairn/context/execution_context.hpp"
+#include "cairn/context/resolve-inl.hpp"
 #include "cairn/detail/sha256.hpp"
 #include "cairn/version.hpp"
 
@@ -711,6 +712,17 @@ CAIRN_INLINE void ExecutionContext::take(ExecutionContext&& other) noexcept {
   restoring_ = std::move(other.restoring_);
   run_ = std::exchange(other.run_, nullptr);
   if (run_) run_->moved(static_cast<const RunParticipant&>(other), static_cast<RunParticipant&>(*this));
+}
+
+CAIRN_INLINE bool operator==(const Message& a, const Message& b) {
+  return a.role == b.role && a.content == b.content && a.timestamp == b.timestamp;
+}
+
+CAIRN_INLINE std::string ExecutionContext::next_call_id() const { return fmt::format("call-{}", settled_calls_ + 1); }
+
+CAIRN_INLINE std::uint32_t ExecutionContext::attempt_of(const std::string& call_id) const {
+  const auto it = calls_.find(call_id);
+  return it == calls_.end() ? 1 : it->second.attempt;
 }
 
 CAIRN_END_NAMESPACE

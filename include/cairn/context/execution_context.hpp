@@ -55,9 +55,7 @@ struct Message {
   std::string content;
   std::int64_t timestamp = 0;  ///< milliseconds since the Unix epoch, UTC
 
-  friend bool operator==(const Message& a, const Message& b) {
-    return a.role == b.role && a.content == b.content && a.timestamp == b.timestamp;
-  }
+  friend bool operator==(const Message& a, const Message& b);
   friend bool operator!=(const Message& a, const Message& b) { return !(a == b); }
 };
 
@@ -302,7 +300,7 @@ class ExecutionContext : private RunParticipant {
   /// as finished or failed. A call in doubt is not counted, so re-executing it after a resume gets its id again,
   /// and a resumed run numbers its later calls as an uninterrupted one does. O(1): the settled calls are counted
   /// as they settle.
-  std::string next_call_id() const { return fmt::format("call-{}", settled_calls_ + 1); }
+  std::string next_call_id() const;
   /// The idempotency key a tool is given for call `call_id` of this context (ToolInvocation::idempotency_key): the
   /// same in every process and worker of the attached run; without a run, derived from the tenant and the id only.
   std::string call_key(const std::string& call_id) const {
@@ -383,10 +381,7 @@ class ExecutionContext : private RunParticipant {
   JournalEntry claim_entry(const char* kind, nlohmann::json data) const;
 
   // The attempt a call has claimed (1 when it has no record yet).
-  std::uint32_t attempt_of(const std::string& call_id) const {
-    const auto it = calls_.find(call_id);
-    return it == calls_.end() ? 1 : it->second.attempt;
-  }
+  std::uint32_t attempt_of(const std::string& call_id) const;
 
   std::shared_ptr<ArtifactStore> store_;
   std::string tenant_id_;

@@ -93,4 +93,6 @@ CAIRN_INLINE PlanResult run_plan(const Plan& plan, ExecutionContext& ctx, const 
   return result;
 }
 
+CAIRN_INLINE void to_json(nlohmann::json& j, const Plan& p) { j = {{"subtasks", p.subtasks}}; }
+
 CAIRN_END_NAMESPACE

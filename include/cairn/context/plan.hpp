@@ -51,7 +51,7 @@ struct Plan {
 
 void to_json(nlohmann::json& j, const PlanStep& s);
 
-inline void to_json(nlohmann::json& j, const Plan& p) { j = {{"subtasks", p.subtasks}}; }
+void to_json(nlohmann::json& j, const Plan& p);
 
 /// What run_plan() did.
 struct PlanResult {

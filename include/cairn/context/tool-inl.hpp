@@ -447,4 +447,10 @@ CAIRN_INLINE ExecutionResult execute(const ToolCall& call, ExecutionContext& ctx
   return execute(call, ctx, registry, o);
 }
 
+CAIRN_INLINE void detail::ModelInput::fail(std::string_view field, std::string_view message) const {
+  const std::string where = at(field);
+  if (where.empty()) throw parse_error(fmt::format("{}: {}", label_, message));
+  throw parse_error(fmt::format("{}: {}: {}", label_, where, message));
+}
+
 CAIRN_END_NAMESPACE

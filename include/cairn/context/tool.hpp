@@ -220,11 +220,7 @@ class ModelInput {
 
   std::string at(std::string_view field) const;
 
-  [[noreturn]] void fail(std::string_view field, std::string_view message) const {
-    const std::string where = at(field);
-    if (where.empty()) throw parse_error(fmt::format("{}: {}", label_, message));
-    throw parse_error(fmt::format("{}: {}: {}", label_, where, message));
-  }
+  [[noreturn]] void fail(std::string_view field, std::string_view message) const;
 
   const nlohmann::json* member(const nlohmann::json& obj, const char* key) const;
 

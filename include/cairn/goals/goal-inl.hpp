@@ -246,4 +246,8 @@ CAIRN_INLINE Goal goal_from_json(const nlohmann::json& j, const std::string& lab
   return g;
 }
 
+CAIRN_INLINE bool operator==(const Predicate& a, const Predicate& b) { return a.name == b.name && a.args == b.args; }
+
+CAIRN_INLINE void to_json(nlohmann::json& j, const Predicate& p) { j = {{"name", p.name}, {"args", p.args}}; }
+
 CAIRN_END_NAMESPACE

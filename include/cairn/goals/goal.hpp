@@ -57,7 +57,7 @@ struct Predicate {
   static constexpr std::string_view present_info = "present_info";
   static constexpr std::string_view execute = "execute";
 
-  friend bool operator==(const Predicate& a, const Predicate& b) { return a.name == b.name && a.args == b.args; }
+  friend bool operator==(const Predicate& a, const Predicate& b);
   friend bool operator!=(const Predicate& a, const Predicate& b) { return !(a == b); }
 };
 
@@ -125,7 +125,7 @@ struct Goal {
 
 // ---- JSON ----------------------------------------------------------------------------------------------------------
 
-inline void to_json(nlohmann::json& j, const Predicate& p) { j = {{"name", p.name}, {"args", p.args}}; }
+void to_json(nlohmann::json& j, const Predicate& p);
 
 void to_json(nlohmann::json& j, const Condition& c);
 

@@ -104,20 +104,13 @@ class Run {
   /// Opens run `run_id` of `tenant_id`: empty when the journal has no such run (the first record creates it),
   /// else positioned at its last entry with what a restore needs loaded. Throws what the journal throws, and
   /// cairn::state_error when the snapshot it starts from is damaged.
-  Run(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id, RunOptions options = {})
-      : journal_(std::move(journal)), tenant_id_(std::move(tenant_id)), run_id_(std::move(run_id)), options_(options) {
-    if (!journal_) throw invalid_argument("Run: journal must not be null");
-    if (const auto info = journal_->info(tenant_id_, run_id_)) load(info->last_seq);
-  }
+  Run(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id, RunOptions options = {});
 
   /// Opens the run as it was at `at.seq` (time travel). Such a run is read-only while the journal holds entries
   /// after that point: recording into it is a cairn::conflict. To go on from there, fork the run in the journal
   /// (`journal->fork(tenant, run, seq, new_run)`, O(1)) and open the fork.
-  Run(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id, RunAt at, RunOptions options = {})
-      : journal_(std::move(journal)), tenant_id_(std::move(tenant_id)), run_id_(std::move(run_id)), options_(options) {
-    if (!journal_) throw invalid_argument("Run: journal must not be null");
-    load(at.seq);
-  }
+  Run(std::shared_ptr<RunJournal> journal, std::string tenant_id, std::string run_id, RunAt at,
+      RunOptions options = {});
 
   // Participants point at their run: it stays where it is.
   Run(const Run&) = delete;
@@ -144,101 +137,30 @@ class Run {
   std::size_t loaded_entries() const noexcept { return loaded_.size(); }
 
   /// True when the run, as loaded, holds entries of participant `name` (attaching one of that name restores it).
-  bool holds(std::string_view name) const {
-    if (has_entries_of(name)) return true;
-    for (const auto* p : attached_) {
-      if (p->participant_name() == name) return true;
-    }
-    return false;
-  }
+  bool holds(std::string_view name) const;
 
   /// Makes `p` part of this run (see the top of this header). Throws cairn::invalid_argument when a participant
   /// of that name is attached already, cairn::state_error when the journal holds an entry `p` cannot apply or a
   /// damaged state (naming the run, the entry's seq and what is wrong).
-  void attach(RunParticipant& p) {
-    const std::string name = p.participant_name();
-    for (const auto* q : attached_) {
-      if (q->participant_name() == name) {
-        throw invalid_argument(fmt::format("Run '{}': a participant named '{}' is attached already", run_id_, name));
-      }
-    }
-    Checkpoint track{&p, name, false, 0, 0};
-    if (has_entries_of(name)) {
-      // What load() read was released once every participant it held was attached (see release_loaded()): a
-      // participant attached again after that is rebuilt from the journal as it is now.
-      if (released_) loaded_ = read_checked(seq_);
-      replay(p, name, track);
-      attached_.push_back(&p);
-      if (p.participant_checkpointed()) tracks_.push_back(std::move(track));
-      release_loaded();
-    } else {
-      attached_.push_back(&p);
-      if (p.participant_checkpointed()) tracks_.push_back(std::move(track));
-      try {
-        record(name, "state", p.participant_state());
-      } catch (...) {
-        attached_.pop_back();
-        if (p.participant_checkpointed()) tracks_.pop_back();
-        throw;
-      }
-    }
-  }
+  void attach(RunParticipant& p);
 
   /// Stops recording `p` (a participant being destroyed or moved detaches itself).
-  void detach(const RunParticipant& p) noexcept {
-    for (auto it = attached_.begin(); it != attached_.end(); ++it) {
-      if (*it == &p) {
-        attached_.erase(it);
-        break;
-      }
-    }
-    for (auto it = tracks_.begin(); it != tracks_.end(); ++it) {
-      if (it->participant == &p) {
-        tracks_.erase(it);
-        break;
-      }
-    }
-  }
+  void detach(const RunParticipant& p) noexcept;
   /// Points the attachment of `from` at `to` (a participant that moved).
-  void moved(const RunParticipant& from, RunParticipant& to) noexcept {
-    for (auto*& q : attached_) {
-      if (q == &from) q = &to;
-    }
-    for (auto& t : tracks_) {
-      if (t.participant == &from) t.participant = &to;
-    }
-  }
+  void moved(const RunParticipant& from, RunParticipant& to) noexcept;
 
   /// Records one change of participant `participant`: commits the entry `<participant>.<kind>` after this run's
   /// last sequence number (with a checkpoint or snapshot that is due in the same append). Throws cairn::conflict
   /// when another writer moved the run on (nothing was written; reopen the run), cairn::state_error after an
   /// abandoned batch, and what the journal throws.
-  std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data, bool sync = false) {
-    JournalEntry e;
-    e.kind = participant + "." + std::string(kind);
-    e.data = std::move(data);
-    std::vector<JournalEntry> entries;
-    entries.push_back(std::move(e));
-    return record_entries(std::move(entries), sync);
-  }
+  std::uint64_t record(const std::string& participant, std::string_view kind, nlohmann::json data, bool sync = false);
 
   /// Records several changes in one append: all or none of them are committed.
   ///
   /// Inside a batch (see batch()) the entries wait in memory and are appended with the batch, unless `sync` asks
   /// for them to be committed now — a tool call's intended entry must be committed before the tool runs. Such
   /// entries are committed alone: what the batch holds stays pending and is committed with it, after them.
-  std::uint64_t record_entries(std::vector<JournalEntry> entries, bool sync = false) {
-    check_usable();
-    if (batch_depth_ > 0 && !sync) {
-      for (auto& e : entries) pending_.push_back(std::move(e));
-      return seq_;
-    }
-    // Outside a batch, with nothing pending, every participant's memory is what the journal holds (a participant
-    // records a change before applying it): a checkpoint or snapshot that is due goes first, in the same append.
-    // A sync entry inside a batch gets none: the participants already hold the batch's pending changes.
-    const bool settled = batch_depth_ == 0 && pending_.empty();
-    return commit(std::move(entries), settled ? Due::before : Due::none);
-  }
+  std::uint64_t record_entries(std::vector<JournalEntry> entries, bool sync = false);
 
   /// Groups what the participants record until the returned object is destroyed (or flush() is called) into one
   /// append: one round trip, all or nothing. A goal-engine turn is recorded this way. Until then the changes are
@@ -290,32 +212,14 @@ class Run {
   /// same append. When the append fails the entries are lost: after a cairn::conflict every later append conflicts
   /// too; after any other error the run refuses to record (cairn::state_error), since a later append could succeed
   /// without them while participants hold them. Either way, reopen the run.
-  void flush() {
-    check_usable();
-    if (pending_.empty()) return;
-    std::vector<JournalEntry> entries;
-    entries.swap(pending_);
-    try {
-      commit(std::move(entries), batch_depth_ == 0 ? Due::after : Due::none);
-    } catch (const conflict&) {
-      throw;  // every later append conflicts too: the run must be reopened anyway
-    } catch (...) {
-      abandoned_ = true;  // the next append could succeed without what was just lost, which participants may hold
-      throw;
-    }
-  }
+  void flush();
 
   /// Writes a full snapshot of every attached participant now: restores and RunJournal::prune start at the newest
   /// one (call it before prune). Call it between changes, not from inside one or inside a batch. Skipped (returns
   /// false) inside a batch, and while the run holds entries of a participant that is not attached in this process:
   /// its state is not known here, and a snapshot without it would lose it. Restores still work then; they only
   /// read further back.
-  bool snapshot() {
-    check_usable();
-    if (batch_depth_ > 0 || !pending_.empty() || !snapshot_possible()) return false;
-    commit({}, Due::snapshot);
-    return true;
-  }
+  bool snapshot();
 
  private:
   // A checkpointed participant's accounting: the size of its last recorded whole state and the bytes of its
@@ -329,32 +233,14 @@ class Run {
   };
   enum class Due { none, before, after, snapshot };
 
-  void check_usable() const {
-    if (abandoned_) {
-      throw state_error(
-          fmt::format("run '{}': a batch was abandoned (an exception, or a failed append, ended it); "
-                      "the participants hold changes the journal does not: reopen the run",
-                      run_id_));
-    }
-  }
+  void check_usable() const;
 
   // A batch ended by an exception: what it holds is dropped. When that is anything, the participants hold changes
   // the journal will never get, and the run refuses to record more.
-  void abandon() noexcept {
-    if (pending_.empty()) return;
-    pending_.clear();
-    abandoned_ = true;
-  }
+  void abandon() noexcept;
 
   // True when every participant with entries in what load() read is attached.
-  bool loaded_all_attached() const {
-    for (const auto& name : loaded_names_) {
-      bool present = false;
-      for (const auto* p : attached_) present = present || p->participant_name() == name;
-      if (!present) return false;
-    }
-    return true;
-  }
+  bool loaded_all_attached() const;
 
   bool snapshot_possible() const { return !attached_.empty() && loaded_all_attached(); }
 
@@ -369,176 +255,31 @@ class Run {
 
   // What is due, as entries: a full snapshot (which stands for every checkpoint), else the checkpoints.
   void due_entries(bool snapshot, const std::vector<Checkpoint>& tracks, std::size_t since_snapshot,
-                   std::vector<JournalEntry>& out) const {
-    if (snapshot || snapshot_due(since_snapshot)) {
-      nlohmann::json state = nlohmann::json::object();
-      for (const auto* p : attached_) state[p->participant_name()] = p->participant_state();
-      JournalEntry e;
-      e.kind = snapshot_kind;
-      e.data = std::move(state);
-      out.push_back(std::move(e));
-      return;
-    }
-    for (const auto& t : tracks) {
-      if (!checkpoint_due(t)) continue;
-      JournalEntry e;
-      e.kind = t.name + ".state";
-      e.data = t.participant->participant_state();
-      out.push_back(std::move(e));
-    }
-  }
+                   std::vector<JournalEntry>& out) const;
 
   // Counts `e` into the accounting: a state resets its participant's, a snapshot everybody's.
-  static void account(const JournalEntry& e, std::vector<Checkpoint>& tracks, std::size_t& since_snapshot) {
-    if (e.kind == snapshot_kind) {
-      since_snapshot = 0;
-      for (auto& t : tracks) {
-        if (const auto it = e.data.find(t.name); it != e.data.end()) {
-          t.known = true;
-          t.state_bytes = detail::json_text_size(*it);
-          t.since_bytes = 0;
-        }
-      }
-      return;
-    }
-    ++since_snapshot;
-    for (auto& t : tracks) {
-      const std::size_t n = t.name.size();
-      if (e.kind.size() <= n || e.kind[n] != '.' || e.kind.compare(0, n, t.name) != 0) continue;
-      const std::size_t bytes = detail::json_text_size(e.data);
-      if (std::string_view(e.kind).substr(n + 1) == "state") {
-        t.known = true;
-        t.state_bytes = bytes;
-        t.since_bytes = 0;
-      } else {
-        t.since_bytes += bytes;
-      }
-      break;
-    }
-  }
+  static void account(const JournalEntry& e, std::vector<Checkpoint>& tracks, std::size_t& since_snapshot);
 
   // Appends `entries` with what is due `where` (before them: memory equals the journal now; after them: memory
   // equals the journal once they are in), as one append; the accounting moves on only when it succeeded.
-  std::uint64_t commit(std::vector<JournalEntry> entries, Due where) {
-    std::vector<Checkpoint> tracks = tracks_;
-    std::size_t since_snapshot = since_snapshot_;
-    std::vector<JournalEntry> all;
-    if (where == Due::before || where == Due::snapshot) {
-      due_entries(where == Due::snapshot, tracks, since_snapshot, all);
-    }
-    if (all.empty()) {
-      all = std::move(entries);
-    } else {
-      for (auto& e : entries) all.push_back(std::move(e));
-    }
-    for (const auto& e : all) account(e, tracks, since_snapshot);
-    if (where == Due::after) {
-      const std::size_t n = all.size();
-      due_entries(false, tracks, since_snapshot, all);
-      for (std::size_t i = n; i < all.size(); ++i) account(all[i], tracks, since_snapshot);
-    }
-    seq_ = journal_->append(tenant_id_, run_id_, seq_, std::move(all));
-    tracks_ = std::move(tracks);
-    since_snapshot_ = since_snapshot;
-    return seq_;
-  }
+  std::uint64_t commit(std::vector<JournalEntry> entries, Due where);
 
   // The entries a restore at `at_seq` needs (from the newest snapshot on), with a damaged snapshot refused.
-  std::vector<JournalEntry> read_checked(std::uint64_t at_seq) const {
-    auto entries = journal_->read_for_restore(tenant_id_, run_id_, at_seq);
-    for (const auto& e : entries) {
-      if (e.kind == snapshot_kind && (!e.data.is_object() || e.data.empty())) {
-        throw state_error(
-            fmt::format("run '{}': the snapshot at seq {} is damaged: expected an object of "
-                        "participant states, got {}",
-                        run_id_, e.seq, detail::excerpt(e.data.dump(), 80)));
-      }
-    }
-    return entries;
-  }
+  std::vector<JournalEntry> read_checked(std::uint64_t at_seq) const;
 
-  void load(std::uint64_t at_seq) {
-    loaded_ = read_checked(at_seq);
-    seq_ = at_seq;
-    since_snapshot_ = 0;
-    for (const auto& e : loaded_) {
-      if (e.kind == snapshot_kind) {
-        since_snapshot_ = 0;
-        for (const auto& [name, state] : e.data.items()) remember(name);
-      } else {
-        ++since_snapshot_;
-        remember(e.kind.substr(0, e.kind.find('.')));
-      }
-    }
-  }
+  void load(std::uint64_t at_seq);
 
   // Frees what load() read once every participant it holds is attached: nothing more will be rebuilt from it.
-  void release_loaded() {
-    if (!loaded_all_attached()) return;
-    std::vector<JournalEntry>().swap(loaded_);
-    released_ = true;
-  }
+  void release_loaded();
 
-  void remember(const std::string& name) {
-    for (const auto& k : loaded_names_) {
-      if (k == name) return;
-    }
-    loaded_names_.push_back(name);
-  }
+  void remember(const std::string& name);
 
   // Entries of `name` in what load() read (attach() restores from them); holds() also counts attached participants.
-  bool has_entries_of(std::string_view name) const {
-    for (const auto& k : loaded_names_) {
-      if (k == name) return true;
-    }
-    return false;
-  }
+  bool has_entries_of(std::string_view name) const;
 
   // Restores `p` from its newest whole state in what load() read (a `<name>.state`, or its part of the snapshot
   // the read starts at), then applies its entries after that; fills `track` for its checkpoints.
-  void replay(RunParticipant& p, const std::string& name, Checkpoint& track) {
-    const std::string prefix = name + ".";
-    auto own = [&](const JournalEntry& e) { return e.kind.compare(0, prefix.size(), prefix) == 0; };
-    std::size_t from = loaded_.size();  // the index of the whole state, or loaded_.size() when there is none
-    for (std::size_t i = loaded_.size(); i-- > 0;) {
-      const JournalEntry& e = loaded_[i];
-      if ((e.kind == snapshot_kind && e.data.contains(name)) ||
-          (own(e) && e.kind.size() == prefix.size() + 5 && e.kind.compare(prefix.size(), 5, "state") == 0)) {
-        from = i;
-        break;
-      }
-    }
-    if (from == loaded_.size() && !loaded_.empty() && loaded_.front().kind == snapshot_kind) {
-      // Its entries follow a snapshot that should hold it: without its state they would apply to nothing.
-      throw state_error(
-          fmt::format("run '{}': the snapshot at seq {} is damaged: it holds no state of participant "
-                      "'{}', yet entries of it follow",
-                      run_id_, loaded_.front().seq, name));
-    }
-    track.known = from != loaded_.size();
-    const bool counted = p.participant_checkpointed();  // only a checkpointed participant's bytes are counted
-    for (std::size_t i = from == loaded_.size() ? 0 : from; i < loaded_.size(); ++i) {
-      const JournalEntry& e = loaded_[i];
-      try {
-        if (i == from) {
-          const nlohmann::json& state = e.kind == snapshot_kind ? e.data.at(name) : e.data;
-          p.restore_participant(state);
-          if (counted) track.state_bytes = detail::json_text_size(state);
-        } else if (own(e)) {
-          p.apply_participant_entry(std::string_view(e.kind).substr(prefix.size()), e);
-          if (counted) track.since_bytes += detail::json_text_size(e.data);
-        }
-      } catch (const std::exception& ex) {
-        throw state_error(
-            fmt::format("run '{}': entry {} ({}) cannot be applied: {}", run_id_, e.seq, e.kind, ex.what()));
-      }
-    }
-    try {
-      p.participant_restored();
-    } catch (const std::exception& ex) {
-      throw state_error(fmt::format("run '{}': participant '{}' cannot be restored: {}", run_id_, name, ex.what()));
-    }
-  }
+  void replay(RunParticipant& p, const std::string& name, Checkpoint& track);
 
   std::shared_ptr<RunJournal> journal_;
   std::string tenant_id_;
@@ -557,3 +298,7 @@ class Run {
 };
 
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/run/run-inl.hpp"
+#endif

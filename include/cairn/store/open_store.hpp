@@ -59,80 +59,11 @@ struct StoreUrl {
 
 // The options after `?` of a sqlite: URL ("synchronous=normal", joined by '&'). Throws cairn::invalid_argument
 // naming the part of the URL it cannot take.
-inline void parse_sqlite_url_options(const std::string& url, std::string_view query, const char* call, StoreUrl& out) {
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view part = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const auto eq = part.find('=');
-    const std::string_view key = part.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
-    if (key == "synchronous") {
-      if (value == "normal" || value == "NORMAL") {
-        out.synchronous = StoreUrl::Synchronous::normal;
-      } else if (value == "full" || value == "FULL") {
-        out.synchronous = StoreUrl::Synchronous::full;
-      } else {
-        throw invalid_argument(fmt::format("{}: '{}' in the URL '{}': synchronous must be normal or full", call,
-                                           excerpt(std::string(part), 40), excerpt(url, 80)));
-      }
-    } else {
-      throw invalid_argument(
-          fmt::format("{}: unknown option '{}' in the URL '{}' (a sqlite: URL takes "
-                      "?synchronous=normal|full)",
-                      call, excerpt(std::string(part), 40), excerpt(url, 80)));
-    }
-  }
-}
+void parse_sqlite_url_options(const std::string& url, std::string_view query, const char* call, StoreUrl& out);
 
-inline StoreUrl parse_store_url(const std::string& url, const char* call) {
-  const auto colon = url.find(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw invalid_argument(
-        fmt::format("{}: '{}' is not a store URL (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
-                    excerpt(url, 40)));
-  }
-  const std::string scheme = url.substr(0, colon);
-  std::string rest = url.substr(colon + 1);
-  if (scheme == "memory") {
-    if (!rest.empty()) {
-      throw invalid_argument(
-          fmt::format("{}: 'memory:' takes nothing after the colon (got '{}')", call, excerpt(rest, 40)));
-    }
-    return {StoreUrl::Backend::memory, {}};
-  }
-  if (scheme == "sqlite") {
-    StoreUrl out{StoreUrl::Backend::sqlite, {}};
-    const auto question = rest.find('?');
-    if (question != std::string::npos) {
-      parse_sqlite_url_options(url, std::string_view(rest).substr(question + 1), call, out);
-      rest.erase(question);
-    }
-    if (rest.empty())
-      throw invalid_argument(fmt::format("{}: 'sqlite:' needs a file path, as in sqlite:agents.db", call));
-    out.target = std::move(rest);
-    return out;
-  }
-  if (scheme == "postgres" || scheme == "postgresql") {
-    // "postgres://..." is a libpq connection URI as a whole; "postgres:<conninfo>" carries the conninfo after
-    // the colon.
-    const bool uri = rest.rfind("//", 0) == 0;
-    if (!uri && scheme == "postgresql") {
-      throw invalid_argument(fmt::format("{}: write 'postgres:<conninfo>' or a 'postgresql://' URI", call));
-    }
-    return {StoreUrl::Backend::postgres, uri ? url : std::move(rest)};
-  }
-  throw invalid_argument(
-      fmt::format("{}: unknown store URL scheme '{}' (expected memory:, sqlite:<path> or postgres:<conninfo>)", call,
-                  excerpt(scheme, 40)));
-}
+StoreUrl parse_store_url(const std::string& url, const char* call);
 
-inline invalid_argument backend_not_built(const char* call, const char* scheme, const char* target,
-                                          const char* option) {
-  return invalid_argument(fmt::format(
-      "{}: '{}:' URLs need {}, which this program was not built with (configure cairn with {}=ON and link {})", call,
-      scheme, target, option, target));
-}
+invalid_argument backend_not_built(const char* call, const char* scheme, const char* target, const char* option);
 
 }  // namespace detail
 
@@ -240,3 +171,7 @@ inline namespace CAIRN_DETAIL_OPEN_STORE_NS {
 #undef CAIRN_DETAIL_OPEN_STORE_NS
 
 CAIRN_END_NAMESPACE
+
+#ifndef CAIRN_COMPILED_LIB
+#include "cairn/store/open_store-inl.hpp"
+#endif

@@ -8,6 +8,43 @@
 
 CAIRN_BEGIN_NAMESPACE
 
+// The private templates of WorkflowMachine: only its bodies below use them, so they are defined here, not parsed by
+// every includer of machine.hpp in compiled mode.
+
+template <class F>
+auto WorkflowMachine::change(F&& body) -> decltype(body()) {
+  if (!run_) return body();
+  std::optional<WorkflowState> before = state_;
+  try {
+    auto result = body();
+    nlohmann::json now = participant_state();
+    nlohmann::json patch = nlohmann::json::diff(recorded_, now);
+    if (!patch.empty()) {
+      // Through a batch: a checkpoint or snapshot that is due is written after the patch, never before it (the
+      // state here already has the change).
+      auto group = run_->batch();
+      run_->record("workflow", "patch", std::move(patch));
+      group.commit();
+      recorded_ = std::move(now);
+    }
+    return result;
+  } catch (...) {
+    state_ = std::move(before);
+    throw;
+  }
+}
+
+template <class F>
+StatusReport WorkflowMachine::transition(std::string_view operation, F&& body) {
+  if (!event_observer_) return body();
+  const std::string before = state_ ? state_->step : std::string();
+  return detail::observe_call(event_observer_.get(), EventKind::workflow_transition, operation, std::string_view(),
+                              before, body, [](Event& e, const StatusReport& r) {
+                                e.subject = r.step;
+                                e.workflow = &r;
+                              });
+}
+
 CAIRN_INLINE void ArtifactRegistration::refuse(std::string path, std::string reason) {
   invalid.push_back(std::move(path));
   invalid_reasons.push_back(std::move(reason));
@@ -767,5 +804,60 @@ CAIRN_INLINE WorkflowMachine WorkflowMachine::from_json(const nlohmann::json& j,
   }
   return restore(std::move(*tmpl), workflow_state_from_json(j, what), std::move(root));
 }
+
+CAIRN_INLINE WorkflowMachine::WorkflowMachine(const WorkflowMachine& o)
+    : RunParticipant(o),
+      template_(o.template_),
+      workspace_root_(o.workspace_root_),
+      state_(o.state_),
+      observer_(o.observer_),
+      event_observer_(o.event_observer_),
+      state_file_name_(o.state_file_name_) {}
+
+CAIRN_INLINE WorkflowMachine& WorkflowMachine::operator=(const WorkflowMachine& o) {
+  if (this != &o) {
+    detach();
+    template_ = o.template_;
+    workspace_root_ = o.workspace_root_;
+    state_ = o.state_;
+    observer_ = o.observer_;
+    event_observer_ = o.event_observer_;
+    state_file_name_ = o.state_file_name_;
+  }
+  return *this;
+}
+
+CAIRN_INLINE WorkflowMachine::WorkflowMachine(WorkflowMachine&& o) noexcept
+    : RunParticipant(o),
+      template_(std::move(o.template_)),
+      workspace_root_(std::move(o.workspace_root_)),
+      state_(std::move(o.state_)),
+      observer_(std::move(o.observer_)),
+      event_observer_(std::move(o.event_observer_)),
+      state_file_name_(std::move(o.state_file_name_)),
+      run_(std::exchange(o.run_, nullptr)),
+      recorded_(std::move(o.recorded_)),
+      patched_seq_(o.patched_seq_) {
+  if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
+}
+
+CAIRN_INLINE WorkflowMachine& WorkflowMachine::operator=(WorkflowMachine&& o) noexcept {
+  if (this != &o) {
+    detach();
+    template_ = std::move(o.template_);
+    workspace_root_ = std::move(o.workspace_root_);
+    state_ = std::move(o.state_);
+    observer_ = std::move(o.observer_);
+    event_observer_ = std::move(o.event_observer_);
+    state_file_name_ = std::move(o.state_file_name_);
+    run_ = std::exchange(o.run_, nullptr);
+    recorded_ = std::move(o.recorded_);
+    patched_seq_ = o.patched_seq_;
+    if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
+  }
+  return *this;
+}
+
+CAIRN_INLINE WorkflowMachine::~WorkflowMachine() { detach(); }
 
 CAIRN_END_NAMESPACE

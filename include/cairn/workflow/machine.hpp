@@ -153,57 +153,12 @@ class WorkflowMachine : private RunParticipant {
       : template_(std::move(tmpl)), workspace_root_(std::move(workspace_root)) {}
 
   /// A copy is not attached to any run (two machines recording into one run would conflict with each other).
-  WorkflowMachine(const WorkflowMachine& o)
-      : RunParticipant(o),
-        template_(o.template_),
-        workspace_root_(o.workspace_root_),
-        state_(o.state_),
-        observer_(o.observer_),
-        event_observer_(o.event_observer_),
-        state_file_name_(o.state_file_name_) {}
-  WorkflowMachine& operator=(const WorkflowMachine& o) {
-    if (this != &o) {
-      detach();
-      template_ = o.template_;
-      workspace_root_ = o.workspace_root_;
-      state_ = o.state_;
-      observer_ = o.observer_;
-      event_observer_ = o.event_observer_;
-      state_file_name_ = o.state_file_name_;
-    }
-    return *this;
-  }
+  WorkflowMachine(const WorkflowMachine& o);
+  WorkflowMachine& operator=(const WorkflowMachine& o);
   /// A moved machine takes the attachment with it; the moved-from one may only be destroyed or assigned to.
-  WorkflowMachine(WorkflowMachine&& o) noexcept
-      : RunParticipant(o),
-        template_(std::move(o.template_)),
-        workspace_root_(std::move(o.workspace_root_)),
-        state_(std::move(o.state_)),
-        observer_(std::move(o.observer_)),
-        event_observer_(std::move(o.event_observer_)),
-        state_file_name_(std::move(o.state_file_name_)),
-        run_(std::exchange(o.run_, nullptr)),
-        recorded_(std::move(o.recorded_)),
-        patched_seq_(o.patched_seq_) {
-    if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
-  }
-  WorkflowMachine& operator=(WorkflowMachine&& o) noexcept {
-    if (this != &o) {
-      detach();
-      template_ = std::move(o.template_);
-      workspace_root_ = std::move(o.workspace_root_);
-      state_ = std::move(o.state_);
-      observer_ = std::move(o.observer_);
-      event_observer_ = std::move(o.event_observer_);
-      state_file_name_ = std::move(o.state_file_name_);
-      run_ = std::exchange(o.run_, nullptr);
-      recorded_ = std::move(o.recorded_);
-      patched_seq_ = o.patched_seq_;
-      if (run_) run_->moved(static_cast<const RunParticipant&>(o), static_cast<RunParticipant&>(*this));
-    }
-    return *this;
-  }
-  ~WorkflowMachine() override { detach(); }
+  WorkflowMachine(WorkflowMachine&& o) noexcept;
+  WorkflowMachine& operator=(WorkflowMachine&& o) noexcept;
+  CAIRN_INLINE ~WorkflowMachine() override;
 
   /// Records this machine in `run` from now on (see cairn/run/run.hpp), as participant "workflow": when the run
   /// holds a workflow already, this machine's template and state are replaced by the run's (the workspace root,
@@ -313,38 +268,10 @@ class WorkflowMachine : private RunParticipant {
   // Runs `body` (a change of state_) and, when attached, commits the change to the run before returning; when the
   // body or the append throws, state_ is put back as it was.
   template <class F>
-  auto change(F&& body) -> decltype(body()) {
-    if (!run_) return body();
-    std::optional<WorkflowState> before = state_;
-    try {
-      auto result = body();
-      nlohmann::json now = participant_state();
-      nlohmann::json patch = nlohmann::json::diff(recorded_, now);
-      if (!patch.empty()) {
-        // Through a batch: a checkpoint or snapshot that is due is written after the patch, never before it (the
-        // state here already has the change).
-        auto group = run_->batch();
-        run_->record("workflow", "patch", std::move(patch));
-        group.commit();
-        recorded_ = std::move(now);
-      }
-      return result;
-    } catch (...) {
-      state_ = std::move(before);
-      throw;
-    }
-  }
+  auto change(F&& body) -> decltype(body());
   // Runs a public transition, reported as one workflow_transition event when an observer is set.
   template <class F>
-  StatusReport transition(std::string_view operation, F&& body) {
-    if (!event_observer_) return body();
-    const std::string before = state_ ? state_->step : std::string();
-    return detail::observe_call(event_observer_.get(), EventKind::workflow_transition, operation, std::string_view(),
-                                before, body, [](Event& e, const StatusReport& r) {
-                                  e.subject = r.step;
-                                  e.workflow = &r;
-                                });
-  }
+  StatusReport transition(std::string_view operation, F&& body);
   ArtifactRegistration register_paths(const std::vector<std::string>& paths, std::vector<ArtifactEvent>& events);
   StatusReport advance_unrecorded(const std::string& output, StepResult result);
   StatusReport set_tasks_unrecorded(const std::string& loop_id, std::vector<Task> tasks);

@@ -55,4 +55,17 @@ CAIRN_INLINE void RunWorkflowState::set_artifact_observer(ArtifactObserver obser
   if (shared_->machine) shared_->machine->set_artifact_observer(shared_->observer);
 }
 
+CAIRN_INLINE void RunWorkflowState::Shared::reload() {
+  loaded = false;
+  machine.reset();
+  run.reset();
+  run = std::make_unique<Run>(journal, tenant_id, run_id, options);
+  if (run->holds("workflow")) {
+    machine.emplace(WorkflowMachine::resume(*run, root));
+    machine->set_artifact_observer(observer);
+    machine->set_observer(events);
+  }
+  loaded = true;
+}
+
 CAIRN_END_NAMESPACE

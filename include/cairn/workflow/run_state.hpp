@@ -147,18 +147,7 @@ class RunWorkflowState {
     bool loaded = false;
 
     // Opens the run again at its newest entry and rebuilds the machine from it.
-    void reload() {
-      loaded = false;
-      machine.reset();
-      run.reset();
-      run = std::make_unique<Run>(journal, tenant_id, run_id, options);
-      if (run->holds("workflow")) {
-        machine.emplace(WorkflowMachine::resume(*run, root));
-        machine->set_artifact_observer(observer);
-        machine->set_observer(events);
-      }
-      loaded = true;
-    }
+    void reload();
   };
 
   std::shared_ptr<Shared> shared_;

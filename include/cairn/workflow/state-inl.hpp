@@ -175,4 +175,14 @@ CAIRN_INLINE WorkflowState workflow_state_from_json(const nlohmann::json& j, con
   return s;
 }
 
+CAIRN_INLINE bool operator==(const WorkflowState& a, const WorkflowState& b) {
+  nlohmann::json ja = a;
+  nlohmann::json jb = b;
+  return ja == jb;
+}
+
+CAIRN_INLINE void detail::StateReader::fail(const std::string& field, const std::string& problem) const {
+  throw state_error(fmt::format("{}: {} {}", what, field, problem));
+}
+
 CAIRN_END_NAMESPACE

@@ -81,21 +81,13 @@ void to_json(nlohmann::json& j, const Task& t);
 
 void to_json(nlohmann::json& j, const WorkflowState& s);
 
-inline bool operator==(const WorkflowState& a, const WorkflowState& b) {
-  nlohmann::json ja = a;
-  nlohmann::json jb = b;
-  return ja == jb;
-}
-
 namespace detail {
 
 // Readers of a stored state: each names the field that is wrong.
 struct StateReader {
   std::string what;  // "workflow state" or a file path
 
-  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
-    throw state_error(fmt::format("{}: {} {}", what, field, problem));
-  }
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const;
   const std::string& str(const nlohmann::json& obj, const char* key, const std::string& path) const;
   std::optional<std::string> opt_str(const nlohmann::json& obj, const char* key, const std::string& path) const;
   std::optional<long long> opt_int(const nlohmann::json& obj, const char* key, const std::string& path,

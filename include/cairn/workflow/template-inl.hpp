@@ -253,4 +253,8 @@ CAIRN_INLINE WorkflowTemplate WorkflowTemplate::parse(std::string_view text, con
   return from_json(detail::parse_json(text, limits, "workflow template"));
 }
 
+CAIRN_INLINE bool operator==(const WorkflowTemplate& a, const WorkflowTemplate& b) {
+  return a.to_json() == b.to_json();
+}
+
 CAIRN_END_NAMESPACE

@@ -118,7 +118,7 @@ class WorkflowTemplate {
   /// The template as JSON; from_json(to_json()) gives an equal template.
   nlohmann::json to_json() const;
 
-  friend bool operator==(const WorkflowTemplate& a, const WorkflowTemplate& b) { return a.to_json() == b.to_json(); }
+  friend bool operator==(const WorkflowTemplate& a, const WorkflowTemplate& b);
   friend bool operator!=(const WorkflowTemplate& a, const WorkflowTemplate& b) { return !(a == b); }
 
  private:
