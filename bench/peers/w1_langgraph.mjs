@@ -2,25 +2,12 @@
 // (save, load, list in pages of 100, re-save every 10th, delete every 10th) with one shared document, best of 3
 // runs per phase. Run: `cd bench/peers && npm install && node w1_langgraph.mjs` (Node 20; not part of the tests).
 import { InMemoryStore } from "@langchain/langgraph";
-function doc(seed) {
-  const rows = [];
-  for (let r = 0; r < 16; ++r) {
-    rows.push({ id: seed * 16 + r, name: `row-${seed}-${r}`, score: 0.5 + r, tags: ["alpha", "beta"] });
-  }
-  return { rows };
-}
-const tenants = Array.from({ length: 100 }, (_, t) => `tenant-${String(t).padStart(3, "0")}`);
+import { doc, phases, report, tenants } from "./w1_common.mjs";
 async function run(n) {
   const d = doc(7);
   const ids = Array.from({ length: n }, (_, i) => `artifact-${String(i).padStart(8, "0")}`);
   const store = new InMemoryStore();
-  const out = {};
-  const phase = async (name, count, body) => {
-    const c0 = process.cpuUsage(); const t0 = process.hrtime.bigint();
-    await body();
-    const t1 = process.hrtime.bigint(); const c1 = process.cpuUsage(c0);
-    out[name] = { cpu_us_per_op: (c1.user + c1.system) / count, wall_us_per_op: Number(t1 - t0) / 1000 / count };
-  };
+  const { out, phase } = phases();
   await phase("save", n, async () => {
     for (let i = 0; i < n; ++i) {
       await store.put([tenants[i % 100]], ids[i],
@@ -58,18 +45,4 @@ async function run(n) {
   });
   return out;
 }
-for (const n of [10000, 100000]) {
-  let best = null;
-  for (let rep = 0; rep < 3; ++rep) {
-    const r = await run(n);
-    if (!best) {
-      best = r;
-    } else {
-      for (const k of Object.keys(r)) if (r[k].cpu_us_per_op < best[k].cpu_us_per_op) best[k] = r[k];
-    }
-  }
-  for (const [k, v] of Object.entries(best)) {
-    console.log(`langgraph n=${n} ${k}: ${v.cpu_us_per_op.toFixed(3)} us cpu/op, ` +
-                `${v.wall_us_per_op.toFixed(3)} us wall/op`);
-  }
-}
+await report("langgraph", run);
