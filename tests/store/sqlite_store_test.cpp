@@ -1119,6 +1119,35 @@ SqliteOptions with_embedder() {
 
 }  // namespace
 
+// Words alone and hybrid rank the matches by their keys and read the page's records alone: a record that cannot be
+// read is left out of the page (no error), and keeps its place in the ranks.
+TEST_CASE("SQLite words and hybrid pages leave out a record that cannot be read, which keeps its rank") {
+  TempDir dir;
+  const auto path = dir.file("unreadable-search.db");
+  SqliteArtifactStore store(path, with_embedder());
+  for (const char* id : {"a", "b", "c", "d", "e"}) (void)store.store(*note("t", id, "needle"));
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE cairn_artifacts SET value = 'null', storage_url = NULL WHERE id = 'b'");
+    raw.exec("UPDATE cairn_artifacts SET title = CAST(X'636166C3' AS TEXT) WHERE id = 'd'");
+  }
+  SearchQuery words;
+  words.mode = SearchMode::text;
+  words.text = "needle";
+  const SearchPage page = store.search("t", words);
+  // One score for all five (the same words and lengths): ranked by id, b and d ranks 2 and 4.
+  std::vector<std::pair<std::string, std::size_t>> got;
+  for (const auto& h : page.hits) got.emplace_back(h.record->id(), h.matched.text_rank);
+  CHECK(got == std::vector<std::pair<std::string, std::size_t>>{{"a", 1}, {"c", 3}, {"e", 5}});
+  CHECK_FALSE(page.next_cursor);
+  SearchQuery hybrid = words;
+  hybrid.mode = SearchMode::hybrid;                        // the store embeds the text
+  std::vector<std::pair<std::string, std::size_t>> fused;  // in the fused order, which the vectors decide
+  for (const auto& h : store.search("t", hybrid).hits) fused.emplace_back(h.record->id(), h.matched.text_rank);
+  std::sort(fused.begin(), fused.end());
+  CHECK(fused == got);
+}
+
 TEST_CASE("SqliteArtifactStore with an embedder passes the conformance suite") {
   TempDir dir;
   int n = 0;
