@@ -40,6 +40,10 @@ class Layout:
             return b["wall_us"] * 1e3
         return b["real_time"] * UNIT_NS[b.get("time_unit", "ns")]
 
+    def vs(self, name, floor):
+        """A row's time and its ratio to its floor: "1.9 ms, 0.55x"."""
+        return f"{time(self.ns(name))}, {ratio(self.ns(name), self.ns(floor))}"
+
     def counter(self, name, key):
         b = self.rows.get("BM_W6" + name)
         return None if b is None else b.get(key)
@@ -98,15 +102,14 @@ def cells(L):
     out.append(("similarity, memory (floor: hnswlib alone at recall 0.95; LangGraph.js slower by)",
                 f"{time(mem)}; {ratio(mem, L.ns('SimilarMatched_Floor'))} (ef {ef:.0f}, recall {fr:.2f}); "
                 f"{faster(lg, mem)}" if ef is not None and fr is not None else "-"))
-    sq, pg = L.ns("SimilarMatchedSql_Sqlite"), L.ns("SimilarMatchedPg_Postgres")
     out.append(("similarity, SQLite / PostgreSQL (floor: hnswlib at recall 0.95 + the rows read)",
-                f"{time(sq)}, {ratio(sq, L.ns('SimilarMatchedSql_Floor'))} / "
-                f"{time(pg)}, {ratio(pg, L.ns('SimilarMatchedPg_Floor'))}"))
+                slash([L.vs("SimilarMatchedSql_Sqlite", "SimilarMatchedSql_Floor"),
+                       L.vs("SimilarMatchedPg_Postgres", "SimilarMatchedPg_Floor")])))
     out.append(("similarity, LangGraph.js slower than memory / SQLite / PostgreSQL",
                 slash([faster(lg, L.ns("Similar_Memory")), faster(lg, L.ns("SimilarSql_Sqlite")),
                        faster(lg, L.ns("SimilarPg_Postgres"))])))
     out.append(("exact, memory / SQLite / PostgreSQL (floor: a plain float scan)",
-                slash([f"{time(L.ns(n))}, {ratio(L.ns(n), L.ns(f))}" for n, f in (
+                slash([L.vs(n, f) for n, f in (
                     ("SimilarExact_Memory", "SimilarExact_Floor"), ("SimilarExact_Sqlite", "SimilarExact_Floor"),
                     ("SimilarExactPg_Postgres", "SimilarExactPg_Floor"))])))
     out.append(("exact, LangGraph.js (its only mode) slower than memory / SQLite / PostgreSQL",
@@ -127,14 +130,13 @@ def cells(L):
                 + f" (LangGraph.js {time(lgf)})"))
     w = [("Words_Memory", "Words_Floor"), ("Words_Sqlite", "Words_Floor"), ("WordsPg_Postgres", "WordsPg_Floor")]
     out.append(("words, memory / SQLite / PostgreSQL (floor: raw FTS5 / raw PostgreSQL full text)",
-                slash([f"{time(L.ns(n))}, {ratio(L.ns(n), L.ns(f))}" for n, f in w])
-                + f"; PostgreSQL asked again: {time(L.ns('WordsPgAgain_Postgres'))}, "
-                f"{ratio(L.ns('WordsPgAgain_Postgres'), L.ns('WordsPg_Floor'))}"))
+                slash([L.vs(n, f) for n, f in w])
+                + "; PostgreSQL asked again: " + L.vs("WordsPgAgain_Postgres", "WordsPg_Floor")))
     out.append(("words, LangGraph.js's `PostgresStore` slower than cairn's PostgreSQL store",
                 faster(L.ns("WordsPg_LangGraph"), L.ns("WordsPg_Postgres"))))
     for label, kind in (("hybrid, two words", ""), ("hybrid, four words joined by OR", "Or")):
         out.append((f"{label}, memory / SQLite / PostgreSQL (floor: raw words + hnswlib ef 64 + fusion)",
-                    slash([f"{time(L.ns(n))}, {ratio(L.ns(n), L.ns(f))}" for n, f in (
+                    slash([L.vs(n, f) for n, f in (
                         (f"Hybrid{kind}_Memory", f"Hybrid{kind}_Floor"), (f"Hybrid{kind}_Sqlite", f"Hybrid{kind}_Floor"),
                         (f"Hybrid{kind}Pg_Postgres", f"Hybrid{kind}Pg_Floor"))])))
 
@@ -154,7 +156,7 @@ def cells(L):
                        ms(L.counter("Words_Memory", "first_query_ms"))])))
     out.append(("storing one artifact, memory / SQLite / PostgreSQL (floor: the raw writes; PostgreSQL's keyed "
                 "floor in brackets)",
-                slash([f"{time(L.ns(n))}, {ratio(L.ns(n), L.ns(f))}" for n, f in (
+                slash([L.vs(n, f) for n, f in (
                     ("IndexMem_Memory", "IndexMem_Floor"), ("IndexSql_Sqlite", "IndexSql_Floor"),
                     ("IndexPg_Postgres", "IndexPg_Floor"))])
                 + f" ({ratio(L.ns('IndexPgKeyed_Postgres'), L.ns('IndexPgKeyed_Floor'))})"))
