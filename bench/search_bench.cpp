@@ -48,6 +48,8 @@
 //                                one tenant, timed in wall time, 3 times (counter `first_query_ms`: the median)
 //   W6Clustered                  a second vector set, clustered by topic as a model's vectors are (ClusteredSet):
 //                                cairn's default and ef 64 against a float scan and hnswlib at ef 64, with recall
+//   W6RoundTripPg                one prepared statement that reads nothing (`SELECT $1`), wall time: the least an
+//                                answer from the server costs, beside the in-process peers' times
 //   W6Recall                     recall@10 of each approximate similarity against the exact top 10 (a hit counts when
 //                                it is in the exact top 10 or ties its 10th similarity within 1e-5)
 // PostgreSQL rows run only when CAIRN_BENCH_PG_CONNINFO or CAIRN_TEST_PG_CONNINFO names a server (scripts/bench
@@ -1469,6 +1471,24 @@ void BM_W6SimilarPg_Floor(benchmark::State& state) {
       Timing::wall);
 }
 void BM_W6SimilarPg_Postgres(benchmark::State& state) { similar_cairn(state, pg_store(), Timing::wall); }
+// The least any answer from the server costs: one prepared statement that reads nothing (`SELECT $1`), on the bench's
+// database, in wall time. A store that answers from its server cannot be faster than this; docs/search.md compares
+// it with the in-process peers' times.
+void BM_W6RoundTripPg_Floor(benchmark::State& state) {
+  auto& pg = pg_floor().pg();
+  static const bool prepared = (pg.prepare("round_trip", "SELECT $1::integer"), true);
+  benchmark::DoNotOptimize(prepared);
+  each_query(
+      state,
+      [&](const Query& q) {
+        const std::string n = std::to_string(q.tenant);
+        PGresult* r = pg.call("round_trip", {n.c_str()});
+        const std::size_t got = static_cast<std::size_t>(PQntuples(r));
+        PQclear(r);
+        return got;
+      },
+      Timing::wall);
+}
 void BM_W6SimilarPg_PostgresRows(benchmark::State& state) { similar_cairn(state, pg_rows_store(), Timing::wall); }
 void hybrid_pg_floor(benchmark::State& state, bool any) {
   auto& pg = pg_floor();
@@ -1822,6 +1842,7 @@ const bool registered = [] {
     query("BM_W6WordsPg_Floor", BM_W6WordsPg_Floor);
     query("BM_W6WordsPg_Postgres", BM_W6WordsPg_Postgres);
     query("BM_W6WordsPgAgain_Postgres", BM_W6WordsPgAgain_Postgres);
+    query("BM_W6RoundTripPg_Floor", BM_W6RoundTripPg_Floor);
     query("BM_W6SimilarPg_Floor", BM_W6SimilarPg_Floor);
     query("BM_W6SimilarPg_Postgres", BM_W6SimilarPg_Postgres);
     query("BM_W6SimilarPg_PostgresRows", BM_W6SimilarPg_PostgresRows);

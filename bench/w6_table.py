@@ -154,12 +154,12 @@ def cells(L):
     out.append(("the in-memory store's first similarity search / first search by words (its indexes made)",
                 slash([ms(L.counter("Similar_Memory", "first_query_ms")),
                        ms(L.counter("Words_Memory", "first_query_ms"))])))
-    out.append(("storing one artifact, memory / SQLite / PostgreSQL (floor: the raw writes; PostgreSQL's keyed "
-                "floor in brackets)",
+    out.append(("storing one artifact, memory / SQLite / PostgreSQL (floor: the raw writes of the same rows; "
+                "PostgreSQL's under cairn's key, in brackets the plain floor's integer key)",
                 slash([L.vs(n, f) for n, f in (
                     ("IndexMem_Memory", "IndexMem_Floor"), ("IndexSql_Sqlite", "IndexSql_Floor"),
-                    ("IndexPg_Postgres", "IndexPg_Floor"))])
-                + f" ({ratio(L.ns('IndexPgKeyed_Postgres'), L.ns('IndexPgKeyed_Floor'))})"))
+                    ("IndexPgKeyed_Postgres", "IndexPgKeyed_Floor"))])
+                + f" ({ratio(L.ns('IndexPg_Postgres'), L.ns('IndexPg_Floor'))})"))
     heap = L.counter("Bytes_Memory", "bytes_per_artifact")
     out.append(("bytes per artifact: memory heap / SQLite file / PostgreSQL database (ratio to the floor's)",
                 slash([f"{b:,.0f} B, {ratio(b, f)}" if b is not None else "-" for b, f in (
