@@ -272,7 +272,11 @@ struct SqliteRunJournal::Impl {
     if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
       // The read opens the connection's WAL: a connection that has read nothing yet does not know the file is in
       // WAL mode, and its checkpoints copy nothing (they return at once with no error), so without it the WAL only
-      // ever started over at the limit, in a commit.
+      // ever started over at the limit, in a commit. It reads under checkpoint_running, as a checkpoint runs: while
+      // it reads it holds a snapshot, and no checkpoint copies past a snapshot in use nor can the WAL start over.
+      // A thread descheduled in that read on a loaded machine kept the commits at the limit from copying anything
+      // for as long (the WAL grew to 150-510 pages); now the commit at the limit waits for the read to end.
+      std::lock_guard<std::mutex> running(checkpoint_running);
       sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr);
     }
     std::unique_lock<std::mutex> lock(checkpoint_mutex);
