@@ -63,11 +63,18 @@ std::string word_tsquery(const detail::WordQuery& q, const std::string& tenant_p
   return out;
 }
 
-/// A tsquery[] literal of one single-word tsquery per word (for their document frequencies).
+/// A tsquery[] literal of one single-word tsquery per word (to count their documents in a small tenant).
 std::string word_tsquery_array(const std::vector<std::string>& words, const std::string& tenant_prefix) {
   std::vector<std::string> queries;
   for (const auto& w : words) queries.push_back(quoted(tenant_prefix + lexeme(w)));
   return array_literal(queries);
+}
+
+/// A text[] literal of the tenant's lexeme of each word (whose kept document counts the search reads).
+std::string lexeme_array(const std::vector<std::string>& words, const std::string& tenant_prefix) {
+  std::vector<std::string> lexemes;
+  for (const auto& w : words) lexemes.push_back(tenant_prefix + lexeme(w));
+  return array_literal(lexemes);
 }
 
 }  // namespace
@@ -131,10 +138,11 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidate
     const std::optional<std::string> prefix = lexeme_prefix(c, tenant_id);
     if (!prefix) return Result(nullptr, &PQclear);  // the tenant never wrote: no words, nothing unindexed
     const std::string df_queries = word_tsquery_array(query_words, *prefix);
+    const std::string lexemes = lexeme_array(query_words, *prefix);
     const std::string match = word_tsquery(words, *prefix);
     Impl::Params p;
     p.add(tenant_id).add(sql->range.lower).add(sql->range.upper).add(df_queries).add(match).add(sql->type);
-    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before).add(known_text).add(stats);
+    p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before).add(known_text).add(stats).add(lexemes);
     return run(c, q.all_versions ? search_all : search_latest, p);
   });
   if (!res) {

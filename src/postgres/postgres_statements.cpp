@@ -72,10 +72,11 @@ std::string statement_sql(Stmt s) {
       "FROM cairn_artifacts a WHERE a.tenant_id = $1::text AND a.id >= $2::text "
       "AND ($3::text IS NULL OR a.id < $3::text)";
   // A word search is the function cairn_search_words (migration 5: why a function; migration 7: the document
-  // counts the caller has, $11, of the statistics state $12), its parameters this statement's.
+  // counts the caller has, $11, of the statistics state $12; migration 10: the words' lexemes, $13, whose counts it
+  // reads), its parameters this statement's.
   const auto search_sql = [](const char* all_versions) {
     return fmt::format(
-        "SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], "
+        "SELECT * FROM cairn_search_words({}, $1::text, $2::text, $3::text, $4::tsquery[], $13::text[], "
         "$5::tsquery, $6::text, $7::text, $8::text, $9::bigint, $10::bigint, $11::bigint[], "
         "$12::text)",
         all_versions);

@@ -111,8 +111,20 @@ void drop_word_search(RawPg& raw) {
       "bigint, bigint, bigint[], text)");
 }
 
+// Schema 10's: the kept word counts, their log, the triggers that keep them, and the search that reads them.
+void drop_word_counts(RawPg& raw) {
+  raw.scalar(
+      "DROP FUNCTION cairn_words_inserted(), cairn_words_updated(), cairn_words_deleted(), "
+      "cairn_fold_after(text[], bigint[]), cairn_fold_words(text) CASCADE");
+  raw.scalar("DROP TABLE cairn_word_counts, cairn_word_log");
+  raw.scalar(
+      "DROP FUNCTION cairn_search_words(boolean, text, text, text, tsquery[], text[], tsquery, text, text, text, "
+      "bigint, bigint, bigint[], text)");
+}
+
 // Back to schema 2, what a cairn from before search wrote: no words, no vector tables, no tenant rows.
 void back_to_schema_2(RawPg& raw) {
+  drop_word_counts(raw);                                                                      // schema 10's
   raw.scalar("ALTER TABLE cairn_heads DROP COLUMN word_count, DROP COLUMN prev_word_count");  // schema 5's
   raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");        // schema 3's
   raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");      // schema 4's
@@ -128,6 +140,26 @@ std::string kept_statistics(RawPg& raw, const std::string& tenant) {
       "SELECT concat_ws(' ', docs, doc_words, docs_unindexed, versions, version_words, "
       "versions_unindexed) FROM cairn_search_seq WHERE tenant_id = '" +
       tenant + "'");
+}
+// How many latest versions and how many versions hold each of a tenant's words, as the store keeps them (the
+// word's row in cairn_word_counts plus the tenant's log rows that hold it) and as a count of the rows gives them
+// ("word=latest/all ..."): the two must always agree.
+std::string kept_word_counts(RawPg& raw, const std::string& tenant) {
+  return raw.scalar(
+      "SELECT coalesce(string_agg(w || '=' || d || '/' || v, ' ' ORDER BY w), '') FROM (SELECT w, sum(d) AS d, "
+      "sum(v) AS v FROM (SELECT c.lexeme AS w, c.docs AS d, c.versions AS v FROM cairn_word_counts c "
+      "JOIN cairn_search_seq s ON s.tenant_id = '" +
+      tenant +
+      "' AND starts_with(c.lexeme, s.no || ':') UNION ALL SELECT w, g.docs, g.versions FROM cairn_word_log g, "
+      "unnest(g.words) AS w WHERE g.tenant_id = '" +
+      tenant + "') x GROUP BY w HAVING sum(d) <> 0 OR sum(v) <> 0) y");
+}
+std::string counted_word_counts(RawPg& raw, const std::string& tenant) {
+  return raw.scalar(
+      "SELECT coalesce(string_agg(w || '=' || d || '/' || v, ' ' ORDER BY w), '') FROM (SELECT w, "
+      "count(h.id) AS d, count(*) AS v FROM cairn_artifacts a LEFT JOIN cairn_heads h ON h.tenant_id = a.tenant_id "
+      "AND h.id = a.id AND h.latest = a.version, unnest(tsvector_to_array(a.words)) AS w WHERE a.tenant_id = '" +
+      tenant + "' GROUP BY w) y");
 }
 std::string counted_statistics(RawPg& raw, const std::string& tenant) {
   return raw.scalar(
@@ -293,10 +325,12 @@ TEST_CASE("postgres: the words index keeps its pending list and autovacuum clean
     raw.scalar(from == 7 ? "ALTER INDEX cairn_artifacts_words RESET (fastupdate)"
                          : "ALTER INDEX cairn_artifacts_words SET (fastupdate = off)");
     raw.scalar("ALTER TABLE cairn_artifacts RESET (autovacuum_vacuum_cost_delay)");
+    drop_word_counts(raw);
     raw.scalar("UPDATE cairn_schema SET version = " + std::to_string(from));
     REQUIRE(settings(raw) != expected);
     PostgresArtifactStore store(db.conninfo());
-    CHECK(raw.scalar("SELECT version FROM cairn_schema") == "9");
+    CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
+    CHECK(kept_word_counts(raw, "t") == counted_word_counts(raw, "t"));  // counted from the rows by migration 10
     CHECK(settings(raw) == expected);
     (void)store.store(*note("t", "b" + std::to_string(from), "alpha again"));
     cairn::SearchQuery q;
@@ -1181,6 +1215,48 @@ TEST_CASE("postgres search: the word counts a process keeps follow every write, 
   same("after the bound, another process stored a new version");
 }
 
+TEST_CASE(
+    "postgres search: past 2,048 versions a tenant's word counts are read from the kept counts and their log, exact "
+    "through stores, new versions, removals and folds") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  // The log folds into the counts at every 7th version of the tenant (256 by default), so both hold counts.
+  raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 7");
+  PostgresArtifactStore store(db.conninfo());
+  const std::string t = "big";
+  const std::vector<std::string> texts = {"apple pie",           "apple tart", "pie crust",
+                                          "apple apple crumble", "tart",       "plum"};
+  for (std::size_t i = 0; i < 2102; ++i) (void)store.store(*note(t, "n" + std::to_string(i), texts[i % texts.size()]));
+  const auto same = [&](const PostgresArtifactStore& s, const std::string& when) {
+    INFO(when);
+    CHECK(kept_word_counts(raw, t) == counted_word_counts(raw, t));
+    for (const std::string text : {"apple", "apple pie", "apple OR crust", "crumble", "plum"}) {
+      for (const bool all : {false, true}) {
+        SearchQuery q;
+        q.text = text;
+        q.all_versions = all;
+        q.limit = 20;
+        INFO("'" << text << "' all_versions " << all);
+        const Outcome got = outcome_of([&] { return s.search(t, q); });
+        const Outcome want = outcome_of([&] { return s.ArtifactStore::search(t, q); });
+        REQUIRE(got.error.empty());
+        REQUIRE(want.error.empty());
+        require_same_page(got.page, want.page);
+        CHECK(got.page.hits.size() == 20);
+      }
+    }
+  };
+  REQUIRE(raw.scalar("SELECT count(*) > 0 FROM cairn_word_log") == "t");  // 2,102 is no multiple of 7
+  REQUIRE(raw.scalar("SELECT count(*) > 0 FROM cairn_word_counts") == "t");
+  same(store, "stored");
+  for (std::size_t i = 0; i < 300; i += 3) (void)store.store(*note(t, "n" + std::to_string(i), "plum crumble"));
+  same(store, "new versions");
+  for (std::size_t i = 1; i < 300; i += 7) store.remove("n" + std::to_string(i), t);
+  same(store, "removals");
+  PostgresArtifactStore restarted(db.conninfo());  // a new process: nothing kept, every count read
+  same(restarted, "a new store object");
+}
+
 TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
   PostgresArtifactStore store(base_conninfo());
   const std::string t = random_name("st_");
@@ -1790,6 +1866,7 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
       "DROP COLUMN docs_unindexed, DROP COLUMN versions, DROP COLUMN version_words, "
       "DROP COLUMN versions_unindexed, DROP COLUMN pruned_through");
   raw.scalar("DROP SEQUENCE cairn_search_tenant_no");
+  drop_word_counts(raw);
   drop_word_search(raw);
   raw.scalar("UPDATE cairn_schema SET version = 4");
   REQUIRE(raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE words @@ 'common'::tsquery") == "118");
@@ -1798,7 +1875,10 @@ TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, an
   CHECK(raw.scalar("SELECT version FROM cairn_schema") == std::to_string(PostgresArtifactStore::schema_version));
   CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts WHERE words @@ 'common'::tsquery") == "0");
   CHECK(raw.scalar("SELECT count(DISTINCT no) FROM cairn_search_seq") == "2");
-  for (const char* tenant : {"t", "u"}) CHECK(kept_statistics(raw, tenant) == counted_statistics(raw, tenant));
+  for (const char* tenant : {"t", "u"}) {
+    CHECK(kept_statistics(raw, tenant) == counted_statistics(raw, tenant));
+    CHECK(kept_word_counts(raw, tenant) == counted_word_counts(raw, tenant));
+  }
   CHECK(kept_statistics(raw, "t") ==
         "39 " + raw.scalar("SELECT sum(word_count) FROM cairn_heads WHERE tenant_id = 't'") + " 0 58 " +
             raw.scalar("SELECT sum(word_count) FROM cairn_artifacts WHERE tenant_id = 't'") + " 0");
@@ -1827,6 +1907,8 @@ TEST_CASE(
   }
   RawPg raw(db.conninfo());
   back_to_schema_2(raw);  // 12 ids of 4 versions, none with words: reindex has work while the writers run
+  // The word log folds into the counts at every third row (256 by default), so folds race the writers too.
+  raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 3");
   auto embedder = std::make_shared<HashEmbedder>();
   PostgresArtifactStore w1(db.conninfo(), with_embedder(embedder));
   PostgresArtifactStore w2(db.conninfo());  // no embedder: its writes have no vector
@@ -1870,7 +1952,9 @@ TEST_CASE(
   for (const char* tenant : {"t", "u"}) {
     INFO(tenant);
     CHECK(kept_statistics(raw, tenant) == counted_statistics(raw, tenant));
+    CHECK(kept_word_counts(raw, tenant) == counted_word_counts(raw, tenant));
   }
+  CHECK_FALSE(counted_word_counts(raw, "t").empty());
   SearchQuery words;
   words.text = "alpha";
   words.mode = SearchMode::text;
