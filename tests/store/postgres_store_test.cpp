@@ -1907,7 +1907,8 @@ TEST_CASE(
   }
   RawPg raw(db.conninfo());
   back_to_schema_2(raw);  // 12 ids of 4 versions, none with words: reindex has work while the writers run
-  // The word log folds into the counts at every third row (256 by default), so folds race the writers too.
+  // The word log folds at every third version of a tenant, and at one in three removal and reindex rows (256 by
+  // default), so folds race the writers too.
   raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 3");
   auto embedder = std::make_shared<HashEmbedder>();
   PostgresArtifactStore w1(db.conninfo(), with_embedder(embedder));
