@@ -546,6 +546,68 @@ BEGIN
 END
 $$;
 )sql",
+    // Folds off the writer's path (schema 11): a fold grouped 256 versions' words in the transaction of the write
+    // that made it due, 30 to 60 ms that one store call in 256 waited for. A session that says a thread of its
+    // store object listens (cairn.word_fold = 'notify', which PostgresOptions::fold_words_in_background sets) now
+    // sends a notification on cairn_word_fold with the tenant instead, and that thread folds on a connection of its
+    // own (postgres_word_fold.cpp). Every 8th due point folds in the transaction anyway, so a log whose
+    // notifications found no listener (the thread not yet connected, a pooler that does not pass LISTEN) stays
+    // bounded; so does every due point of a session that says nothing (another cairn, psql). A setting that is not
+    // a whole number of up to 12 digits counts as unset (256) instead of failing every write with a cast error.
+    R"sql(
+CREATE FUNCTION cairn_word_log_every() RETURNS bigint LANGUAGE sql STABLE AS $$
+  SELECT CASE WHEN s ~ '^\s*[0-9]{1,12}\s*$' THEN greatest(s::bigint, 1) ELSE 256 END
+  FROM (SELECT coalesce(current_setting('cairn.word_log_fold', true), '') AS s) x
+$$;
+CREATE FUNCTION cairn_fold_due(p_tenant text, p_n bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_every bigint := cairn_word_log_every();
+BEGIN
+  IF p_n IS NULL OR p_n % v_every <> 0 THEN
+    RETURN;
+  END IF;
+  IF coalesce(current_setting('cairn.word_fold', true), '') = 'notify' AND p_n % (v_every * 8) <> 0
+     AND octet_length(p_tenant) < 7000 THEN
+    PERFORM pg_notify('cairn_word_fold', p_tenant);
+  ELSE
+    PERFORM cairn_fold_words(p_tenant);
+  END IF;
+END
+$$;
+CREATE OR REPLACE FUNCTION cairn_fold_after(p_tenants text[], p_numbers bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_due record;
+BEGIN
+  FOR v_due IN SELECT x.t, min(hashint8(x.n)::bigint) AS h FROM unnest(p_tenants, p_numbers) AS x(t, n)
+               WHERE hashint8(x.n) % cairn_word_log_every() = 0 GROUP BY x.t
+  LOOP
+    PERFORM cairn_fold_due(v_due.t, v_due.h);
+  END LOOP;
+END
+$$;
+CREATE OR REPLACE FUNCTION cairn_words_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  v_before tsvector;
+BEGIN
+  IF NEW.words IS NOT NULL THEN
+    INSERT INTO cairn_word_log (tenant_id, words, docs, versions)
+      VALUES (NEW.tenant_id, tsvector_to_array(NEW.words), 1, 1);
+  END IF;
+  IF NEW.version > 1 THEN
+    SELECT a.words INTO v_before FROM cairn_artifacts a
+      WHERE a.tenant_id = NEW.tenant_id AND a.id = NEW.id AND a.version = NEW.version - 1;
+    IF v_before IS NOT NULL THEN
+      INSERT INTO cairn_word_log (tenant_id, words, docs, versions)
+        VALUES (NEW.tenant_id, tsvector_to_array(v_before), -1, 0);
+    END IF;
+  END IF;
+  PERFORM cairn_fold_due(NEW.tenant_id, (SELECT s.versions FROM cairn_search_seq s
+                                         WHERE s.tenant_id = NEW.tenant_id));
+  RETURN NULL;
+END
+$$;
+)sql",
 };
 
 // Any number, as long as every cairn uses the same one: it serializes migrations of concurrent processes.

@@ -494,6 +494,7 @@ std::size_t PostgresArtifactStore::reindex(const std::string& tenant_id) {
   const auto& embedder = impl_->options.embedder;
   const std::optional<std::string> model = embedder ? std::optional<std::string>(embedder->model()) : std::nullopt;
   if (model) require_pg_text("reindex: embedder.model", *model);
+  impl_->start_folder();
   const auto count = [&] {
     return impl_->with_connection([&](Impl::Connection& c, bool) {
       Impl::Params p;

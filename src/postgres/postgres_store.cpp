@@ -222,6 +222,7 @@ ArtifactPtr PostgresArtifactStore::put(const ArtifactRecord& record, const std::
       }
     }
   };
+  impl_->start_folder();
   // The common path is one statement; only a retry after a lost connection looks for the token first.
   const std::int64_t version = impl_->with_connection(
       [&](Impl::Connection& c, bool retry) { return impl_->write_once<std::int64_t>(c, retry, find, apply); });
@@ -253,6 +254,7 @@ void PostgresArtifactStore::remove(const std::string& id, const std::string& ten
   detail::check_tenant(tenant_id);
   bool removed = false;
   if (fits_pg_text(id) && fits_pg_text(tenant_id)) {
+    impl_->start_folder();
     // Removing twice removes nothing more, so a retry after a lost connection is safe.
     removed = impl_->with_connection([&](Impl::Connection& c, bool) {
       Impl::Params p;

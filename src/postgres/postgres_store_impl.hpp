@@ -90,8 +90,11 @@ struct PostgresArtifactStore::Impl {
       : conninfo(std::move(c)),
         options(o),
         // JIT off (detail::pg::no_jit): cairn's statements are short, and a compiled plan costs more than it saves.
-        session_sql(fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}; {}", o.statement_timeout_ms,
-                                detail::pg::no_jit)),
+        // cairn.word_fold tells the insert trigger whether a thread of this store object folds the word log
+        // (migration 11).
+        session_sql(
+            fmt::format("SET client_encoding = 'UTF8'; SET statement_timeout = {}; {}; SET cairn.word_fold = {}",
+                        o.statement_timeout_ms, detail::pg::no_jit, o.fold_words_in_background ? "notify" : "inline")),
         // A pooled connection is opened by with_connection(), under the call's deadline.
         pool(
             o.pool_size, [] { return std::make_unique<Connection>(); }, std::chrono::milliseconds(o.pool_wait_ms),
@@ -280,6 +283,23 @@ struct PostgresArtifactStore::Impl {
       throw;
     }
   }
+
+  ~Impl() { stop_folder(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // ---- folding the word log off the writers' path (postgres_word_fold.cpp)
+
+  /// Starts the thread that folds the tenants' word logs as the insert trigger asks (a notification on
+  /// cairn_word_fold), once, at the store object's first write; nothing when options.fold_words_in_background is
+  /// false. Never throws: a thread that cannot connect keeps trying, and the writes' own folds bound the log.
+  void start_folder() noexcept;
+  void stop_folder() noexcept;
+  void fold_loop();
+  std::once_flag folder_started;
+  std::thread folder;
+  std::atomic<bool> folder_stopping{false};
+  int folder_pipe[2] = {-1, -1};  // stop_folder() writes a byte to wake the thread wherever it waits
 
   ArtifactPtr decode(const PGresult* res, int row) const {
     auto text = [&](int col) {

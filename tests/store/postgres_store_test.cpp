@@ -14,8 +14,10 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "../../src/common/connection_pool.hpp"
 #include "cairn/testing/store_conformance.hpp"
@@ -70,6 +72,22 @@ class RawPg {
     return out;
   }
 
+  /// The payloads of the notifications this connection was sent (after LISTEN), waiting up to `wait_ms` for the
+  /// first; in the order they came.
+  std::vector<std::string> notifications(int wait_ms) {
+    std::vector<std::string> out;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    for (;;) {
+      PQconsumeInput(conn_);
+      while (PGnotify* n = PQnotifies(conn_)) {
+        out.emplace_back(n->extra);
+        PQfreemem(n);
+      }
+      if (!out.empty() || std::chrono::steady_clock::now() >= until) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
  private:
   PGconn* conn_;
 };
@@ -111,11 +129,13 @@ void drop_word_search(RawPg& raw) {
       "bigint, bigint, bigint[], text)");
 }
 
-// Schema 10's: the kept word counts, their log, the triggers that keep them, and the search that reads them.
+// Schema 10's and 11's: the kept word counts, their log, the triggers that keep them and fold it, and the search
+// that reads them.
 void drop_word_counts(RawPg& raw) {
   raw.scalar(
       "DROP FUNCTION cairn_words_inserted(), cairn_words_updated(), cairn_words_deleted(), "
-      "cairn_fold_after(text[], bigint[]), cairn_fold_words(text) CASCADE");
+      "cairn_fold_after(text[], bigint[]), cairn_fold_due(text, bigint), cairn_word_log_every(), "
+      "cairn_fold_words(text) CASCADE");
   raw.scalar("DROP TABLE cairn_word_counts, cairn_word_log");
   raw.scalar(
       "DROP FUNCTION cairn_search_words(boolean, text, text, text, tsquery[], text[], tsquery, text, text, text, "
@@ -124,7 +144,7 @@ void drop_word_counts(RawPg& raw) {
 
 // Back to schema 2, what a cairn from before search wrote: no words, no vector tables, no tenant rows.
 void back_to_schema_2(RawPg& raw) {
-  drop_word_counts(raw);                                                                      // schema 10's
+  drop_word_counts(raw);                                                                      // 10's, 11's
   raw.scalar("ALTER TABLE cairn_heads DROP COLUMN word_count, DROP COLUMN prev_word_count");  // schema 5's
   raw.scalar("ALTER TABLE cairn_artifacts DROP COLUMN words, DROP COLUMN word_count");        // schema 3's
   raw.scalar("DROP TABLE cairn_search_vectors, cairn_search_seq, cairn_search_changes");      // schema 4's
@@ -1255,6 +1275,122 @@ TEST_CASE(
   same(store, "removals");
   PostgresArtifactStore restarted(db.conninfo());  // a new process: nothing kept, every count read
   same(restarted, "a new store object");
+}
+
+// Waits until `n` sessions of the database listen for folds (a store object's thread, from its first write).
+void wait_for_listeners(RawPg& raw, int n) {
+  const std::string count =
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+      "application_name = 'cairn word log fold'";
+  for (int i = 0; i < 1000 && raw.scalar(count) != std::to_string(n); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(raw.scalar(count) == std::to_string(n));
+}
+
+TEST_CASE(
+    "postgres search: a fold that falls due is done by a store object's thread, not in the write, except at every "
+    "8th due point, in a store without the thread and in a session that says nothing") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 4");
+  RawPg listener(db.conninfo());
+  listener.scalar("LISTEN cairn_word_fold");
+  const auto log_rows = [&](const std::string& tenant) {
+    return raw.scalar("SELECT count(*) FROM cairn_word_log WHERE tenant_id = '" + tenant + "'");
+  };
+  PostgresOptions o;
+  o.statement_timeout_ms = 5000;  // a write that waited on the lock below would fail with a timeout, not hang
+  PostgresArtifactStore store(db.conninfo(), o);
+  const std::string t = "folded";
+  (void)store.store(*note(t, "n0", "apple pie"));
+  // The thread starts with the store object's first write; a notification sent before it listens is lost (its
+  // tenant folds at a later due point), so wait for it.
+  wait_for_listeners(raw, 1);
+  // No fold can write the counts while this transaction holds them: the 4th version's write returns all the same,
+  // its log rows still there, and the thread is told.
+  raw.scalar("BEGIN");
+  raw.scalar("LOCK TABLE cairn_word_counts IN EXCLUSIVE MODE");
+  for (int i = 1; i < 4; ++i) (void)store.store(*note(t, "n" + std::to_string(i), "apple tart"));
+  CHECK(log_rows(t) == "4");
+  CHECK(listener.notifications(5000) == std::vector<std::string>{t});
+  raw.scalar("COMMIT");
+  for (int i = 0; i < 500 && log_rows(t) != "0"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(log_rows(t) == "0");  // folded by the thread
+  CHECK(kept_word_counts(raw, t) == counted_word_counts(raw, t));
+
+  // The due points themselves, in a session (opened after the setting) that says a thread listens: the 7th
+  // (version 28) only notifies, at commit; the 8th (version 32) folds in the transaction; a number between folds
+  // nothing. Versions 5 to 7 fall on no due point.
+  for (int i = 4; i < 7; ++i) (void)store.store(*note(t, "n" + std::to_string(i), "plum"));
+  RawPg session(db.conninfo());
+  session.scalar("SET cairn.word_fold = 'notify'");
+  session.scalar("BEGIN");
+  session.scalar("SELECT cairn_fold_due('" + t + "', 28)");
+  CHECK(log_rows(t) == "3");
+  session.scalar("SELECT cairn_fold_due('" + t + "', 30)");
+  session.scalar("SELECT cairn_fold_due('" + t + "', 32)");
+  CHECK(session.scalar("SELECT count(*) FROM cairn_word_log WHERE tenant_id = '" + t + "'") == "0");
+  CHECK(log_rows(t) == "3");  // not committed yet
+  session.scalar("COMMIT");
+  CHECK(log_rows(t) == "0");
+  CHECK(kept_word_counts(raw, t) == counted_word_counts(raw, t));
+  CHECK(listener.notifications(5000) == std::vector<std::string>{t});
+  // A session that says nothing (psql, another program) folds at every due point.
+  RawPg plain(db.conninfo());
+  (void)store.store(*note(t, "n4", "pear"));  // version 8: due, the thread folds
+  for (int i = 0; i < 500 && log_rows(t) != "0"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(listener.notifications(5000) == std::vector<std::string>{t});
+  (void)store.store(*note(t, "n5", "pear"));
+  CHECK(log_rows(t) == "2");  // the new version's words, and the previous version's taken away
+  plain.scalar("SELECT cairn_fold_due('" + t + "', 4)");
+  CHECK(log_rows(t) == "0");
+
+  // fold_words_in_background = false: no thread, no notification; the write that makes the fold due does it.
+  PostgresOptions inline_options;
+  inline_options.fold_words_in_background = false;
+  PostgresArtifactStore inline_store(db.conninfo(), inline_options);
+  const std::string u = "inline";
+  for (int i = 0; i < 3; ++i) (void)inline_store.store(*note(u, "n" + std::to_string(i), "apple crumble"));
+  CHECK(log_rows(u) == "3");
+  (void)inline_store.store(*note(u, "n3", "apple crumble"));
+  CHECK(log_rows(u) == "0");
+  CHECK(listener.notifications(300).empty());
+  CHECK(kept_word_counts(raw, u) == counted_word_counts(raw, u));
+  wait_for_listeners(raw, 1);  // the store without the thread opened no connection to listen
+}
+
+TEST_CASE("postgres search: a cairn.word_log_fold that is no whole number counts as unset, and writes go on") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  (void)PostgresArtifactStore(db.conninfo());  // the schema
+  const std::map<std::string, std::string> every = {{"abc", "256"},
+                                                    {"", "256"},
+                                                    {"-5", "256"},
+                                                    {"2.5", "256"},
+                                                    {"1234567890123", "256"},
+                                                    {"0", "1"},
+                                                    {"12", "12"},
+                                                    {" 7 ", "7"},
+                                                    {"999999999999", "999999999999"}};
+  for (const auto& [setting, want] : every) {
+    CAPTURE(setting);
+    raw.scalar("SET cairn.word_log_fold = '" + setting + "'");
+    CHECK(raw.scalar("SELECT cairn_word_log_every()") == want);
+  }
+  raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 'abc'");
+  PostgresArtifactStore store(db.conninfo());
+  (void)store.store(*note("t", "n0", "apple pie"));
+  wait_for_listeners(raw, 1);
+  for (int i = 1; i < 300; ++i) (void)store.store(*note("t", "n" + std::to_string(i), "apple pie"));
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts") == "300");
+  // Folded at the 256th version, by the store object's thread, while the writes went on: what is left is the
+  // versions written after the fold began.
+  for (int i = 0; i < 500 && raw.scalar("SELECT count(*) >= 256 FROM cairn_word_log") == "t"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(raw.scalar("SELECT count(*) BETWEEN 1 AND 255 FROM cairn_word_log") == "t");
+  CHECK(kept_word_counts(raw, "t") == counted_word_counts(raw, "t"));
 }
 
 TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {

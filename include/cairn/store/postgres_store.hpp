@@ -70,6 +70,12 @@ struct PostgresOptions {
   /// Told of reindex()'s progress: an EventKind::index event ("reindex", the tenant, items done of total) after
   /// each batch of 64 versions. Null: no events (cairn::observed(store, ...) still reports the whole call).
   std::shared_ptr<Observer> observer{};
+  /// Folds the tenants' word logs on a thread and a connection of the store object's own, opened by its first
+  /// write (docs/search.md, "Word counts kept"): a write that makes a fold due sends a notification and returns,
+  /// and whichever store object listens folds. false: no thread and no extra connection; a write that makes a fold
+  /// due folds in its own transaction (a 30 to 60 ms wait, one write in cairn.word_log_fold). Set it false where
+  /// the connection cannot LISTEN (a pooler in transaction mode).
+  bool fold_words_in_background = true;
 };
 
 /// An ArtifactStore in a PostgreSQL database (12 or later). Thread-safe; any number of processes and machines may
@@ -85,7 +91,7 @@ struct PostgresOptions {
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 10;
+  static constexpr int schema_version = 11;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
