@@ -45,8 +45,9 @@ inline long long ms_until(Clock::time_point from, Clock::time_point deadline) {
 inline constexpr const char* no_jit = "SET jit = off";
 
 /// Waits until the connection's socket is readable (`read`) or writable (`write`), or `deadline` passed
-/// (Clock::time_point::max(): never); false on the deadline.
-inline bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point deadline) {
+/// (Clock::time_point::max(): never); false on the deadline, and as soon as `wake` (a file descriptor, or -1:
+/// none) is readable: a thread that must stop is not held up by a silent server.
+inline bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point deadline, int wake = -1) {
   const int fd = PQsocket(conn);
   if (fd < 0) return true;  // libpq reports the broken connection on the next call
   for (;;) {
@@ -56,8 +57,9 @@ inline bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point d
       if (left <= 0) return false;
       timeout = static_cast<int>(std::min<std::int64_t>(left, std::numeric_limits<int>::max()));
     }
-    pollfd p{fd, static_cast<short>((read ? POLLIN : 0) | (write ? POLLOUT : 0)), 0};
-    const int r = ::poll(&p, 1, timeout);
+    pollfd p[2] = {{fd, static_cast<short>((read ? POLLIN : 0) | (write ? POLLOUT : 0)), 0}, {wake, POLLIN, 0}};
+    const int r = ::poll(p, wake >= 0 ? 2 : 1, timeout);
+    if (r > 0 && wake >= 0 && p[1].revents != 0) return false;
     if (r > 0) return true;
     if (r == 0) {
       if (Clock::now() >= deadline) return false;
@@ -78,14 +80,14 @@ inline bool wait_socket(PGconn* conn, bool read, bool write, Clock::time_point d
 ///    passed first; `conn` is then closed (and null).
 /// Returns false when the connection could not be made non-blocking: each user reports that its own way.
 [[nodiscard]] inline bool finish_connecting(PGconn*& conn, std::string_view where, Clock::time_point deadline,
-                                            long long budget_ms) {
+                                            long long budget_ms, int wake = -1) {
   if (!conn) throw storage_error(fmt::format("{}: out of memory while connecting", where));
   auto status = PQstatus(conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
   while (status != PGRES_POLLING_OK) {
     if (status == PGRES_POLLING_FAILED || PQstatus(conn) == CONNECTION_BAD) {
       throw connection_lost(fmt::format("{}: cannot connect: {}", where, trimmed(PQerrorMessage(conn))));
     }
-    if (!wait_socket(conn, status == PGRES_POLLING_READING, status == PGRES_POLLING_WRITING, deadline)) {
+    if (!wait_socket(conn, status == PGRES_POLLING_READING, status == PGRES_POLLING_WRITING, deadline, wake)) {
       PQfinish(conn);  // non-blocking: never waits for the silent server
       conn = nullptr;
       throw connection_lost(
@@ -114,9 +116,9 @@ struct Replies {
 };
 
 /// Sends what was queued on the (non-blocking) connection and collects the replies to it, waiting at most until
-/// `deadline`. On a stall the caller decides what it means (the connection is left as it is: PQerrorMessage still
-/// says what libpq saw).
-inline Replies collect_replies(PGconn* conn, Clock::time_point deadline) {
+/// `deadline` (or until `wake` is readable: wait_socket()). On a stall the caller decides what it means (the
+/// connection is left as it is: PQerrorMessage still says what libpq saw).
+inline Replies collect_replies(PGconn* conn, Clock::time_point deadline, int wake = -1) {
   const auto stalled = [](Stall why) {
     Replies r;
     r.stall = why;
@@ -126,13 +128,13 @@ inline Replies collect_replies(PGconn* conn, Clock::time_point deadline) {
     const int flushed = PQflush(conn);
     if (flushed == 0) break;
     if (flushed < 0) return stalled(Stall::send_failed);
-    if (!wait_socket(conn, true, true, deadline)) return stalled(Stall::send_timed_out);
+    if (!wait_socket(conn, true, true, deadline, wake)) return stalled(Stall::send_timed_out);
     if (PQconsumeInput(conn) == 0) return stalled(Stall::broken);
   }
   Replies out;
   for (;;) {
     while (PQisBusy(conn)) {
-      if (!wait_socket(conn, true, false, deadline)) return stalled(Stall::reply_timed_out);
+      if (!wait_socket(conn, true, false, deadline, wake)) return stalled(Stall::reply_timed_out);
       if (PQconsumeInput(conn) == 0) return stalled(Stall::broken);
     }
     Result res(PQgetResult(conn), &PQclear);

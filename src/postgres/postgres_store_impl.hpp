@@ -110,11 +110,13 @@ struct PostgresArtifactStore::Impl {
   // Opens c.conn without blocking past the deadline (finish_connecting()). Throws connection_lost when the server
   // cannot be reached in time, so callers may try again. `budget_ms` is the time the error message names (by
   // default, what was left of the deadline).
-  void open(Connection& c, Clock::time_point deadline, std::optional<long long> budget_ms = std::nullopt) {
+  // `wake`: stop waiting as soon as it is readable (wait_socket()).
+  void open(Connection& c, Clock::time_point deadline, std::optional<long long> budget_ms = std::nullopt,
+            int wake = -1) {
     c.close();
     if (!budget_ms) budget_ms = std::max(0LL, ms_until(Clock::now(), deadline));
     c.conn = PQconnectStart(conninfo.c_str());
-    if (!finish_connecting(c.conn, where, deadline, *budget_ms)) fail(c, nullptr, "connecting");
+    if (!finish_connecting(c.conn, where, deadline, *budget_ms, wake)) fail(c, nullptr, "connecting");
   }
 
   // Throws connection_lost when the failure is the connection's (the server restarted, the network went), a
@@ -140,11 +142,12 @@ struct PostgresArtifactStore::Impl {
 
   // Sends what `send` queues on the connection and collects the results, waiting at most until `deadline`.
   // The result of the last statement comes back; the first error is thrown (see fail()).
+  // `wake`: stop waiting as soon as it is readable (wait_socket()), as on the deadline.
   template <typename Send>
-  Result exec(Connection& c, Send&& send, const char* what, Clock::time_point deadline) const {
+  Result exec(Connection& c, Send&& send, const char* what, Clock::time_point deadline, int wake = -1) const {
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) fail(c, nullptr, what);
     if (!send(c.conn)) fail(c, nullptr, what);
-    Replies replies = collect_replies(c.conn, deadline);
+    Replies replies = collect_replies(c.conn, deadline, wake);
     switch (replies.stall) {
       case Stall::none: break;
       case Stall::send_timed_out:

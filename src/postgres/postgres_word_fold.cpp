@@ -16,9 +16,12 @@ CAIRN_BEGIN_NAMESPACE
 void PostgresArtifactStore::Impl::start_folder() noexcept {
   if (!options.fold_words_in_background) return;
   std::call_once(folder_started, [this] {
-    if (::pipe(folder_pipe) != 0) return;  // no thread: every 8th due point still folds in its write
-    ::fcntl(folder_pipe[0], F_SETFL, O_NONBLOCK);
-    ::fcntl(folder_pipe[1], F_SETFL, O_NONBLOCK);
+    // No pipe or no thread: no folds here, and every 8th due point still folds in its write.
+    if (::pipe(folder_pipe) != 0) return;
+    for (const int fd : folder_pipe) {
+      ::fcntl(fd, F_SETFL, O_NONBLOCK);
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
     try {
       folder = std::thread([this] { fold_loop(); });
     } catch (const std::system_error&) {
@@ -28,6 +31,7 @@ void PostgresArtifactStore::Impl::start_folder() noexcept {
 }
 
 void PostgresArtifactStore::Impl::stop_folder() noexcept {
+  // The byte stays unread: every wait of the thread (connecting, a statement, listening, a pause) ends on it.
   folder_stopping.store(true, std::memory_order_release);
   if (folder_pipe[1] >= 0) {
     const char byte = 0;
@@ -40,24 +44,23 @@ void PostgresArtifactStore::Impl::stop_folder() noexcept {
   }
 }
 
-namespace {
-
-// Waits until `fd` (a connection's socket, or -1: none) is readable, the wake pipe is written, or `timeout_ms`
-// passes (-1: no limit). True when the socket is readable.
-bool wait_readable(int fd, int wake, int timeout_ms) {
-  pollfd p[2] = {{wake, POLLIN, 0}, {fd, POLLIN, 0}};
-  const int r = ::poll(p, fd >= 0 ? 2 : 1, timeout_ms);
-  return r > 0 && fd >= 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
-}
-
-}  // namespace
-
 void PostgresArtifactStore::Impl::fold_loop() {
   Connection c;
+  const int wake = folder_pipe[0];
   bool listening = false;
   auto pause = std::chrono::milliseconds(20);
   std::set<std::string> due;  // tenants told of and not folded yet
   const auto stopping = [this] { return folder_stopping.load(std::memory_order_acquire); };
+  const auto run = [&](const std::string& sql, const char* param, const char* what) {
+    exec(
+        c,
+        [&](PGconn* conn) {
+          // Without a parameter, the simple protocol: session_sql is several statements.
+          if (!param) return PQsendQuery(conn, sql.c_str()) == 1;
+          return PQsendQueryParams(conn, sql.c_str(), 1, nullptr, &param, nullptr, nullptr, 0) == 1;
+        },
+        what, statement_deadline(), wake);
+  };
   // What libpq has read already (while a fold ran, say) never wakes a wait on the socket: take it first.
   const auto take_notifications = [&] {
     while (PGnotify* n = PQnotifies(c.conn)) {
@@ -69,18 +72,17 @@ void PostgresArtifactStore::Impl::fold_loop() {
     try {
       if (!listening) {
         const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(options.reconnect_timeout_ms, 1000));
-        open(c, deadline);
-        set_up_session(c, deadline);
-        simple(c, "LISTEN cairn_word_fold", "listening for folds", deadline);
+        open(c, deadline, std::nullopt, wake);
+        run(session_sql, nullptr, "setting up the session");
+        run("LISTEN cairn_word_fold", nullptr, "listening for folds");
         // Named once it listens, so that pg_stat_activity tells it apart.
-        simple(c, "SET application_name = 'cairn word log fold'", "listening for folds", deadline);
+        run("SET application_name = 'cairn word log fold'", nullptr, "listening for folds");
         listening = true;
         pause = std::chrono::milliseconds(20);
       }
       take_notifications();
       if (due.empty()) {
-        wait_readable(PQsocket(c.conn), folder_pipe[0], -1);
-        if (stopping()) break;
+        if (!wait_socket(c.conn, true, false, Clock::time_point::max(), wake)) break;  // stopping
         if (PQconsumeInput(c.conn) == 0) fail(c, nullptr, "listening for folds");
         take_notifications();
       }
@@ -88,14 +90,7 @@ void PostgresArtifactStore::Impl::fold_loop() {
       while (!due.empty() && !stopping()) {
         const std::string tenant = *due.begin();
         due.erase(due.begin());
-        const char* value = tenant.c_str();
-        exec(
-            c,
-            [&](PGconn* conn) {
-              return PQsendQueryParams(conn, "SELECT cairn_fold_words($1)", 1, nullptr, &value, nullptr, nullptr,
-                                       0) == 1;
-            },
-            "folding the word log", statement_deadline());
+        run("SELECT cairn_fold_words($1)", tenant.c_str(), "folding the word log");
         take_notifications();
       }
     } catch (const std::exception& e) {
@@ -109,7 +104,8 @@ void PostgresArtifactStore::Impl::fold_loop() {
       c.close();
       listening = false;
       due.clear();
-      wait_readable(-1, folder_pipe[0], static_cast<int>(pause.count()));
+      pollfd p{wake, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(pause.count()));
       pause = std::min(pause * 2, std::chrono::milliseconds(1000));
     }
   }

@@ -78,7 +78,8 @@ void postgres_options() {
   // [docs:postgres-options]
   cairn::PostgresOptions options;  // pool_size = 4, reconnect_timeout_ms = 15000, json_limits,
                                    // statement_timeout_ms = 30000, clock, ids, pool_wait_ms = 30000,
-                                   // embedder, search_changes_kept = 10000, observer
+                                   // embedder, search_changes_kept = 10000, record_cache_bytes = 64 MiB,
+                                   // observer, fold_words_in_background = true
   cairn::PostgresArtifactStore store("host=db.internal dbname=agents user=cairn", options);
   // [docs:end]
 }

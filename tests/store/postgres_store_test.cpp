@@ -1393,6 +1393,27 @@ TEST_CASE("postgres search: a cairn.word_log_fold that is no whole number counts
   CHECK(kept_word_counts(raw, "t") == counted_word_counts(raw, "t"));
 }
 
+TEST_CASE("postgres search: a store object is destroyed at once while its fold thread waits on a silent server",
+          "[retry]") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  store_test::TcpProxy proxy{std::stoi(raw.scalar("SHOW port"))};
+  auto store = std::make_unique<PostgresArtifactStore>(db.conninfo() + " port=" + std::to_string(proxy.port()));
+  (void)store->store(*note("t", "a", "apple pie"));  // starts the thread
+  wait_for_listeners(raw, 1);
+  // The thread's connection is cut and every new one hangs: it tries to connect again, for up to
+  // reconnect_timeout_ms (15 s).
+  const int accepted = proxy.accepted();
+  proxy.silence(true);
+  proxy.drop_clients();
+  REQUIRE(eventually([&] { return proxy.accepted() > accepted; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto start = std::chrono::steady_clock::now();
+  store.reset();
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took < std::chrono::seconds(2));
+}
+
 TEST_CASE("postgres search: a word is found on every version it is in, and in none once removed") {
   PostgresArtifactStore store(base_conninfo());
   const std::string t = random_name("st_");
