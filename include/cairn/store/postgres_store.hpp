@@ -88,6 +88,8 @@ struct PostgresOptions {
 /// cairn_heads, cairn_search_vectors, cairn_search_seq, cairn_search_changes, function cairn_remove_artifact;
 /// docs/search.md has what search keeps); it throws cairn::storage_error when the server cannot be reached
 /// or its schema is newer than this cairn knows. Error messages never repeat the conninfo (it may hold a password).
+/// Its first write starts a thread with one connection of its own that folds the tenants' word logs
+/// (PostgresOptions::fold_words_in_background); the destructor stops it.
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
