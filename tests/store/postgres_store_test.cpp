@@ -1282,9 +1282,7 @@ void wait_for_listeners(RawPg& raw, int n) {
   const std::string count =
       "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
       "application_name = 'cairn word log fold'";
-  for (int i = 0; i < 1000 && raw.scalar(count) != std::to_string(n); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  (void)eventually([&] { return raw.scalar(count) == std::to_string(n); });
   REQUIRE(raw.scalar(count) == std::to_string(n));
 }
 
@@ -1315,7 +1313,7 @@ TEST_CASE(
   CHECK(log_rows(t) == "4");
   CHECK(listener.notifications(5000) == std::vector<std::string>{t});
   raw.scalar("COMMIT");
-  for (int i = 0; i < 500 && log_rows(t) != "0"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  (void)eventually([&] { return log_rows(t) == "0"; });
   CHECK(log_rows(t) == "0");  // folded by the thread
   CHECK(kept_word_counts(raw, t) == counted_word_counts(raw, t));
 
@@ -1339,7 +1337,7 @@ TEST_CASE(
   // A session that says nothing (psql, another program) folds at every due point.
   RawPg plain(db.conninfo());
   (void)store.store(*note(t, "n4", "pear"));  // version 8: due, the thread folds
-  for (int i = 0; i < 500 && log_rows(t) != "0"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  (void)eventually([&] { return log_rows(t) == "0"; });
   CHECK(listener.notifications(5000) == std::vector<std::string>{t});
   (void)store.store(*note(t, "n5", "pear"));
   CHECK(log_rows(t) == "2");  // the new version's words, and the previous version's taken away
@@ -1386,9 +1384,7 @@ TEST_CASE("postgres search: a cairn.word_log_fold that is no whole number counts
   CHECK(raw.scalar("SELECT count(*) FROM cairn_artifacts") == "300");
   // Folded at the 256th version, by the store object's thread, while the writes went on: what is left is the
   // versions written after the fold began.
-  for (int i = 0; i < 500 && raw.scalar("SELECT count(*) >= 256 FROM cairn_word_log") == "t"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  (void)eventually([&] { return raw.scalar("SELECT count(*) >= 256 FROM cairn_word_log") == "f"; });
   CHECK(raw.scalar("SELECT count(*) BETWEEN 1 AND 255 FROM cairn_word_log") == "t");
   CHECK(kept_word_counts(raw, "t") == counted_word_counts(raw, "t"));
 }
