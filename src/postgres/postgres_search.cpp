@@ -409,12 +409,14 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candid
   // answers; later rounds are for rows the index could not judge (metadata it did not keep, a newer version without
   // a vector, a page after a cursor).
   const std::size_t first = page ? q.limit + 1 : want;
-  std::vector<const detail::FilterFields*> accepted;  // the fields of what `accept` let through, in that order
+  // Of what `accept` let through, in that order: the sequence number of its index entry's change when the index kept
+  // its fields. Copied in accept, under the index's lock: another thread's catch-up may drop the fields after.
+  std::vector<std::optional<std::uint64_t>> accepted;
   const detail::VectorIndex::Accept accept = [&q, &accepted](const std::string& id, std::uint64_t, const void* tag) {
     if (id.compare(0, q.filter.id_prefix.size(), q.filter.id_prefix) != 0) return false;
     const auto* fields = static_cast<const detail::FilterFields*>(tag);
     if (fields && fields->metadata && !detail::matches_filter(id, *fields, q.filter)) return false;
-    accepted.push_back(fields);
+    accepted.push_back(fields ? std::optional<std::uint64_t>(fields->seq) : std::nullopt);
     return true;
   };
   const std::vector<detail::VectorIndex::Bound> bounds = detail::filter_bounds(q.filter);
@@ -438,16 +440,16 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::similar_candid
       ids.push_back(h.id);
       versions.push_back(std::to_string(h.version));
       read_vector.emplace_back(h.exact ? "f" : "t");
-      const detail::FilterFields* f = accepted.at(h.accepted);
+      const std::optional<std::uint64_t> entry_seq = accepted.at(h.accepted);
       bool is_kept = false;
-      if (use_kept && f && f->seq <= seen) {
+      if (use_kept && entry_seq && *entry_seq <= seen) {
         std::string key = h.id + '\0' + versions.back();
-        ArtifactPtr record = h.exact ? records.find(tenant_id, h.id, h.version, f->seq) : nullptr;
+        ArtifactPtr record = h.exact ? records.find(tenant_id, h.id, h.version, *entry_seq) : nullptr;
         is_kept = record != nullptr;
         if (is_kept) {
           page_records.kept.emplace(std::move(key), std::move(record));
         } else {
-          page_records.keep.emplace(std::move(key), f->seq);
+          page_records.keep.emplace(std::move(key), *entry_seq);
         }
       }
       kept.emplace_back(is_kept ? "t" : "f");

@@ -264,30 +264,32 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
   const std::size_t dimension = query.values.size();
   using Found = detail::SearchCandidate;
   struct Accepted {
-    ArtifactPtr record;                            // null: accepted by its kept fields, its row read after the walk
-    std::vector<float> vector;                     // the row's, for a hit whose index copy cannot give the exact cosine
-    const detail::FilterFields* fields = nullptr;  // what the index kept beside the version (null: nothing)
+    ArtifactPtr record;         // null: accepted by its kept fields, its row read after the walk
+    std::vector<float> vector;  // the row's, for a hit whose index copy cannot give the exact cosine
+    // The sequence number of the index entry's change, when the index kept the version's fields: copied in
+    // accept(), under the index's lock, since another thread's catch-up may drop the fields once the walk ends.
+    std::optional<std::uint64_t> seq;
   };
   // The last change this read transaction sees, read when first needed. An index entry added by a change up to it is
   // the version's life this snapshot holds: the entry is in the index (caught up to this snapshot or past it), so
   // nothing removed it up to here, and a removed version stored again is another entry, added later.
   std::optional<std::uint64_t> last_change;
-  const auto in_snapshot = [&](const detail::FilterFields* f) {
-    if (!f || records.max_bytes() == 0) return false;
+  const auto in_snapshot = [&](const std::optional<std::uint64_t>& seq) {
+    if (!seq || records.max_bytes() == 0) return false;
     if (!last_change) {
       Query l(conn, changes_last);
       last_change = l.step() && !l.is_null(0) ? static_cast<std::uint64_t>(l.int64(0)) : 0;
     }
-    return f->seq <= *last_change;
+    return *seq <= *last_change;
   };
   // A candidate's row: still the latest version, with its record and (unless `record_only`: its exact score is
   // known) a vector of the model. With `record_only`, a record kept from an earlier page (RecordCache) of the
   // entry's life in this snapshot is the row's record: then no row is read.
   const auto read_row = [&](const std::string& id, std::uint64_t version, Accepted& out, bool record_only = false) {
     if (version > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
-    const bool keep = in_snapshot(out.fields);
+    const bool keep = in_snapshot(out.seq);
     if (keep && record_only) {
-      out.record = records.find(tenant, id, version, out.fields->seq);
+      out.record = records.find(tenant, id, version, *out.seq);
       if (out.record) return true;
     }
     Query row(conn, record_only ? candidate_record : candidate_get);
@@ -300,7 +302,7 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
       return false;  // unreadable: the scan skips it too
     }
     if (keep) {
-      records.keep(tenant, id, version, out.fields->seq, out.record,
+      records.keep(tenant, id, version, *out.seq, out.record,
                    detail::RecordCache::record_bytes(record_text_bytes(row)));
     }
     if (record_only) return true;
@@ -320,11 +322,11 @@ std::vector<detail::SearchCandidate> SqliteArtifactStore::Impl::similar_candidat
       if (kept && fields && fields->metadata) {
         if (!detail::matches_filter(id, *fields, q.filter)) return false;
         accepted.push_back({});
-        accepted.back().fields = fields;
+        accepted.back().seq = fields->seq;
         return true;
       }
       Accepted a;
-      a.fields = fields;
+      if (fields) a.seq = fields->seq;
       if (!read_row(id, version, a) || !detail::matches_filter(*a.record, q.filter)) return false;
       if (paged && cursor && !detail::after_cursor(*cursor, detail::cosine(query.values, a.vector), *a.record)) {
         before_cursor.emplace(id, version);

@@ -60,6 +60,8 @@ namespace testing {
        check::is_per_tenant},
       {"search under concurrent writers: hits exist or existed, removed ones never, stored ones always",
        check::under_concurrent_writers},
+      {"filtered similarity while a writer replaces and removes the versions it walks: hits pass and were stored",
+       check::under_replacing_writers},
       {"a store that indexes as it stores reports nothing unindexed, and reindex has nothing to do",
        check::indexes_as_it_stores},
       {"search refuses contradictory modes and oversized filters, naming them", check::refuses_contradictory_modes},

@@ -284,7 +284,9 @@ class VectorIndex {
   }
 
   /// search(), with each version's tag (add()) handed to `accept` too, and `bounds` (Bound; none without a column
-  /// reader) checked before it.
+  /// reader) checked before it. An `owned` tag is valid while `accept` runs (under the shared lock): once the search
+  /// returns, another thread may remove or replace the version and the tag with it, so `accept` copies what the
+  /// caller reads of it later.
   std::vector<VectorHit> search_tagged(const std::vector<float>& query, std::size_t k, const Accept& accept,
                                        double near = 0, std::size_t ef = 0, bool newest_only = false,
                                        const std::vector<Bound>& bounds = {}) const {

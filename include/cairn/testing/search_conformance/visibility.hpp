@@ -406,6 +406,74 @@ inline void under_concurrent_writers(ArtifactStore& s) {
   CAIRN_CONFORM(found == kept);
 }
 
+// Filtered similarity searches while a writer replaces and removes the versions they walk. A store whose index keeps
+// what a filter reads beside each vector (detail::FilterFields) drops it with the version when a search catches the
+// index up; a search that walked past the version before must not read it after (sanitizer builds see a read of
+// freed memory). Every hit passes the filter and is a version that was stored.
+inline void under_replacing_writers(ArtifactStore& s) {
+  if (!s.keeps_embeddings()) return;
+  const auto t = fresh_tenant("churn");
+  const auto model = detail::vector_model(s);
+  constexpr int ids = 8, rounds = 30, searchers = 2;
+  std::atomic<bool> writing{true};
+  std::atomic<int> queries{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  const auto fail = [&](std::string what) {
+    std::lock_guard<std::mutex> lock(mutex);
+    failures.push_back(std::move(what));
+  };
+  std::vector<std::thread> pool;
+  pool.emplace_back([&] {
+    try {
+      std::set<std::string> present;
+      for (int r = 0; r < rounds; ++r) {
+        for (int i = 0; i < ids; ++i) {
+          const std::string id = fmt::format("c{}", i);
+          if ((i + r) % 5 == 4 && present.count(id)) {
+            s.remove(id, t);
+            present.erase(id);
+            continue;
+          }
+          auto record = note(t, id, json{{"id", id}, {"round", r}}).metadata(json{{"bucket", (i + r) % 2}}).build();
+          const auto v = detail::random_vector(model.second, static_cast<unsigned>(r * ids + i));
+          (void)s.store_embedded(*record, Embedding{model.first, v});
+          present.insert(id);
+        }
+      }
+    } catch (const std::exception& e) {
+      fail(std::string("writer: ") + e.what());
+    }
+    writing = false;
+  });
+  for (int k = 0; k < searchers; ++k) {
+    pool.emplace_back([&, k] {
+      try {
+        for (unsigned n = 0; writing || n == 0; ++n) {
+          SearchQuery q;
+          q.mode = SearchMode::similarity;
+          q.limit = 3;
+          q.vector = Embedding{model.first, detail::random_vector(model.second, 7919u * (k + 1) + n)};
+          q.filter.metadata.push_back({"/bucket", FieldOp::eq, 0});
+          for (const auto& h : s.search(t, q).hits) {
+            const auto& r = *h.record;
+            if (r.tenant_id() != t || r.id().rfind('c', 0) != 0 || r.value().value("id", "") != r.id() ||
+                r.metadata().value("bucket", -1) != 0) {
+              fail("a hit that does not pass the filter or was never stored: " + r.id());
+            }
+          }
+          ++queries;
+        }
+      } catch (const std::exception& e) {
+        fail(std::string("searcher: ") + e.what());
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (!failures.empty()) throw conformance_failure("search under replacing writers: " + failures.front());
+  CAIRN_CONFORM(queries >= searchers);
+}
+
 }  // namespace search_checks
 }  // namespace detail
 
