@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -113,12 +115,20 @@ struct Replies {
   Result error{nullptr, &PQclear};
   Result last{nullptr, &PQclear};
   Stall stall = Stall::none;
+  std::exception_ptr row_error;  // what `each_row` threw (collect_replies), the rest of the replies read past it
 };
+
+/// What collect_replies() hands each row of a statement sent in single-row mode (PQsetSingleRowMode), as it comes.
+using RowSink = std::function<void(const PGresult* row)>;
 
 /// Sends what was queued on the (non-blocking) connection and collects the replies to it, waiting at most until
 /// `deadline` (or until `wake` is readable: wait_socket()). On a stall the caller decides what it means (the
-/// connection is left as it is: PQerrorMessage still says what libpq saw).
-inline Replies collect_replies(PGconn* conn, Clock::time_point deadline, int wake = -1) {
+/// connection is left as it is: PQerrorMessage still says what libpq saw). With `each_row`, each row of a statement
+/// in single-row mode goes to it as it arrives (its result freed after: the rows of a large answer are never all in
+/// memory at once); when it throws, the rest of the replies are read and dropped (the connection is ready for the
+/// next statement) and Replies::row_error has what it threw.
+inline Replies collect_replies(PGconn* conn, Clock::time_point deadline, int wake = -1,
+                               const RowSink* each_row = nullptr) {
   const auto stalled = [](Stall why) {
     Replies r;
     r.stall = why;
@@ -140,6 +150,16 @@ inline Replies collect_replies(PGconn* conn, Clock::time_point deadline, int wak
     Result res(PQgetResult(conn), &PQclear);
     if (!res) break;
     const auto status = PQresultStatus(res.get());
+    if (status == PGRES_SINGLE_TUPLE) {
+      if (each_row && !out.row_error) {
+        try {
+          (*each_row)(res.get());
+        } catch (...) {
+          out.row_error = std::current_exception();
+        }
+      }
+      continue;
+    }
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
       if (!out.error) out.error = std::move(res);
     } else {

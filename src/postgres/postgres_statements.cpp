@@ -240,9 +240,10 @@ std::string statement_sql(Stmt s) {
     case all_vectors:
       // Every vector of (tenant $1, model $2, dimension $3) and the sequence number they are current at, from one
       // snapshot (the first row has them; NULL vector columns when there is none): how an index starts.
-      // Columns 4-8: what a filter reads of each version (detail::FilterFields), kept beside its vector.
+      // Columns 4-8: what a filter reads of each version (detail::FilterFields), kept beside its vector; column 9:
+      // how many versions the tenant has (what the index makes room for before the rows come).
       return "SELECT s.seq, v.id, v.version, v.vec, a.type, a.mime_type, a.created_by, a.created_at, "
-             "coalesce(a.metadata_text, a.metadata::text) FROM cairn_search_seq s "
+             "coalesce(a.metadata_text, a.metadata::text), s.versions FROM cairn_search_seq s "
              "LEFT JOIN cairn_search_vectors v ON v.tenant_id = s.tenant_id AND v.model = $2::text "
              "AND v.dim = $3::integer "
              "LEFT JOIN cairn_artifacts a ON a.tenant_id = v.tenant_id AND a.id = v.id AND a.version = v.version "

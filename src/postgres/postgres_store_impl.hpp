@@ -143,11 +143,14 @@ struct PostgresArtifactStore::Impl {
   // Sends what `send` queues on the connection and collects the results, waiting at most until `deadline`.
   // The result of the last statement comes back; the first error is thrown (see fail()).
   // `wake`: stop waiting as soon as it is readable (wait_socket()), as on the deadline.
+  // `each_row`: the rows of a statement sent in single-row mode, as they come (collect_replies()); what it throws is
+  // thrown once every reply was read, unless the statement failed (that failure is thrown).
   template <typename Send>
-  Result exec(Connection& c, Send&& send, const char* what, Clock::time_point deadline, int wake = -1) const {
+  Result exec(Connection& c, Send&& send, const char* what, Clock::time_point deadline, int wake = -1,
+              const detail::pg::RowSink* each_row = nullptr) const {
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) fail(c, nullptr, what);
     if (!send(c.conn)) fail(c, nullptr, what);
-    Replies replies = collect_replies(c.conn, deadline, wake);
+    Replies replies = collect_replies(c.conn, deadline, wake, each_row);
     switch (replies.stall) {
       case Stall::none: break;
       case Stall::send_timed_out:
@@ -156,8 +159,22 @@ struct PostgresArtifactStore::Impl {
       case Stall::broken: fail(c, nullptr, what);
     }
     if (replies.error) fail(c, replies.error.get(), what);
+    if (replies.row_error) std::rethrow_exception(replies.row_error);
     if (!replies.last) fail(c, nullptr, what);
     return std::move(replies.last);
+  }
+
+  // Runs a prepared statement in single-row mode: each row goes to `each_row` as it arrives, in binary format
+  // (binary_int64), and only one row's result is in memory at a time. What `each_row` throws reaches the caller,
+  // after the connection read the rest of the answer.
+  void run_rows(Connection& c, Stmt s, const Params& p, const detail::pg::RowSink& each_row) const {
+    exec(
+        c,
+        [&](PGconn* conn) {
+          return PQsendQueryPrepared(conn, statement_names[s], p.count, p.values.data(), nullptr, nullptr, 1) == 1 &&
+                 PQsetSingleRowMode(conn) == 1;
+        },
+        statement_names[s], statement_deadline(), -1, &each_row);
   }
 
   // Runs a prepared statement; with `binary`, its rows come in PostgreSQL's binary format (binary_int64).

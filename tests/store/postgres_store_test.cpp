@@ -1981,6 +1981,50 @@ TEST_CASE("postgres search: another process's writes reach this process's approx
   require_same_page(here.search("t", q), here.search("t", exact));
 }
 
+TEST_CASE(
+    "postgres search: a new index whose read of every vector is cut part-way is not kept half: the next query "
+    "finds every vector",
+    "[retry]") {
+  auto embedder = std::make_shared<HashEmbedder>();
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  constexpr int count = 2000;
+  {
+    PostgresArtifactStore writer(db.conninfo(), with_embedder(embedder));
+    for (int i = 0; i < count; ++i) {
+      (void)writer.store(*note("t", "n" + std::to_string(i), "cats purr " + std::to_string(i)));
+    }
+  }
+  store_test::TcpProxy proxy{std::stoi(raw.scalar("SHOW port"))};
+  PostgresOptions o = with_embedder(embedder);
+  o.reconnect_timeout_ms = 300;
+  PostgresArtifactStore store(db.conninfo() + " port=" + std::to_string(proxy.port()), o);
+  SearchQuery words;
+  words.mode = SearchMode::text;
+  words.text = "cats";
+  REQUIRE_FALSE(store.search("t", words).hits.empty());  // the connection is open and prepared before the cut
+  SearchQuery q;
+  q.mode = SearchMode::similarity;
+  q.text = "cats purr";
+  q.limit = 100;
+  // The answer of every vector (about 150 bytes a row) is cut after 60 KB, and the connection cannot be opened
+  // again in time: the query fails with some of the rows handed to the index.
+  proxy.hold_new(true);
+  proxy.cut_after(60'000);
+  CHECK_THROWS_AS(store.search("t", q), storage_error);
+  CHECK(proxy.cuts() == 1);
+  proxy.hold_new(false);
+  // Every vector, page by page.
+  std::set<std::string> found;
+  for (int pages = 0; pages <= count / 100; ++pages) {
+    const SearchPage page = store.search("t", q);
+    for (const auto& h : page.hits) found.insert(h.record->id());
+    if (!page.next_cursor) break;
+    q.cursor = *page.next_cursor;
+  }
+  CHECK(found.size() == static_cast<std::size_t>(count));
+}
+
 TEST_CASE("postgres search: a schema 4 database migrates to words per tenant, and every search answers as before") {
   TempDatabase db;
   std::vector<std::pair<std::string, SearchQuery>> queries;

@@ -98,6 +98,14 @@ class TcpProxy {
   void silence(bool on) { silent_.store(on); }
   /// How many connections the proxy accepted so far.
   int accepted() const noexcept { return accepted_.load(); }
+  /// Once the server has sent `bytes` more on the connections (counted from now), the connection that carries the
+  /// byte past them is closed on both sides, in the middle of whatever answer it was carrying; then it counts no
+  /// more (once).
+  void cut_after(std::size_t bytes) {
+    in_loop([&] { cut_left_ = bytes; });
+  }
+  /// How many connections cut_after() closed.
+  int cuts() const noexcept { return cuts_.load(); }
 
  private:
   struct Conn {
@@ -219,7 +227,13 @@ class TcpProxy {
         }
         if (from_client && c.stalled) {
           c.pending.append(buf.data(), static_cast<std::size_t>(n));
+        } else if (!from_client && cut_left_ > 0 && static_cast<std::size_t>(n) >= cut_left_) {
+          cut_left_ = 0;
+          ++cuts_;
+          close_fd(c.client);
+          close_fd(c.server);
         } else if (to >= 0) {
+          if (!from_client && cut_left_ > 0) cut_left_ -= static_cast<std::size_t>(n);
           if (!write_all(to, buf.data(), static_cast<std::size_t>(n))) close_fd(to);
         } else {
           dropped_ += static_cast<std::size_t>(n);
@@ -231,10 +245,12 @@ class TcpProxy {
   int target_port_;
   int port_ = 0;
   int listen_fd_ = -1;
-  std::vector<Conn> conns_;  // the loop thread's alone
+  std::vector<Conn> conns_;   // the loop thread's alone
+  std::size_t cut_left_ = 0;  // the loop thread's alone: cut_after()'s bytes still to pass (0: none)
   std::atomic<bool> stop_{false};
   std::atomic<bool> hold_{false};
   std::atomic<bool> silent_{false};
+  std::atomic<int> cuts_{0};
   std::atomic<std::size_t> dropped_{0};
   std::mutex mu_;
   std::vector<std::function<void()>> tasks_;

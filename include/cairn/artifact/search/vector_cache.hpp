@@ -52,7 +52,9 @@ using VectorChangeSink = std::function<void(VectorChange&)>;
 /// Hands the changes after `after_seq` of (tenant, model) to `sink`, oldest first, as it reads them (no list of
 /// them is made: a first read of 100,000 vectors goes straight into the index); returns whether it handed any.
 /// With after_seq 0 a store may answer with every current vector instead (each an add, seq = the newest sequence
-/// number it covers): how an index is first built.
+/// number it covers): how an index is first built. A read that may fail part-way hands its adds with seq 0 and the
+/// newest number with a last change that changes nothing, and a `reset` when it fails: the index is then left
+/// empty at 0, not half built at the newest number (PostgreSQL's, which streams the rows).
 using ReadVectorChanges = std::function<bool(const std::string& tenant, const std::string& model,
                                              std::uint64_t after_seq, const VectorChangeSink& sink)>;
 
