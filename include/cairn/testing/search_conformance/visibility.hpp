@@ -453,7 +453,8 @@ inline void under_replacing_writers(ArtifactStore& s) {
           SearchQuery q;
           q.mode = SearchMode::similarity;
           q.limit = 3;
-          q.vector = Embedding{model.first, detail::random_vector(model.second, 7919u * (k + 1) + n)};
+          q.vector =
+              Embedding{model.first, detail::random_vector(model.second, 7919u * static_cast<unsigned>(k + 1) + n)};
           q.filter.metadata.push_back({"/bucket", FieldOp::eq, 0});
           for (const auto& h : s.search(t, q).hits) {
             const auto& r = *h.record;
