@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cairn/artifact/record.hpp"
+#include "cairn/artifact/search/rank.hpp"
 #include "cairn/artifact/store.hpp"
 #include "cairn/error.hpp"
 #include "cairn/testing/conformance_check.hpp"
@@ -423,22 +425,22 @@ inline void under_replacing_writers(ArtifactStore& s) {
     std::lock_guard<std::mutex> lock(mutex);
     failures.push_back(std::move(what));
   };
+  std::map<std::string, std::pair<int, std::vector<float>>> last;  // the writer's: each present id's bucket, vector
   std::vector<std::thread> pool;
   pool.emplace_back([&] {
     try {
-      std::set<std::string> present;
       for (int r = 0; r < rounds; ++r) {
         for (int i = 0; i < ids; ++i) {
           const std::string id = fmt::format("c{}", i);
-          if ((i + r) % 5 == 4 && present.count(id)) {
+          if ((i + r) % 5 == 4 && last.count(id)) {
             s.remove(id, t);
-            present.erase(id);
+            last.erase(id);
             continue;
           }
           auto record = note(t, id, json{{"id", id}, {"round", r}}).metadata(json{{"bucket", (i + r) % 2}}).build();
-          const auto v = detail::random_vector(model.second, static_cast<unsigned>(r * ids + i));
+          auto v = detail::random_vector(model.second, static_cast<unsigned>(r * ids + i));
           (void)s.store_embedded(*record, Embedding{model.first, v});
-          present.insert(id);
+          last[id] = {(i + r) % 2, std::move(v)};
         }
       }
     } catch (const std::exception& e) {
@@ -473,6 +475,29 @@ inline void under_replacing_writers(ArtifactStore& s) {
   for (auto& th : pool) th.join();
   if (!failures.empty()) throw conformance_failure("search under replacing writers: " + failures.front());
   CAIRN_CONFORM(queries >= searchers);
+  // Once the writer is done, every store answers as an exact scan of what it left: the index the searchers' catch-ups
+  // built while it wrote holds each id's last version only.
+  for (unsigned n = 0; n < 4; ++n) {
+    const auto query = detail::random_vector(model.second, 104729u + n);
+    std::vector<std::pair<double, std::string>> want;
+    for (const auto& [id, kept] : last) {
+      if (kept.first == 0) want.emplace_back(cairn::detail::cosine(query, kept.second), id);
+    }
+    std::sort(want.begin(), want.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    SearchQuery q;
+    q.mode = SearchMode::similarity;
+    q.limit = ids;
+    q.vector = Embedding{model.first, query};
+    q.filter.metadata.push_back({"/bucket", FieldOp::eq, 0});
+    const auto hits = s.search(t, q).hits;
+    CAIRN_CONFORM(hits.size() == want.size());
+    for (std::size_t i = 0; i < hits.size(); ++i) {
+      CAIRN_CONFORM(hits[i].record->id() == want[i].second || std::abs(hits[i].score - want[i].first) < 1e-6);
+      CAIRN_CONFORM(hits[i].record->value().value("round", -1) == rounds - 1);
+    }
+  }
 }
 
 }  // namespace search_checks
