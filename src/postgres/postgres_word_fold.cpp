@@ -2,7 +2,8 @@
 // that makes a tenant's fold due sends a notification on cairn_word_fold with the tenant, instead of folding in its
 // own transaction; this thread listens on a connection of its own and runs cairn_fold_words for each tenant it is
 // told of. Any store object's thread may fold any tenant: the fold takes the tenant's advisory lock only if it is
-// free, so of the listeners one folds and the others find nothing to do.
+// free, so of the listeners one folds and the others find nothing to do. Once it has no fold left to do, it vacuums
+// the word log.
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -50,6 +51,7 @@ void PostgresArtifactStore::Impl::fold_loop() {
   bool listening = false;
   auto pause = std::chrono::milliseconds(20);
   std::set<std::string> due;  // tenants told of and not folded yet
+  bool vacuum_owed = false;   // a fold ran (or was tried) since the last vacuum of the log
   const auto stopping = [this] { return folder_stopping.load(std::memory_order_acquire); };
   const auto run = [&](const std::string& sql, const char* param, const char* what) {
     exec(
@@ -90,7 +92,19 @@ void PostgresArtifactStore::Impl::fold_loop() {
       while (!due.empty() && !stopping()) {
         const std::string tenant = *due.begin();
         due.erase(due.begin());
+        vacuum_owed = true;
         run("SELECT cairn_fold_words($1)", tenant.c_str(), "folding the word log");
+        take_notifications();
+      }
+      // Then, with nothing left to fold, the rows the folds deleted are vacuumed away. Until a vacuum, every word
+      // query of a big tenant that reads its log visits them: its bitmap scan of the tenant's range of
+      // cairn_word_log_tenant returns the dead entries with the live ones and marks none dead, so a query right
+      // after 100,000 versions were stored read 41,888 entries and 4,656 heap blocks for 159 live rows (18 ms;
+      // 1.1 ms after a vacuum). Autovacuum comes too late for that: it wakes once a minute and is throttled. A
+      // vacuum another session runs on the table is not waited for (SKIP_LOCKED): that one does the work.
+      if (vacuum_owed && due.empty() && !stopping()) {
+        vacuum_owed = false;
+        run("VACUUM (SKIP_LOCKED) cairn_word_log", nullptr, "vacuuming the word log");
         take_notifications();
       }
     } catch (const std::exception& e) {

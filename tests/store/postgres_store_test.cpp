@@ -171,7 +171,7 @@ std::string kept_word_counts(RawPg& raw, const std::string& tenant) {
       "JOIN cairn_search_seq s ON s.tenant_id = '" +
       tenant +
       "' AND starts_with(c.lexeme, s.no || ':') UNION ALL SELECT w, g.docs, g.versions FROM cairn_word_log g, "
-      "unnest(g.words) AS w WHERE g.tenant_id = '" +
+      "unnest(tsvector_to_array(g.words)) AS w WHERE g.tenant_id = '" +
       tenant + "') x GROUP BY w HAVING sum(d) <> 0 OR sum(v) <> 0) y");
 }
 std::string counted_word_counts(RawPg& raw, const std::string& tenant) {
@@ -1356,6 +1356,45 @@ TEST_CASE(
   CHECK(listener.notifications(300).empty());
   CHECK(kept_word_counts(raw, u) == counted_word_counts(raw, u));
   wait_for_listeners(raw, 1);  // the store without the thread opened no connection to listen
+}
+
+TEST_CASE(
+    "postgres search: once a store object's thread has no fold left to do it vacuums the word log, so no word query "
+    "reads the rows the folds deleted") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 4");
+  raw.scalar("CREATE EXTENSION pgstattuple");
+  const auto vacuums = [&] { return raw.scalar("SELECT pg_stat_get_vacuum_count('cairn_word_log'::regclass)"); };
+  const auto dead_rows = [&] { return raw.scalar("SELECT dead_tuple_count FROM pgstattuple('cairn_word_log')"); };
+  const auto live_rows = [&] { return raw.scalar("SELECT count(*) FROM cairn_word_log"); };
+  // Without the thread, the write folds the log; nothing vacuums it (autovacuum is off on it here).
+  PostgresOptions inline_options;
+  inline_options.fold_words_in_background = false;
+  PostgresArtifactStore inline_store(db.conninfo(), inline_options);
+  (void)inline_store.store(*note("inline", "n0", "apple pie"));
+  raw.scalar("ALTER TABLE cairn_word_log SET (autovacuum_enabled = false)");
+  for (int i = 1; i < 40; ++i) (void)inline_store.store(*note("inline", "n" + std::to_string(i % 10), "apple tart"));
+  CHECK(live_rows() == "0");  // 40 versions: folded at the 40th
+  REQUIRE(dead_rows() != "0");
+  CHECK(vacuums() == "0");
+
+  // A store object with the thread: its folds (7 due points of 8) are followed by a vacuum, which takes away the
+  // inline store's dead rows too. Versions 4 to 100 of a tenant: the last due point (100) is one the thread folds.
+  PostgresArtifactStore store(db.conninfo());
+  const std::string t = "loaded";
+  (void)store.store(*note(t, "n0", "apple pie"));
+  wait_for_listeners(raw, 1);
+  for (int i = 1; i < 100; ++i)
+    (void)store.store(*note(t, "n" + std::to_string(i % 30), "apple crumble " + std::to_string(i)));
+  (void)eventually([&] { return live_rows() == "0" && dead_rows() == "0"; });
+  CHECK(live_rows() == "0");
+  CHECK(dead_rows() == "0");
+  CHECK(vacuums() != "0");
+  CHECK(kept_word_counts(raw, t) == counted_word_counts(raw, t));
+  SearchQuery q;
+  q.text = "crumble";
+  CHECK(store.search(t, q).hits.size() == 10);
 }
 
 TEST_CASE("postgres search: a cairn.word_log_fold that is no whole number counts as unset, and writes go on") {

@@ -93,7 +93,7 @@ struct PostgresOptions {
 class PostgresArtifactStore final : public ArtifactStore {
  public:
   /// The schema version this cairn writes; databases with a lower one are migrated when a store connects.
-  static constexpr int schema_version = 11;
+  static constexpr int schema_version = 12;
 
   /// `conninfo` is what libpq's PQconnectdb takes: "host=... port=... dbname=..." or a postgresql:// URI.
   explicit PostgresArtifactStore(std::string conninfo, PostgresOptions options = {});
