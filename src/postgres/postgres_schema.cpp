@@ -608,13 +608,17 @@ BEGIN
 END
 $$;
 )sql",
-    // The word log keeps each version's lexemes as a tsvector without positions (strip), not a text[]: a word
-    // query of a big tenant checks every row of the tenant's log for each of its words, and a tsvector is searched
-    // for a lexeme by bisection where an array is compared element by element. At W6's 200 words a version, a log
-    // of 159 rows took 1.05 ms a word as arrays and 0.25 ms as tsvectors (by hand, the log right after 100,000
-    // versions were stored). The check is the query's own single-word tsquery (p_df), which the tenant's lexeme
-    // matches exactly; folds take the lexemes out with tsvector_to_array.
+    // The word log keeps each version's lexemes as a tsvector without positions (strip), not a text[], in the row
+    // itself: a word query of a big tenant checks every row of the tenant's log for each of its words, and a
+    // tsvector is searched for a lexeme by bisection where an array is compared element by element. A version's
+    // lexemes (about 2 KB at W6's 200 words) barely compress, so by default the toaster moved them to the TOAST
+    // table and every check fetched them from there; with toast_tuple_target at its largest, a row of up to 8 KB
+    // stays in the heap as it is (a larger one is still compressed or moved). By hand, the log right after 100,000
+    // versions were stored (159 rows): 1.05 ms a word as arrays, 0.35 ms as tsvectors in TOAST, 0.03-0.07 ms in
+    // the row. The check is the query's own single-word tsquery (p_df), which the tenant's lexeme matches exactly;
+    // folds take the lexemes out with tsvector_to_array.
     R"sql(
+ALTER TABLE cairn_word_log SET (toast_tuple_target = 8160);
 ALTER TABLE cairn_word_log ALTER COLUMN words TYPE tsvector USING array_to_tsvector(words);
 CREATE OR REPLACE FUNCTION cairn_fold_words(p_tenant text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

@@ -1358,6 +1358,21 @@ TEST_CASE(
   wait_for_listeners(raw, 1);  // the store without the thread opened no connection to listen
 }
 
+TEST_CASE("postgres search: the word log keeps a version's lexemes in its own row, where a word query reads them") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  PostgresArtifactStore store(db.conninfo());
+  std::string text;  // 300 distinct words: about 3 KB of lexemes, which the toaster would move out of the row
+  for (int i = 0; i < 300; ++i) text += "word" + std::to_string(i) + " ";
+  (void)store.store(*note("t", "n0", text));
+  REQUIRE(raw.scalar("SELECT count(*) FROM cairn_word_log") == "1");
+  CHECK(raw.scalar("SELECT pg_typeof(words)::text FROM cairn_word_log") == "tsvector");
+  CHECK(raw.scalar("SELECT length(words) >= 300 FROM cairn_word_log") == "t");  // and the title's
+  CHECK(raw.scalar("SELECT pg_column_size(words) > 2500 FROM cairn_word_log") == "t");
+  // Nothing went to the log's TOAST table: the row holds the lexemes as they are.
+  CHECK(raw.scalar("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'cairn_word_log'") == "0");
+}
+
 TEST_CASE(
     "postgres search: once a store object's thread has no fold left to do it vacuums the word log, so no word query "
     "reads the rows the folds deleted") {
