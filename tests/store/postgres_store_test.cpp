@@ -1402,7 +1402,18 @@ TEST_CASE(
   wait_for_listeners(raw, 1);
   for (int i = 1; i < 100; ++i)
     (void)store.store(*note(t, "n" + std::to_string(i % 30), "apple crumble " + std::to_string(i)));
-  (void)eventually([&] { return live_rows() == "0" && dead_rows() == "0"; });
+  // A vacuum leaves the rows a transaction older than it may still see (an autovacuum ANALYZE of another table of
+  // the database, while other tests load the server); the next fold's vacuum takes them. So a round that does not
+  // see the log clean makes another fold due (4 more versions), up to 10 rounds.
+  int version = 100;
+  for (int round = 0; round < 10; ++round) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!(live_rows() == "0" && dead_rows() == "0") && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (live_rows() == "0" && dead_rows() == "0") break;
+    for (int i = 0; i < 4; ++i, ++version) (void)store.store(*note(t, "n" + std::to_string(version % 30), "plum"));
+  }
   CHECK(live_rows() == "0");
   CHECK(dead_rows() == "0");
   CHECK(vacuums() != "0");
