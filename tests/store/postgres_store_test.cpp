@@ -1358,6 +1358,31 @@ TEST_CASE(
   wait_for_listeners(raw, 1);  // the store without the thread opened no connection to listen
 }
 
+TEST_CASE("postgres search: a schema 11 word log with rows in it is rewritten by migration 12, its counts kept") {
+  TempDatabase db;
+  RawPg raw(db.conninfo());
+  raw.scalar("ALTER DATABASE \"" + raw.scalar("SELECT current_database()") + "\" SET cairn.word_log_fold = 1000");
+  const std::vector<std::string> texts = {"apple pie", "apple tart", "it's plum crumble", "tart"};
+  {
+    PostgresArtifactStore store(db.conninfo());
+    for (int i = 0; i < 30; ++i) (void)store.store(*note("t", "n" + std::to_string(i % 12), texts[i % 4]));
+  }
+  // Back to schema 11's log: the lexemes as text[] (the rows as schema 11 wrote them; nothing folded yet).
+  raw.scalar("ALTER TABLE cairn_word_log RESET (toast_tuple_target)");
+  raw.scalar("ALTER TABLE cairn_word_log ALTER COLUMN words TYPE text[] USING tsvector_to_array(words)");
+  raw.scalar("UPDATE cairn_schema SET version = 11");
+  REQUIRE(raw.scalar("SELECT count(*) FROM cairn_word_log") == "48");  // 30 versions, 18 of them new ones
+  PostgresArtifactStore store(db.conninfo());
+  (void)store.store(*note("t", "n0", "apple"));  // migrates, then writes a schema 12 row
+  CHECK(raw.scalar("SELECT version FROM cairn_schema") == "12");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_word_log") == "50");  // the new version and its previous one's -1
+  CHECK(raw.scalar("SELECT pg_typeof(words)::text FROM cairn_word_log LIMIT 1") == "tsvector");
+  CHECK(kept_word_counts(raw, "t") == counted_word_counts(raw, "t"));
+  raw.scalar("SELECT cairn_fold_words('t')");
+  CHECK(raw.scalar("SELECT count(*) FROM cairn_word_log") == "0");
+  CHECK(kept_word_counts(raw, "t") == counted_word_counts(raw, "t"));
+}
+
 TEST_CASE("postgres search: the word log keeps a version's lexemes in its own row, where a word query reads them") {
   TempDatabase db;
   RawPg raw(db.conninfo());
