@@ -16,6 +16,9 @@
 //
 // Times are this thread's CPU time per artifact touched (manual timing of the phase alone; the phases before it run
 // untimed), so the /N variants of one benchmark compare per-operation cost and ratios.py's "flat" line is meaningful.
+// Each iteration begins with malloc_trim(0): a phase that grows the heap pays the page faults of the memory it
+// touches first (kernel time is CPU time here), so without it a row's cost depended on how much freed memory the row
+// before it left in the arena (re-save at 10,000 measured 1.3x to 3.2x the floor at the same code).
 // BM_W1Bytes*: heap bytes each stored artifact keeps (mallinfo2 deltas, malloc's own headers included), with the
 // compact JSON text of the value alongside. BM_W1BytesCopied_CairnPackedSearched: the packed store after one word
 // search of every tenant, so with every tenant's word index built (what a searched store keeps).
@@ -344,7 +347,12 @@ template <typename Subject, Phase P, bool Shared>
 void BM_W1(benchmark::State& state) {
   const Dataset& d = dataset(static_cast<int>(state.range(0)));
   std::int64_t check = 0;
-  for (auto _ : state) state.SetIterationTime(run_w1<Subject>(d, P, Shared, check));
+  for (auto _ : state) {
+    // Every iteration starts from the same heap: what earlier iterations and rows freed goes back to the system, so
+    // each subject pays for the pages its own phases touch and none runs on pages another row faulted in.
+    malloc_trim(0);
+    state.SetIterationTime(run_w1<Subject>(d, P, Shared, check));
+  }
   benchmark::DoNotOptimize(check);
   state.counters["artifacts"] = static_cast<double>(d.n);
 }
