@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -90,31 +91,78 @@ SearchPage PostgresArtifactStore::search(const std::string& tenant_id, const Sea
     (void)impl_->similar_candidates(tenant_id, q, p, 0, &page);
     return page;
   }
-  // Otherwise every version the words match (the GIN index's candidates with their BM25 scores), and the vectors:
-  // for hybrid the 4 x limit nearest that pass the filters through the approximate index (as the other stores;
-  // the cursor applies to the fused ranking), for exact similarity every vector of the tenant's scope; ranked as the
-  // default scan ranks (detail::rank_search_page).
+  // Otherwise every version the words match (the GIN index's candidates with their BM25 scores), by key, and the
+  // vectors: for hybrid the 4 x limit nearest that pass the filters through the approximate index (as the other
+  // stores; the cursor applies to the fused ranking), for exact similarity every vector of the tenant's scope; ranked
+  // as the default scan ranks, with the records of the page alone made from their rows (detail::rank_keyed_page).
   std::size_t unindexed = 0;
-  std::vector<detail::SearchCandidate> found;
-  if (p.by_text) found = impl_->word_candidates(tenant_id, q, p.words, &unindexed);
-  if (p.by_vector && p.by_text && !q.exact) {
-    detail::add_similar(found, impl_->similar_candidates(tenant_id, q, p, 4 * q.limit, nullptr));
-  } else if (p.by_vector) {
-    detail::add_similar(found, impl_->exact_candidates(tenant_id, q, *p.vector));
+  Impl::WordRows words = impl_->word_candidates(tenant_id, q, p.words, &unindexed);
+  std::vector<detail::KeyedCandidate>& found = words.found;
+  if (p.by_vector) {
+    std::vector<detail::SearchCandidate> near = q.exact
+                                                    ? impl_->exact_candidates(tenant_id, q, *p.vector)
+                                                    : impl_->similar_candidates(tenant_id, q, p, 4 * q.limit, nullptr);
+    detail::add_similar(found, std::move(near));
   }
-  SearchPage page = detail::rank_search_page(std::move(found), q, p);
+  SearchPage page = detail::rank_keyed_page(std::move(found), q, p, [&](const std::string& id, std::uint64_t v) {
+    return impl_->word_record(words.res.get(), id, v);
+  });
   page.unindexed = unindexed;
   return page;
 }
 
-std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidates(const std::string& tenant_id,
-                                                                                  const SearchQuery& q,
-                                                                                  const detail::WordQuery& words,
-                                                                                  std::size_t* unindexed) {
-  std::vector<detail::SearchCandidate> hits;
+namespace {
+
+/// The text of a value stored as a plain JSON string (no escapes, no control characters, valid UTF-8, within
+/// `limits`), as detail::value_text reads the record's value; nothing for any other value, whose record is made to
+/// read it.
+std::optional<std::string_view> plain_string_text(std::string_view json, const JsonLimits& limits) {
+  if (json.size() < 2 || json.size() > limits.max_bytes || json.front() != '"' || json.back() != '"') {
+    return std::nullopt;
+  }
+  const std::string_view s = json.substr(1, json.size() - 2);
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c < 0x20) return std::nullopt;
+  }
+  if (!detail::is_valid_utf8(s)) return std::nullopt;
+  const std::string_view cut = s.substr(0, detail::max_value_text_bytes);
+  return cut.substr(0, detail::valid_utf8_prefix_length(cut));
+}
+
+/// How often each of a word query's words occurs in a version's title, description and value, and how many words
+/// they hold: what BM25, the query's match and SearchMatch read of detail::record_words, for a query of single
+/// words (the words of its groups, then those it excludes).
+struct ColumnWords {
+  std::vector<std::array<std::size_t, 3>> n;
+  std::size_t length = 0;
+  std::size_t total(std::size_t i) const noexcept { return n[i][0] + n[i][1] + n[i][2]; }
+};
+
+ColumnWords count_words(const std::array<std::string_view, 3>& fields, const std::vector<std::string>& counted) {
+  ColumnWords out;
+  out.n.assign(counted.size(), {0, 0, 0});
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    detail::for_each_word(fields[f], [&](const std::string& w) {
+      ++out.length;
+      for (std::size_t i = 0; i < counted.size(); ++i) {
+        if (w == counted[i]) ++out.n[i][f];
+      }
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+PostgresArtifactStore::Impl::WordRows PostgresArtifactStore::Impl::word_candidates(const std::string& tenant_id,
+                                                                                   const SearchQuery& q,
+                                                                                   const detail::WordQuery& words,
+                                                                                   std::size_t* unindexed) {
+  WordRows out;
   const auto& f = q.filter;
   const auto sql = sql_filter(tenant_id, f);
-  if (!sql) return hits;  // nothing stored can match
+  if (!sql) return out;  // nothing stored can match
   const std::vector<std::string> query_words = words.words();
   // The words' document counts this process has for the tenant, and the statistics state they hold for.
   const auto counts_key = std::make_pair(tenant_id, q.all_versions);
@@ -134,7 +182,7 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidate
     }
   }
   const std::string known_text = array_literal(known);
-  Result res = with_connection([&](Impl::Connection& c, bool) -> Result {
+  out.res = with_connection([&](Impl::Connection& c, bool) -> Result {
     const std::optional<std::string> prefix = lexeme_prefix(c, tenant_id);
     if (!prefix) return Result(nullptr, &PQclear);  // the tenant never wrote: no words, nothing unindexed
     const std::string df_queries = word_tsquery_array(query_words, *prefix);
@@ -145,27 +193,28 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidate
     p.add(f.mime_type).add(f.created_by).add(sql->after).add(sql->before).add(known_text).add(stats).add(lexemes);
     return run(c, q.all_versions ? search_all : search_latest, p);
   });
+  const PGresult* res = out.res.get();
   if (!res) {
     if (unindexed) *unindexed = 0;
-    return hits;
+    return out;
   }
 
   // The statistics (the same on every row), then the candidates, scored in cairn exactly as the default scan does.
   constexpr int stats_column = 15;
-  const auto number = [&](int col) { return static_cast<std::size_t>(to_int64(PQgetvalue(res.get(), 0, col))); };
+  const auto number = [&](int col) { return static_cast<std::size_t>(to_int64(PQgetvalue(res, 0, col))); };
   const std::size_t documents = number(stats_column), total_length = number(stats_column + 1);
   if (unindexed) *unindexed = number(stats_column + 2);
   std::vector<std::size_t> df;
-  const std::string_view df_text = PQgetvalue(res.get(), 0, stats_column + 3);  // "{3,1}"
+  const std::string_view df_text = PQgetvalue(res, 0, stats_column + 3);  // "{3,1}"
   for (std::size_t i = 1; i < df_text.size();) {
     const std::size_t end = std::min(df_text.find_first_of(",}", i), df_text.size());
     df.push_back(static_cast<std::size_t>(to_int64(df_text.substr(i, end - i))));
     i = end + 1;
   }
-  if (df.size() == query_words.size() && !PQgetisnull(res.get(), 0, stats_column + 4)) {
+  if (df.size() == query_words.size() && !PQgetisnull(res, 0, stats_column + 4)) {
     std::lock_guard lock(word_counts_mutex);
     WordCounts& kept = word_counts[counts_key];
-    const char* now = PQgetvalue(res.get(), 0, stats_column + 4);
+    const char* now = PQgetvalue(res, 0, stats_column + 4);
     if (kept.stats != now) {
       word_counts_kept -= kept.df.size();
       kept.df.clear();
@@ -182,23 +231,90 @@ std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::word_candidate
   }
   const detail::Bm25 bm25(query_words, documents, total_length, std::move(df));
 
-  const int rows = PQntuples(res.get());
+  // A query of single words and no metadata condition is decided and scored from the text columns; its records are
+  // made for the page alone (word_record). Otherwise each candidate's record is made to decide it.
+  const auto single = [](const detail::QueryTerm& t) { return t.words.size() == 1; };
+  bool from_columns = f.metadata.empty() && std::all_of(words.none_of.begin(), words.none_of.end(), single);
+  for (const auto& group : words.all_of) from_columns = from_columns && std::all_of(group.begin(), group.end(), single);
+  std::vector<std::string> counted = query_words;  // the words of the groups, then the excluded ones
+  for (const auto& t : words.none_of) counted.push_back(t.words[0]);
+  const auto counted_at = [&counted](const std::string& w) {
+    return static_cast<std::size_t>(std::find(counted.begin(), counted.end(), w) - counted.begin());
+  };
+
+  const int rows = PQntuples(res);
+  out.found.reserve(static_cast<std::size_t>(rows));
   for (int i = 0; i < rows; ++i) {
-    if (PQgetisnull(res.get(), i, 1)) continue;  // no candidate: the row carries the statistics only
+    if (PQgetisnull(res, i, 1)) continue;  // no candidate: the row carries the statistics only
+    const auto column = [&](int col) {
+      return std::string_view(PQgetvalue(res, i, col), static_cast<std::size_t>(PQgetlength(res, i, col)));
+    };
+    std::optional<std::string_view> value_text;
+    if (from_columns && !PQgetisnull(res, i, 7)) value_text = plain_string_text(column(7), options.json_limits);
+    if (from_columns && (value_text || PQgetisnull(res, i, 7))) {
+      // The filter's conditions again, on the columns (as matches_filter on the record).
+      const auto maybe = [&](int col) {
+        return PQgetisnull(res, i, col) ? std::optional<std::string_view>() : column(col);
+      };
+      const std::int64_t created_at = to_int64(column(13));
+      if ((f.type && column(3) != f.type->str()) || (f.mime_type && maybe(9) != *f.mime_type) ||
+          (f.created_by && maybe(12) != *f.created_by) || column(1).substr(0, f.id_prefix.size()) != f.id_prefix ||
+          (f.created_after && created_at < *f.created_after) || (f.created_before && created_at >= *f.created_before)) {
+        continue;
+      }
+      const ColumnWords cw = count_words({column(4), column(5), value_text.value_or(std::string_view())}, counted);
+      bool match = true;
+      for (const auto& group : words.all_of) {
+        match = match && std::any_of(group.begin(), group.end(),
+                                     [&](const detail::QueryTerm& t) { return cw.total(counted_at(t.words[0])) > 0; });
+      }
+      for (std::size_t k = query_words.size(); k < counted.size(); ++k) match = match && cw.total(k) == 0;
+      if (!match) continue;
+      detail::SearchCandidate c{
+          nullptr, bm25.score_of([&cw](std::size_t k) { return cw.total(k); }, cw.length), std::nullopt, {}};
+      bool in[3] = {false, false, false};
+      for (std::size_t k = 0; k < query_words.size(); ++k) {
+        if (cw.total(k) > 0) c.matched.words.push_back(query_words[k]);
+        for (std::size_t field = 0; field < 3; ++field) in[field] = in[field] || cw.n[k][field] > 0;
+      }
+      if (in[0]) c.matched.fields.emplace_back("title");
+      if (in[1]) c.matched.fields.emplace_back("description");
+      if (in[2]) c.matched.fields.emplace_back("value");
+      out.found.push_back({std::string(column(1)), static_cast<std::uint64_t>(to_int64(column(2))), std::move(c)});
+      continue;
+    }
     ArtifactPtr r;
     try {
-      r = decode(res.get(), i);
+      r = decode(res, i);
     } catch (const storage_error&) {
       continue;  // a damaged row: list() does not show it either (fetch it to get the error)
     }
     if (!detail::matches_filter(*r, f)) continue;
     const detail::RecordWords rw = detail::record_words(*r);
     if (!detail::matches_words(rw, words)) continue;
-    detail::SearchCandidate c{std::move(r), bm25.score(rw), std::nullopt, {}};
+    detail::SearchCandidate c{nullptr, bm25.score(rw), std::nullopt, {}};
     detail::describe_word_match(rw, query_words, c.matched);
-    hits.push_back(std::move(c));
+    std::string id = r->id();
+    const std::uint64_t version = r->version();
+    c.record = std::move(r);
+    out.found.push_back({std::move(id), version, std::move(c)});
   }
-  return hits;
+  return out;
+}
+
+ArtifactPtr PostgresArtifactStore::Impl::word_record(const PGresult* res, const std::string& id,
+                                                     std::uint64_t version) const {
+  if (!res) return nullptr;
+  const std::string version_text = std::to_string(version);
+  for (int i = 0; i < PQntuples(res); ++i) {
+    if (PQgetisnull(res, i, 1) || id != PQgetvalue(res, i, 1) || version_text != PQgetvalue(res, i, 2)) continue;
+    try {
+      return decode(res, i);
+    } catch (const storage_error&) {
+      return nullptr;  // a damaged row: list() does not show it either (fetch it to get the error)
+    }
+  }
+  return nullptr;
 }
 
 std::vector<detail::SearchCandidate> PostgresArtifactStore::Impl::exact_candidates(const std::string& tenant_id,

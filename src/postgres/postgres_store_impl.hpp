@@ -437,8 +437,19 @@ struct PostgresArtifactStore::Impl {
 
   // ---- search (postgres_search.cpp)
 
-  std::vector<detail::SearchCandidate> word_candidates(const std::string& tenant_id, const SearchQuery& query,
-                                                       const detail::WordQuery& words, std::size_t* unindexed);
+  /// What a word search found: cairn_search_words's answer and its candidates by key, scored. A candidate's record
+  /// is made from its row only when the query needs it to decide (a metadata condition, a phrase, a value other
+  /// than a plain JSON string); the others are scored from their text columns and made when a page shows them
+  /// (word_record).
+  struct WordRows {
+    Result res{nullptr, &PQclear};
+    std::vector<detail::KeyedCandidate> found;
+  };
+  WordRows word_candidates(const std::string& tenant_id, const SearchQuery& query, const detail::WordQuery& words,
+                           std::size_t* unindexed);
+  /// The record of version `version` of `id` among a word search's rows; null when it is not there or does not
+  /// decode (as list() leaves a damaged row out).
+  ArtifactPtr word_record(const PGresult* res, const std::string& id, std::uint64_t version) const;
   std::vector<detail::SearchCandidate> exact_candidates(const std::string& tenant_id, const SearchQuery& query,
                                                         const Embedding& vector);
   /// The versions this process's vector index finds nearest that pass the rows and the filters, scored by
@@ -448,8 +459,6 @@ struct PostgresArtifactStore::Impl {
                                                           const detail::PreparedSearch& prepared, std::size_t want,
                                                           SearchPage* page);
 
-  /// The rows of a statement that returns record columns and a vector (column 15), as similarity candidates:
-  /// those that decode, pass the filter and hold a vector of the query's dimension, scored by exact cosine.
   // The candidates in `res` (records, then their vector in column 15) that pass `filter`, each with its exact
   // cosine to `vector`: from `hits` (an index's, which computed it from its copy) where a hit has it, else from the
   // row's vector.

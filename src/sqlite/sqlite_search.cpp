@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -408,22 +407,7 @@ SearchPage SqliteArtifactStore::Impl::search_hybrid(const std::string& tenant, c
   const std::size_t want = 4 * q.limit;
   std::vector<detail::SearchCandidate> near = similar_candidates(*conn, tenant, q, p, *index, want, false);
   if (near.size() > want) near.resize(want);
-  found.reserve(found.size() + near.size());  // no reallocation below: `at` points into found's ids
-  std::map<std::pair<std::string_view, std::uint64_t>, std::size_t> at;  // (id, version) -> its place in found
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    at.emplace(std::pair<std::string_view, std::uint64_t>(found[i].id, found[i].version), i);
-  }
-  for (auto& c : near) {
-    const auto it = at.find({c.record->id(), c.record->version()});
-    if (it == at.end()) {
-      found.push_back({c.record->id(), c.record->version(), std::move(c)});
-      continue;
-    }
-    detail::SearchCandidate& w = found[it->second].candidate;
-    w.similarity = c.similarity;
-    w.matched.similarity = c.similarity;
-    if (!w.record) w.record = std::move(c.record);
-  }
+  detail::add_similar(found, std::move(near));
   SearchPage page = detail::rank_keyed_page(std::move(found), q, p, [&](const std::string& id, std::uint64_t v) {
     return version_record(*conn, tenant, id, v);
   });

@@ -1181,6 +1181,51 @@ TEST_CASE("postgres search: words through the index give the default scan's hits
   }
 }
 
+TEST_CASE("postgres search: a word match whose row does not decode is left out of its page, the others found") {
+  // A match with a plain string value is scored from its text columns and made into a record only when a page shows
+  // it; one whose value has escapes (or is an object) is made into a record to be scored. A damaged row of either
+  // kind is left out, as list() leaves it out, and nothing is thrown.
+  TempDatabase db;
+  PostgresArtifactStore store(db.conninfo());
+  (void)store.store(*note("t", "a-plain", "apple apple apple"));
+  (void)store.store(*note("t", "b-escaped", "apple apple\n\"apple\""));
+  (void)store.store(*note("t", "c-plain", "apple pie"));
+  (void)store.store(*note("t", "d-escaped", "apple\tcrumble tart"));
+  (void)store.store(*note("t", "e-object", json{{"text", "apple"}}));
+  RawPg(db.conninfo()).scalar("UPDATE cairn_artifacts SET type = 'Not A Type' WHERE id IN ('a-plain', 'b-escaped')");
+  CHECK_THROWS_WITH(store.fetch("a-plain", "t"), cairn_test::ContainsSubstring("artifact 'a-plain' version 1"));
+  for (const std::size_t limit : {1, 2, 10}) {
+    SearchQuery q;
+    q.text = "apple";
+    q.limit = limit;
+    INFO("limit " << limit);
+    std::vector<std::string> ids;
+    std::vector<double> scores;
+    for (int pages = 0; pages < 10; ++pages) {
+      const SearchPage page = store.search("t", q);
+      for (const auto& h : page.hits) {
+        ids.push_back(h.record->id());
+        scores.push_back(h.score);
+        CHECK(h.matched.words == std::vector<std::string>{"apple"});
+        CHECK(h.matched.fields == std::vector<std::string>{"value"});
+      }
+      if (!page.next_cursor) break;
+      q.cursor = *page.next_cursor;
+    }
+    // "apple pie" and {"text": "apple"} hold 5 words with their titles, "apple\tcrumble tart" 6: BM25 ranks it last.
+    CHECK(ids == std::vector<std::string>{"c-plain", "e-object", "d-escaped"});
+    REQUIRE(scores.size() == 3);
+    CHECK(scores[0] == scores[1]);
+    CHECK(scores[1] > scores[2]);
+  }
+  // With a phrase (here an excluded one) every match is made into a record first: the same three.
+  SearchQuery q;
+  q.text = "apple -\"no such phrase\"";
+  std::vector<std::string> ids;
+  for (const auto& h : store.search("t", q).hits) ids.push_back(h.record->id());
+  CHECK(ids == std::vector<std::string>{"c-plain", "e-object", "d-escaped"});
+}
+
 TEST_CASE("postgres search: a tenant without history and one with it give the default scan's pages, as it changes") {
   PostgresArtifactStore store(base_conninfo());
   const std::string t = random_name("st_");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,24 +77,6 @@ struct SearchCandidate {
   SearchMatch matched;
 };
 
-/// Hybrid: the versions a similarity search found (`near`) joined to those the words found (`found`): a version in
-/// both keeps its words and takes the similarity; one found by similarity alone is added.
-inline void add_similar(std::vector<SearchCandidate>& found, std::vector<SearchCandidate> near) {
-  std::map<std::pair<std::string, std::uint64_t>, std::size_t> at;  // (id, version) -> its place in found
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    at.emplace(std::make_pair(found[i].record->id(), found[i].record->version()), i);
-  }
-  for (auto& c : near) {
-    const auto it = at.find({c.record->id(), c.record->version()});
-    if (it == at.end()) {
-      found.push_back(std::move(c));
-    } else {
-      found[it->second].similarity = c.similarity;
-      found[it->second].matched.similarity = c.similarity;
-    }
-  }
-}
-
 /// Ranks what a search found and cuts the page: the rank in each list, then the score (BM25, cosine, their
 /// reciprocal rank fusion, or 0 for filters alone), results order, the cursor, the limit. `vector_ranked_before`: how
 /// many versions the similarity ranking holds before `found`'s (a store that left out those before the cursor).
@@ -156,6 +139,28 @@ struct KeyedCandidate {
   std::uint64_t version = 0;
   SearchCandidate candidate;
 };
+
+/// Hybrid: the versions a similarity search found (`near`, with their records) joined to those the words found
+/// (`found`, by key): a version in both keeps its words and takes the similarity (and the record, if it had none);
+/// one found by similarity alone is added.
+inline void add_similar(std::vector<KeyedCandidate>& found, std::vector<SearchCandidate> near) {
+  found.reserve(found.size() + near.size());  // no reallocation below: `at` points into found's ids
+  std::map<std::pair<std::string_view, std::uint64_t>, std::size_t> at;  // (id, version) -> its place in found
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    at.emplace(std::pair<std::string_view, std::uint64_t>(found[i].id, found[i].version), i);
+  }
+  for (auto& c : near) {
+    const auto it = at.find({c.record->id(), c.record->version()});
+    if (it == at.end()) {
+      found.push_back({c.record->id(), c.record->version(), std::move(c)});
+      continue;
+    }
+    SearchCandidate& w = found[it->second].candidate;
+    w.similarity = c.similarity;
+    w.matched.similarity = c.similarity;
+    if (!w.record) w.record = std::move(c.record);
+  }
+}
 
 /// rank_search_page for candidates known by their keys, each of which passed the filters: the same ranks in each
 /// list, score, order, cursor and page, with a record read (`read(id, version)`, an ArtifactPtr) only for the hits
