@@ -47,7 +47,8 @@ inline std::vector<std::string> words_of(std::string_view text) {
 inline constexpr std::size_t max_value_text_bytes = 64 * 1024;
 
 /// The searchable text of a record's value: a string whole; for JSON, every string leaf and member name, in
-/// document order, separated by newlines; at most `max_bytes` (cut at a UTF-8 character boundary).
+/// document order (an object's members in key order, as nlohmann::json keeps them), separated by newlines; at most
+/// `max_bytes` (cut at a UTF-8 character boundary).
 inline std::string value_text(const nlohmann::json& value, std::size_t max_bytes = max_value_text_bytes) {
   std::string out;
   struct Item {
